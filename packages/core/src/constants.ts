@@ -1,0 +1,74 @@
+/**
+ * Every table, set and queue of the core is bounded. Each default below says why it is what it
+ * is; all of them can be lowered (or raised) per node through `CoreLimits`.
+ */
+export const DEFAULT_LIMITS = {
+  /**
+   * Destinations in one routing table. Every destination costs one entry plus two neighbour
+   * bitsets at every node, so a table of N destinations costs O(N * neighbours) bits per node.
+   * The paper runs 400 processes and our simulations go to 10,000; 65,536 leaves headroom while
+   * keeping a flood of fake destinations from exhausting memory.
+   */
+  destinationsMax: 65_536,
+  /**
+   * Open connections (neighbours) of one node. Bounded by file descriptors on real hosts and
+   * by the bitset width of trans/rcpt here; a clique of a few thousand nodes is the densest
+   * topology we target.
+   */
+  neighboursMax: 4_096,
+  /** Logical names one node may own. Names travel with the node's record in every update. */
+  namesPerNodeMax: 64,
+  /** UTF-16 code units in one logical name; names are identifiers, not payload. */
+  nameLengthMax: 256,
+  /** Physical addresses one node may advertise (dual stack, several interfaces, a relay or two). */
+  addressesPerNodeMax: 16,
+  /** Characters in one physical address (a multiaddr with a peer id fits in well under 512). */
+  addressLengthMax: 512,
+  /** Characters in one node id (a libp2p peer id string is 52 or 59). */
+  nodeIdLengthMax: 128,
+  /**
+   * Physical addresses remembered for dialling (known + backed-off). One per address of every
+   * destination plus hubs; beyond this we stop learning new addresses rather than grow.
+   */
+  knownAddressesMax: 131_072,
+  /**
+   * Dials in flight at once. Each holds a socket; a node that learns 2,000 addresses at once
+   * must not open 2,000 sockets, and dials to firewalled addresses can hang until a timeout.
+   */
+  dialsInFlightMax: 64,
+  /**
+   * Received updates waiting to be applied. The scheduler applies all of them in one step, so
+   * the queue holds about one merged update per neighbour per round; twice the neighbour limit
+   * leaves room for a second round. A driver that finds it full must stop reading (backpressure).
+   */
+  inboxMessagesMax: 8_192,
+  /**
+   * Entries in one update message. A full table for a new neighbour is split into several
+   * messages so that one frame stays under the wire codec's size limit.
+   */
+  entriesPerMessageMax: 1_024,
+  /** Hops a forwarded message may take. Overlay shortest paths are a few hops; this bounds any
+   *  transient loop (see the loop-freedom note in the README). */
+  hopLimit: 16,
+} as const
+
+export type CoreLimits = { -readonly [K in keyof typeof DEFAULT_LIMITS]: number }
+
+export const DEFAULT_TIMING = {
+  /** First back-off after a failed or forbidden dial. */
+  dialBackoffInitialMs: 1_000,
+  /** Back-off doubles per consecutive failure up to this; forbidden addresses are retried rarely. */
+  dialBackoffMaxMs: 60_000,
+  /**
+   * How long updates may wait for dials in flight before they are sent anyway. 0 = the paper's
+   * policy (dialling has priority, but sends do not wait for the dials to finish).
+   */
+  sendHoldForDialsMs: 0,
+  /**
+   * How long an unreachable (odd-sequence) entry is kept before it is forgotten. It must outlive
+   * the propagation of the route loss, or a stale even entry could be accepted again.
+   */
+  unreachableRetentionMs: 120_000,
+} as const
+
+export type CoreTiming = { -readonly [K in keyof typeof DEFAULT_TIMING]: number }

@@ -1,0 +1,763 @@
+import { DEFAULT_LIMITS, DEFAULT_TIMING, type CoreLimits, type CoreTiming } from './constants.ts'
+import { AddressBook } from './discovery.ts'
+import { PhoenixError, invariant } from './errors.ts'
+import { NeighbourTable } from './neighbours.ts'
+import { NodeSet, forEachBit } from './nodeset.ts'
+import { RouteEntry, UNREACHABLE_HOPS, isFresher } from './route.ts'
+import { isUnreachableSeq, isValidSeq, nextOwnSeq, seqAdd, seqNewer } from './seq.ts'
+import type {
+  Effect,
+  ForwardDecision,
+  NodeId,
+  PhysicalAddress,
+  RouteAdvert,
+  RouteView,
+  RoutingMode,
+  StepKind,
+  StepResult,
+  UpdateMessage,
+} from './types.ts'
+
+export interface CoreConfig {
+  readonly id: NodeId
+  /** This node's own physical addresses, advertised with its entry. May be set later. */
+  readonly addresses?: readonly PhysicalAddress[]
+  /** Addresses known at start (the hubs). Nothing else is known until updates arrive. */
+  readonly hubs?: readonly PhysicalAddress[]
+  readonly names?: readonly string[]
+  /** 'optimized' (trans/rcpt, prioritized merged sends) or 'naive' (plain DSDV). Default optimized. */
+  readonly mode?: RoutingMode
+  /** Dial addresses learned from updates (default true). Off = only hubs are ever dialled. */
+  readonly discovery?: boolean
+  /** The first even sequence number this node issues (a restarted node may resume above its old one). */
+  readonly initialSeq?: number
+  readonly limits?: Partial<CoreLimits>
+  readonly timing?: Partial<CoreTiming>
+}
+
+export interface CoreStats {
+  messagesReceived: number
+  entriesReceived: number
+  messagesSent: number
+  entriesSent: number
+  dialsStarted: number
+  dialsFailed: number
+  /** Entries not stored because the destination table was full. */
+  destinationsRefused: number
+  /** Addresses not remembered because the address book was full. */
+  addressesRefused: number
+  /** Unreachable entries forgotten after their retention time. */
+  entriesExpired: number
+}
+
+interface InboxItem {
+  readonly from: NodeId
+  readonly message: UpdateMessage
+}
+
+/**
+ * One Phoenix node's routing and discovery state, as a pure state machine.
+ *
+ * Inputs: `connectionUp`, `connectionDown`, `dialFailed`, `receive`, name and address changes.
+ * The driver then calls `step(nowMs)` whenever the node is free; each step serves the highest of
+ * the paper's priorities that has work: (1) dial known-but-unconnected nodes, (2) apply every
+ * received update, (3) send one merged update per neighbour. Effects come out of `step` (and of
+ * `leave`); the core never performs I/O, reads a clock or draws a random number.
+ */
+export class PhoenixCore {
+  readonly id: NodeId
+  readonly mode: RoutingMode
+  readonly discovery: boolean
+  readonly limits: Readonly<CoreLimits>
+  readonly timing: Readonly<CoreTiming>
+
+  private readonly table = new Map<NodeId, RouteEntry>()
+  private readonly own: RouteEntry
+  private readonly neighbours = new NeighbourTable()
+  private readonly book: AddressBook
+  private readonly hubs: PhysicalAddress[] = []
+  /** Entries that changed (or must reach a new neighbour) since the last send round. */
+  private readonly dirty = new Set<RouteEntry>()
+  /** Naive mode: neighbours that still need the whole table. */
+  private readonly freshNeighbours = new Set<NodeId>()
+  private readonly inbox: InboxItem[] = []
+  private inboxHead = 0
+  /** name -> nodes whose freshest record claims it (usually one). */
+  private readonly nameOwners = new Map<string, Set<NodeId>>()
+  private nowMs = 0
+  private nextExpiryScanMs = 0
+  private left = false
+  private readonly counters = { messagesReceived: 0, entriesReceived: 0, messagesSent: 0, entriesSent: 0, destinationsRefused: 0, entriesExpired: 0 }
+
+  constructor(config: CoreConfig) {
+    this.limits = { ...DEFAULT_LIMITS, ...config.limits }
+    this.timing = { ...DEFAULT_TIMING, ...config.timing }
+    for (const [key, value] of Object.entries({ ...this.limits, ...this.timing })) {
+      if (!Number.isFinite(value) || value < 0 || !Number.isInteger(value)) {
+        throw new PhoenixError('INVALID_CONFIG', `${key} must be a non-negative integer, got ${String(value)}`)
+      }
+    }
+    if (this.limits.hopLimit < 1) throw new PhoenixError('INVALID_CONFIG', 'hopLimit must be at least 1')
+    if (this.timing.dialBackoffInitialMs < 1) throw new PhoenixError('INVALID_CONFIG', 'dialBackoffInitialMs must be at least 1')
+    this.checkNodeId(config.id, 'config.id')
+    this.id = config.id
+    this.mode = config.mode ?? 'optimized'
+    if (this.mode !== 'optimized' && this.mode !== 'naive') {
+      throw new PhoenixError('INVALID_CONFIG', `mode must be 'optimized' or 'naive', got ${JSON.stringify(this.mode)}`)
+    }
+    this.discovery = config.discovery ?? true
+    const initialSeq = config.initialSeq ?? 0
+    if (!isValidSeq(initialSeq) || isUnreachableSeq(initialSeq)) {
+      throw new PhoenixError('INVALID_CONFIG', `initialSeq must be an even integer in [0, 2^32), got ${initialSeq}`)
+    }
+    this.book = new AddressBook(this.limits.knownAddressesMax, this.limits.dialsInFlightMax, this.timing)
+    this.own = new RouteEntry(this.id)
+    this.own.fwd = this.id
+    this.own.nhops = 0
+    this.own.seq = initialSeq
+    this.own.addresses = this.checkAddresses(config.addresses ?? [], 'config.addresses')
+    this.own.names = this.checkNames(config.names ?? [], 'config.names')
+    this.table.set(this.id, this.own)
+    this.indexNames(this.own, [])
+    for (const hub of this.checkAddresses(config.hubs ?? [], 'config.hubs', Number.POSITIVE_INFINITY)) {
+      if (this.own.addresses.includes(hub)) continue
+      this.hubs.push(hub)
+      this.book.learn(hub, undefined)
+      this.book.want(hub)
+    }
+  }
+
+  // ---------------------------------------------------------------- inputs
+
+  /** A connection to `peer` is open (we dialled `dialledAddress`, or it dialled us). */
+  connectionUp(peer: NodeId, nowMs: number, dialledAddress?: PhysicalAddress): void {
+    this.enter(nowMs)
+    this.checkNodeId(peer, 'peer')
+    if (dialledAddress !== undefined) this.book.dialSucceeded(dialledAddress, peer)
+    if (peer === this.id) {
+      this.pendingCloses.push({ type: 'close', peer, reason: 'connected to itself' })
+      return
+    }
+    if (this.neighbours.has(peer)) return
+    if (this.neighbours.size >= this.limits.neighboursMax) {
+      this.pendingCloses.push({ type: 'close', peer, reason: `neighbour limit ${this.limits.neighboursMax} reached` })
+      return
+    }
+    this.neighbours.add(peer)
+    // The new neighbour knows nothing of ours yet: every entry may have to go to it. Its slot is
+    // clear in every trans/rcpt set (cleared when the slot was last freed).
+    if (this.mode === 'naive') this.freshNeighbours.add(peer)
+    else for (const entry of this.table.values()) this.dirty.add(entry)
+  }
+
+  /** The connection to `peer` closed (crash, leave, network). Routes through it become unreachable. */
+  connectionDown(peer: NodeId, nowMs: number): void {
+    this.enter(nowMs)
+    const slot = this.neighbours.remove(peer)
+    if (slot === undefined) return
+    this.freshNeighbours.delete(peer)
+    for (const entry of this.table.values()) {
+      entry.trans.delete(slot)
+      entry.rcpt.delete(slot)
+      if (entry.fwdSlot === slot && entry.reachable) this.invalidate(entry)
+    }
+    // Cut off from everyone: start again from the hubs.
+    if (this.neighbours.size === 0) for (const hub of this.hubs) this.book.want(hub)
+  }
+
+  /** A dial we asked for failed: refused, timed out, or forbidden by a firewall. */
+  dialFailed(address: PhysicalAddress, nowMs: number): void {
+    this.enter(nowMs)
+    this.book.dialFailed(address, nowMs)
+  }
+
+  /**
+   * Queues an update from neighbour `from` for the next apply step. The whole message is checked
+   * first; a malformed one throws INVALID_INPUT and nothing of it is kept. Returns false when the
+   * inbox is full: the driver must hold the message and stop reading until a step has run.
+   */
+  receive(from: NodeId, message: UpdateMessage, nowMs: number): boolean {
+    this.enter(nowMs)
+    if (!this.neighbours.has(from)) {
+      throw new PhoenixError('INVALID_INPUT', `update from ${JSON.stringify(from)}, which is not a neighbour`)
+    }
+    this.checkMessage(message)
+    if (this.inbox.length - this.inboxHead >= this.limits.inboxMessagesMax) return false
+    this.inbox.push({ from, message })
+    this.counters.messagesReceived++
+    this.counters.entriesReceived += message.entries.length
+    return true
+  }
+
+  addName(name: string): void {
+    this.assertActive()
+    if (this.own.names.includes(name)) return
+    const names = this.checkNames([...this.own.names, name], 'name')
+    this.setOwnRecord(names, this.own.addresses)
+  }
+
+  removeName(name: string): void {
+    this.assertActive()
+    if (!this.own.names.includes(name)) return
+    this.setOwnRecord(this.own.names.filter((n) => n !== name), this.own.addresses)
+  }
+
+  /** Replaces this node's advertised physical addresses (e.g. once the transport listens). */
+  setAddresses(addresses: readonly PhysicalAddress[]): void {
+    this.assertActive()
+    this.setOwnRecord(this.own.names, this.checkAddresses(addresses, 'addresses'))
+  }
+
+  /** Adds a hub at run time (it is dialled like the ones given at start). */
+  addHub(address: PhysicalAddress): void {
+    this.assertActive()
+    this.checkAddresses([address], 'hub', Number.POSITIVE_INFINITY)
+    if (this.hubs.includes(address) || this.own.addresses.includes(address)) return
+    this.hubs.push(address)
+    this.book.learn(address, undefined)
+    this.book.want(address)
+  }
+
+  /**
+   * Graceful leave: tells every neighbour at once that this node is gone (its own entry with the
+   * next odd sequence number), so routes are repaired without waiting for connections to time
+   * out. The driver sends the returned effects, then closes the connections.
+   */
+  leave(nowMs: number): Effect[] {
+    this.enter(nowMs)
+    this.own.seq = seqAdd(this.own.seq, 1)
+    this.own.nhops = UNREACHABLE_HOPS
+    this.left = true
+    const advert = this.advertOf(this.own, -1)
+    const effects: Effect[] = []
+    for (const peer of this.neighbours.ids()) {
+      effects.push({ type: 'send', to: peer, message: { neighbourSlots: [], transSets: [], entries: [advert] } })
+    }
+    this.counters.messagesSent += effects.length
+    this.counters.entriesSent += effects.length
+    return effects
+  }
+
+  // ---------------------------------------------------------------- scheduler
+
+  private readonly pendingCloses: Effect[] = []
+
+  /** True if `step(nowMs)` would do something now. */
+  hasWork(nowMs: number): boolean {
+    if (this.left) return false
+    this.book.releaseBackoffs(nowMs)
+    if (this.pendingCloses.length > 0 || this.book.hasDialReady() || this.inbox.length > this.inboxHead) return true
+    if (this.dirty.size === 0 && this.freshNeighbours.size === 0) return false
+    return this.sendHoldUntil(nowMs) === undefined
+  }
+
+  step(nowMs: number): StepResult {
+    this.enter(nowMs)
+    if (this.left) return this.result('idle', [], undefined)
+    this.expireUnreachable()
+    const nextRetry = this.book.releaseBackoffs(nowMs)
+
+    // Priority 1: connect to every known node we are not connected to.
+    const closes = this.pendingCloses.splice(0)
+    const dials = this.discoveryDials()
+    if (dials.length > 0 || closes.length > 0) return this.result('dial', [...closes, ...dials], undefined)
+
+    // Priority 2: apply received updates (all of them; naive DSDV reacts to each one at once).
+    if (this.inbox.length > this.inboxHead) {
+      if (this.mode === 'naive') {
+        const applied = this.applyInbox(1)
+        const sent = this.sendRound()
+        return { ...sent, kind: 'apply', messagesApplied: applied.messages, entriesApplied: applied.entries }
+      }
+      const applied = this.applyInbox(Number.POSITIVE_INFINITY)
+      return { ...this.result('apply', [], undefined), messagesApplied: applied.messages, entriesApplied: applied.entries }
+    }
+
+    // Priority 3: send, one merged message per neighbour.
+    if (this.dirty.size > 0 || this.freshNeighbours.size > 0) {
+      const holdUntil = this.sendHoldUntil(nowMs)
+      if (holdUntil !== undefined) return this.result('idle', [], holdUntil)
+      return this.sendRound()
+    }
+    return this.result('idle', [], nextRetry)
+  }
+
+  private discoveryDials(): Effect[] {
+    const picked = this.book.takeDials(this.nowMs, (owner) => owner === this.id || this.neighbours.has(owner))
+    return picked.map(({ address, owner }) => ({ type: 'dial', address, expectedPeer: owner }))
+  }
+
+  /** While dials started less than sendHoldForDialsMs ago are in flight, sends wait (bounded). */
+  private sendHoldUntil(nowMs: number): number | undefined {
+    if (this.mode === 'naive' || this.timing.sendHoldForDialsMs === 0) return undefined
+    const oldest = this.book.oldestDialStartMs()
+    if (oldest === undefined) return undefined
+    const until = oldest + this.timing.sendHoldForDialsMs
+    return until > nowMs ? until : undefined
+  }
+
+  private result(kind: StepKind, effects: Effect[], wakeAtMs: number | undefined): StepResult {
+    return { kind, effects, messagesApplied: 0, entriesApplied: 0, messagesSent: 0, entriesSent: 0, wakeAtMs }
+  }
+
+  // ---------------------------------------------------------------- applying updates
+
+  private applyInbox(maxMessages: number): { messages: number; entries: number } {
+    let messages = 0
+    let entries = 0
+    while (this.inboxHead < this.inbox.length && messages < maxMessages) {
+      const item = this.inbox[this.inboxHead]!
+      this.inbox[this.inboxHead++] = undefined as unknown as InboxItem
+      const slot = this.neighbours.slot(item.from)
+      messages++
+      entries += item.message.entries.length
+      // The sender may have gone away after the message was queued: its news is then stale.
+      if (slot !== undefined) this.applyMessage(item.from, slot, item.message)
+    }
+    if (this.inboxHead === this.inbox.length) {
+      this.inbox.length = 0
+      this.inboxHead = 0
+    }
+    return { messages, entries }
+  }
+
+  private applyMessage(from: NodeId, fromSlot: number, message: UpdateMessage): void {
+    // trans sets arrive in the sender's slot numbering; translate each distinct one once.
+    let slotMap: Int32Array | undefined
+    const translated: (NodeSet | undefined)[] = []
+    const transOf = (index: number): NodeSet | undefined => {
+      if (index < 0 || this.mode === 'naive') return undefined
+      let set = translated[index]
+      if (set !== undefined) return set
+      if (slotMap === undefined) {
+        slotMap = new Int32Array(message.neighbourSlots.length)
+        for (let i = 0; i < message.neighbourSlots.length; i++) slotMap[i] = this.neighbours.slot(message.neighbourSlots[i]!) ?? -1
+      }
+      const map = slotMap
+      set = new NodeSet()
+      forEachBit(message.transSets[index]!, (bit) => {
+        const mine = bit < map.length ? map[bit]! : -1
+        if (mine >= 0) set!.add(mine)
+      })
+      translated[index] = set
+      return set
+    }
+    for (const advert of message.entries) this.applyAdvert(from, fromSlot, advert, transOf)
+  }
+
+  private applyAdvert(from: NodeId, fromSlot: number, advert: RouteAdvert, transOf: (index: number) => NodeSet | undefined): void {
+    const senderHops = isUnreachableSeq(advert.seq) ? UNREACHABLE_HOPS : advert.nhops
+    if (advert.destination === this.id) {
+      // Someone holds our record with a sequence number at least ours: we restarted, or a route
+      // to us was lost (odd). Issue a newer even number so our fresh route wins everywhere.
+      if (seqNewer(advert.seq, this.own.seq)) {
+        this.own.seq = nextOwnSeq(advert.seq)
+        this.own.changedAtMs = this.nowMs
+        // Everyone, the sender included, holds an older record of us now.
+        this.own.trans.clear()
+        this.own.rcpt.clear()
+        this.dirty.add(this.own)
+      } else if (advert.seq === this.own.seq) this.noteHolder(this.own, fromSlot, senderHops, undefined)
+      return
+    }
+    const candidateHops = senderHops + 1
+    let entry = this.table.get(advert.destination)
+    if (entry === undefined) {
+      if (this.table.size >= this.limits.destinationsMax) {
+        this.counters.destinationsRefused++
+        return
+      }
+      entry = new RouteEntry(advert.destination)
+      entry.seq = advert.seq
+      this.table.set(advert.destination, entry)
+      this.adopt(entry, from, fromSlot, advert, candidateHops, transOf(advert.trans), true)
+      return
+    }
+    if (isFresher(advert.seq, candidateHops, entry.seq, entry.nhops)) {
+      this.adopt(entry, from, fromSlot, advert, candidateHops, transOf(advert.trans), false)
+    } else if (advert.seq === entry.seq) {
+      this.noteHolder(entry, fromSlot, senderHops, this.mode === 'naive' ? undefined : () => transOf(advert.trans))
+    }
+  }
+
+  private adopt(
+    entry: RouteEntry,
+    from: NodeId,
+    fromSlot: number,
+    advert: RouteAdvert,
+    candidateHops: number,
+    trans: NodeSet | undefined,
+    isNew: boolean,
+  ): void {
+    const reachable = !isUnreachableSeq(advert.seq)
+    // Same seq means the same record (the owner bumps seq whenever its names or addresses change).
+    const recordChanged = isNew || advert.seq !== entry.seq
+    const previousNames = entry.names
+    entry.seq = advert.seq
+    entry.nhops = reachable ? candidateHops : UNREACHABLE_HOPS
+    entry.fwdSlot = reachable ? fromSlot : -1
+    entry.fwd = reachable ? from : undefined
+    entry.changedAtMs = this.nowMs
+    if (recordChanged) {
+      entry.names = advert.names
+      entry.addresses = advert.addresses
+      this.indexNames(entry, previousNames)
+    }
+    // The paper: on a change trans := ∅ and rcpt := {sender}. We also put e.trans into rcpt:
+    // they got this very entry from the sender, one hop closer than we could offer, and
+    // without it the paper's own Figure 2 does not come out (see README, "trans and rcpt").
+    this.resetSets(entry, fromSlot, trans)
+    this.dirty.add(entry)
+    if (reachable && this.discovery) this.wantDial(entry)
+  }
+
+  /**
+   * No change: the sender holds this entry at our sequence number. It counts as covered (we need
+   * not send it ours) only if what it holds is at least as good as what we would give it, and its
+   * trans only if those nodes got something at least as good. The paper adds both unconditionally;
+   * that can starve a neighbour of a shorter route (README, "trans and rcpt", and the unit test).
+   */
+  private noteHolder(entry: RouteEntry, fromSlot: number, senderHops: number, trans: (() => NodeSet | undefined) | undefined): void {
+    if (this.mode === 'naive') return
+    if (senderHops <= entry.nhops + 1) {
+      entry.trans.add(fromSlot)
+      entry.rcpt.add(fromSlot)
+    }
+    if (trans !== undefined && senderHops <= entry.nhops) {
+      const set = trans()
+      if (set !== undefined) {
+        entry.trans.addAll(set)
+        entry.rcpt.addAll(set)
+      }
+    }
+  }
+
+  private resetSets(entry: RouteEntry, fromSlot: number, trans: NodeSet | undefined): void {
+    if (this.mode === 'naive') return
+    entry.trans.clear()
+    entry.rcpt.clear()
+    entry.rcpt.add(fromSlot)
+    if (trans !== undefined) entry.rcpt.addAll(trans)
+  }
+
+  /** Marks `entry` unreachable with the next odd sequence number, as DSDV does on a broken link. */
+  private invalidate(entry: RouteEntry): void {
+    entry.seq = seqAdd(entry.seq, 1)
+    entry.nhops = UNREACHABLE_HOPS
+    entry.fwd = undefined
+    entry.fwdSlot = -1
+    entry.changedAtMs = this.nowMs
+    entry.trans.clear()
+    entry.rcpt.clear()
+    this.dirty.add(entry)
+  }
+
+  private wantDial(entry: RouteEntry | undefined): void {
+    if (entry === undefined || !entry.reachable || entry === this.own || this.neighbours.has(entry.destination)) return
+    for (const address of entry.addresses) {
+      if (this.book.learn(address, entry.destination)) this.book.want(address)
+    }
+  }
+
+  // ---------------------------------------------------------------- sending
+
+  private sendRound(): StepResult {
+    const perNeighbour = new Map<number, RouteEntry[]>()
+    const push = (slot: number, entry: RouteEntry): void => {
+      let list = perNeighbour.get(slot)
+      if (list === undefined) perNeighbour.set(slot, (list = []))
+      list.push(entry)
+    }
+    if (this.mode === 'naive') {
+      for (const peer of this.neighbours.ids()) {
+        const slot = this.neighbours.slot(peer)!
+        const entries = this.freshNeighbours.has(peer) ? this.table.values() : this.dirty
+        for (const entry of entries) push(slot, entry)
+      }
+      this.freshNeighbours.clear()
+    } else {
+      const universe = this.neighbours.occupied
+      for (const entry of this.dirty) {
+        const targets: number[] = []
+        NodeSet.forEachMissing(universe, entry.trans, entry.rcpt, (slot) => targets.push(slot))
+        for (const slot of targets) {
+          entry.trans.add(slot)
+          push(slot, entry)
+        }
+      }
+    }
+    this.dirty.clear()
+    return this.buildMessages(perNeighbour)
+  }
+
+  private buildMessages(perNeighbour: Map<number, RouteEntry[]>): StepResult {
+    const effects: Effect[] = []
+    let entriesSent = 0
+    const slotTable = this.mode === 'naive' ? [] : this.neighbours.slotTable()
+    // One wire form per entry per round: every target sees the same trans (after this round).
+    const transBytes = new Map<RouteEntry, Uint8Array>()
+    const bytesOf = (entry: RouteEntry): Uint8Array => {
+      let bytes = transBytes.get(entry)
+      if (bytes === undefined) transBytes.set(entry, (bytes = entry.trans.toBytes()))
+      return bytes
+    }
+    for (const [slot, entries] of perNeighbour) {
+      const to = this.neighbours.id(slot)
+      invariant(to !== undefined, 'send target slot is occupied')
+      for (let start = 0; start < entries.length; start += this.limits.entriesPerMessageMax) {
+        const chunk = entries.slice(start, start + this.limits.entriesPerMessageMax)
+        const transSets: Uint8Array[] = []
+        const indexOfSet = new Map<string, number>()
+        const adverts = chunk.map((entry) => {
+          if (this.mode === 'naive') return this.advertOf(entry, -1)
+          const bytes = bytesOf(entry)
+          if (bytes.length === 0) return this.advertOf(entry, -1)
+          const key = String.fromCharCode(...bytes)
+          let index = indexOfSet.get(key)
+          if (index === undefined) {
+            index = transSets.length
+            transSets.push(bytes)
+            indexOfSet.set(key, index)
+          }
+          return this.advertOf(entry, index)
+        })
+        effects.push({ type: 'send', to, message: { neighbourSlots: transSets.length > 0 ? slotTable : [], transSets, entries: adverts } })
+        entriesSent += adverts.length
+      }
+    }
+    this.counters.messagesSent += effects.length
+    this.counters.entriesSent += entriesSent
+    return { kind: 'send', effects, messagesApplied: 0, entriesApplied: 0, messagesSent: effects.length, entriesSent, wakeAtMs: undefined }
+  }
+
+  private advertOf(entry: RouteEntry, trans: number): RouteAdvert {
+    return {
+      destination: entry.destination,
+      seq: entry.seq,
+      nhops: entry.reachable ? entry.nhops : 0,
+      names: entry.names,
+      addresses: entry.addresses,
+      trans,
+    }
+  }
+
+  // ---------------------------------------------------------------- names and forwarding
+
+  /** The node a message for `name` should go to next, or undefined if no owner is reachable. */
+  resolve(name: string): { owner: NodeId; nextHop: NodeId; nhops: number } | undefined {
+    const owners = this.nameOwners.get(name)
+    if (owners === undefined) return undefined
+    let best: RouteEntry | undefined
+    for (const owner of owners) {
+      const entry = this.table.get(owner)
+      if (entry === undefined || !entry.reachable) continue
+      // Nearest owner wins; ties go to the smallest id, so every node picks the same one.
+      if (best === undefined || entry.nhops < best.nhops || (entry.nhops === best.nhops && owner < best.destination)) best = entry
+    }
+    if (best === undefined) return undefined
+    return { owner: best.destination, nextHop: best.fwd!, nhops: best.nhops }
+  }
+
+  /** Names claimed by more than one node, with the claimants (resolution picks the nearest). */
+  nameConflicts(): { name: string; owners: NodeId[] }[] {
+    const out: { name: string; owners: NodeId[] }[] = []
+    for (const [name, owners] of this.nameOwners) if (owners.size > 1) out.push({ name, owners: [...owners].sort() })
+    return out
+  }
+
+  /**
+   * Where a message for node `destination` goes from here. `hopLimit` is what the message
+   * arrived with; a forwarded copy carries one less, and a message that arrives with none left
+   * is dropped, so a transient loop cannot keep a message circulating.
+   */
+  forward(destination: NodeId, hopLimit: number): ForwardDecision {
+    if (destination === this.id) return { action: 'deliver' }
+    if (!Number.isInteger(hopLimit) || hopLimit <= 0) return { action: 'drop', reason: 'hop-limit' }
+    const entry = this.table.get(destination)
+    if (entry === undefined || !entry.reachable || entry.fwd === undefined) return { action: 'drop', reason: 'no-route' }
+    return { action: 'forward', nextHop: entry.fwd, hopLimit: hopLimit - 1 }
+  }
+
+  private indexNames(entry: RouteEntry, previous: readonly string[]): void {
+    for (const name of previous) {
+      if (entry.names.includes(name)) continue
+      const owners = this.nameOwners.get(name)
+      owners?.delete(entry.destination)
+      if (owners?.size === 0) this.nameOwners.delete(name)
+    }
+    for (const name of entry.names) {
+      let owners = this.nameOwners.get(name)
+      if (owners === undefined) this.nameOwners.set(name, (owners = new Set()))
+      owners.add(entry.destination)
+    }
+  }
+
+  private setOwnRecord(names: readonly string[], addresses: readonly PhysicalAddress[]): void {
+    const previous = this.own.names
+    this.own.names = names
+    this.own.addresses = addresses
+    this.indexNames(this.own, previous)
+    this.own.seq = nextOwnSeq(this.own.seq)
+    this.own.trans.clear()
+    this.own.rcpt.clear()
+    this.dirty.add(this.own)
+  }
+
+  // ---------------------------------------------------------------- queries
+
+  route(destination: NodeId): RouteView | undefined {
+    const entry = this.table.get(destination)
+    return entry === undefined ? undefined : this.view(entry)
+  }
+
+  /** Every entry but this node's own, reachable or not. */
+  routes(): RouteView[] {
+    const out: RouteView[] = []
+    for (const entry of this.table.values()) if (entry !== this.own) out.push(this.view(entry))
+    return out
+  }
+
+  neighbourIds(): NodeId[] {
+    return this.neighbours.ids()
+  }
+
+  isNeighbour(peer: NodeId): boolean {
+    return this.neighbours.has(peer)
+  }
+
+  get ownSeq(): number {
+    return this.own.seq
+  }
+
+  get names(): readonly string[] {
+    return this.own.names
+  }
+
+  get addresses(): readonly PhysicalAddress[] {
+    return this.own.addresses
+  }
+
+  get hasLeft(): boolean {
+    return this.left
+  }
+
+  get inboxLength(): number {
+    return this.inbox.length - this.inboxHead
+  }
+
+  get destinationCount(): number {
+    return this.table.size - 1
+  }
+
+  dialBackoff(address: PhysicalAddress): { consecutiveFailures: number; retryAtMs: number } | undefined {
+    return this.book.backoffOf(address)
+  }
+
+  stats(): CoreStats {
+    return {
+      ...this.counters,
+      dialsStarted: this.book.dialsStarted,
+      dialsFailed: this.book.dialsFailed,
+      addressesRefused: this.book.addressesRefused,
+    }
+  }
+
+  private view(entry: RouteEntry): RouteView {
+    return {
+      destination: entry.destination,
+      fwd: entry.reachable ? entry.fwd : undefined,
+      nhops: entry.nhops,
+      seq: entry.seq,
+      reachable: entry.reachable,
+      names: entry.names,
+      addresses: entry.addresses,
+    }
+  }
+
+  // ---------------------------------------------------------------- housekeeping and checks
+
+  private enter(nowMs: number): void {
+    if (!Number.isFinite(nowMs) || nowMs < this.nowMs) {
+      throw new PhoenixError('INVALID_INPUT', `time must be finite and never go back (was ${this.nowMs} ms, got ${nowMs} ms)`)
+    }
+    this.nowMs = nowMs
+  }
+
+  private assertActive(): void {
+    if (this.left) throw new PhoenixError('INVALID_STATE', `node ${this.id} has left; create a new core to rejoin`)
+  }
+
+  /** Forgets unreachable entries kept longer than unreachableRetentionMs (scan at most once a second). */
+  private expireUnreachable(): void {
+    if (this.nowMs < this.nextExpiryScanMs) return
+    this.nextExpiryScanMs = this.nowMs + 1_000
+    const cutoff = this.nowMs - this.timing.unreachableRetentionMs
+    for (const [destination, entry] of this.table) {
+      if (entry === this.own || entry.reachable || entry.changedAtMs > cutoff || this.dirty.has(entry)) continue
+      this.table.delete(destination)
+      const previous = entry.names
+      entry.names = []
+      this.indexNames(entry, previous)
+      this.counters.entriesExpired++
+    }
+  }
+
+  private checkNodeId(id: unknown, what: string): void {
+    if (typeof id !== 'string' || id.length === 0 || id.length > this.limits.nodeIdLengthMax) {
+      throw new PhoenixError('INVALID_INPUT', `${what} must be a non-empty string of at most ${this.limits.nodeIdLengthMax} characters`)
+    }
+  }
+
+  private checkNames(names: readonly unknown[], what: string): string[] {
+    if (names.length > this.limits.namesPerNodeMax) {
+      throw new PhoenixError('LIMIT_EXCEEDED', `${what}: ${names.length} names, at most ${this.limits.namesPerNodeMax} per node (namesPerNodeMax)`)
+    }
+    for (const name of names) {
+      if (typeof name !== 'string' || name.length === 0 || name.length > this.limits.nameLengthMax) {
+        throw new PhoenixError('INVALID_INPUT', `${what}: a name must be a non-empty string of at most ${this.limits.nameLengthMax} characters`)
+      }
+    }
+    if (new Set(names).size !== names.length) throw new PhoenixError('INVALID_INPUT', `${what}: duplicate name`)
+    return names as string[]
+  }
+
+  private checkAddresses(addresses: readonly unknown[], what: string, max = this.limits.addressesPerNodeMax): string[] {
+    if (addresses.length > max) {
+      throw new PhoenixError('LIMIT_EXCEEDED', `${what}: ${addresses.length} addresses, at most ${max} per node (addressesPerNodeMax)`)
+    }
+    for (const address of addresses) {
+      if (typeof address !== 'string' || address.length === 0 || address.length > this.limits.addressLengthMax) {
+        throw new PhoenixError('INVALID_INPUT', `${what}: an address must be a non-empty string of at most ${this.limits.addressLengthMax} characters`)
+      }
+    }
+    return addresses as string[]
+  }
+
+  private checkMessage(message: UpdateMessage): void {
+    const bad = (why: string): never => {
+      throw new PhoenixError('INVALID_INPUT', `malformed update: ${why}`)
+    }
+    if (typeof message !== 'object' || message === null) bad('not an object')
+    if (!Array.isArray(message.entries) || !Array.isArray(message.transSets) || !Array.isArray(message.neighbourSlots)) bad('missing entries, transSets or neighbourSlots')
+    if (message.entries.length > this.limits.entriesPerMessageMax) bad(`${message.entries.length} entries, at most ${this.limits.entriesPerMessageMax} (entriesPerMessageMax)`)
+    if (message.neighbourSlots.length > this.limits.neighboursMax) bad(`${message.neighbourSlots.length} neighbour slots, at most ${this.limits.neighboursMax}`)
+    for (const id of message.neighbourSlots) if (typeof id !== 'string' || id.length > this.limits.nodeIdLengthMax) bad('neighbour slot is not a node id')
+    const maxTransBytes = Math.ceil(message.neighbourSlots.length / 8)
+    for (const set of message.transSets) if (!(set instanceof Uint8Array) || set.length > maxTransBytes) bad('trans set wider than the neighbour slots')
+    let unknown = 0
+    for (const entry of message.entries) {
+      if (typeof entry !== 'object' || entry === null) bad('entry is not an object')
+      this.checkNodeId(entry.destination, 'entry destination')
+      if (!isValidSeq(entry.seq)) bad(`seq ${String(entry.seq)} is not an integer in [0, 2^32)`)
+      if (!Number.isInteger(entry.nhops) || entry.nhops < 0 || entry.nhops > 255) bad(`nhops ${String(entry.nhops)} is not an integer in [0, 255]`)
+      if (!Number.isInteger(entry.trans) || entry.trans < -1 || entry.trans >= message.transSets.length) bad(`trans index ${String(entry.trans)} out of range`)
+      if (!Array.isArray(entry.names) || !Array.isArray(entry.addresses)) bad('names or addresses missing')
+      this.checkNames(entry.names, `entry for ${entry.destination}`)
+      this.checkAddresses(entry.addresses, `entry for ${entry.destination}`)
+      if (!this.table.has(entry.destination)) unknown++
+    }
+    if (unknown > 0 && this.table.size + unknown > this.limits.destinationsMax) {
+      throw new PhoenixError('LIMIT_EXCEEDED', `update would grow the table past destinationsMax (${this.limits.destinationsMax})`)
+    }
+  }
+}

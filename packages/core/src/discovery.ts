@@ -1,0 +1,194 @@
+import { PhoenixError } from './errors.ts'
+import type { NodeId, PhysicalAddress } from './types.ts'
+
+interface AddressState {
+  owner: NodeId | undefined
+  consecutiveFailures: number
+  /** Earliest time a new dial may start; 0 = not backed off. */
+  retryAtMs: number
+  dialStartedAtMs: number | undefined
+  queued: boolean
+}
+
+export interface DiscoveryTiming {
+  readonly dialBackoffInitialMs: number
+  readonly dialBackoffMaxMs: number
+}
+
+/**
+ * The address book: every physical address learned (hubs at start, then each destination's
+ * addresses from routing updates), which of them to dial next, and back-off for failed dials so
+ * a forbidden address is retried at a decreasing rate, never in a tight loop.
+ */
+export class AddressBook {
+  private readonly addresses = new Map<PhysicalAddress, AddressState>()
+  /** FIFO of addresses ready to dial; discovery order is dial order. */
+  private readonly queue: PhysicalAddress[] = []
+  private queueHead = 0
+  private readonly inFlight = new Set<PhysicalAddress>()
+  private readonly ownersDialling = new Map<NodeId, number>()
+  /** Backed-off addresses, kept sorted by retry time only when someone asks (few at a time). */
+  private readonly backedOff = new Set<PhysicalAddress>()
+  dialsStarted = 0
+  dialsFailed = 0
+  addressesRefused = 0
+
+  constructor(
+    private readonly maxAddresses: number,
+    private readonly maxInFlight: number,
+    private readonly timing: DiscoveryTiming,
+  ) {}
+
+  get size(): number {
+    return this.addresses.size
+  }
+
+  get inFlightCount(): number {
+    return this.inFlight.size
+  }
+
+  /** Learns an address (and its owner if known). Returns false when the book is full. */
+  learn(address: PhysicalAddress, owner: NodeId | undefined): boolean {
+    let state = this.addresses.get(address)
+    if (state === undefined) {
+      if (this.addresses.size >= this.maxAddresses) {
+        this.addressesRefused++
+        return false
+      }
+      state = { owner, consecutiveFailures: 0, retryAtMs: 0, dialStartedAtMs: undefined, queued: false }
+      this.addresses.set(address, state)
+    } else if (owner !== undefined) {
+      state.owner = owner
+    }
+    return true
+  }
+
+  ownerOf(address: PhysicalAddress): NodeId | undefined {
+    return this.addresses.get(address)?.owner
+  }
+
+  /** Asks for `address` to be dialled when allowed (not in flight, not backed off). */
+  want(address: PhysicalAddress): void {
+    const state = this.addresses.get(address)
+    if (state === undefined || state.queued || state.dialStartedAtMs !== undefined) return
+    if (state.retryAtMs > 0) {
+      this.backedOff.add(address)
+      return
+    }
+    state.queued = true
+    this.queue.push(address)
+  }
+
+  /** Moves back-offs that have expired into the dial queue; returns the earliest pending retry. */
+  releaseBackoffs(nowMs: number): number | undefined {
+    let earliest: number | undefined
+    for (const address of this.backedOff) {
+      const state = this.addresses.get(address)
+      if (state === undefined) {
+        this.backedOff.delete(address)
+        continue
+      }
+      if (state.retryAtMs <= nowMs) {
+        this.backedOff.delete(address)
+        state.retryAtMs = 0
+        this.want(address)
+      } else if (earliest === undefined || state.retryAtMs < earliest) {
+        earliest = state.retryAtMs
+      }
+    }
+    return earliest
+  }
+
+  /**
+   * Takes the next addresses to dial, skipping those whose owner `skipOwner` says needs no dial
+   * (self, or already a neighbour) and owners that already have a dial in flight.
+   */
+  takeDials(nowMs: number, skipOwner: (owner: NodeId) => boolean): { address: PhysicalAddress; owner: NodeId | undefined }[] {
+    const out: { address: PhysicalAddress; owner: NodeId | undefined }[] = []
+    while (this.queueHead < this.queue.length && this.inFlight.size < this.maxInFlight) {
+      const address = this.queue[this.queueHead++]!
+      const state = this.addresses.get(address)
+      if (state === undefined) continue
+      state.queued = false
+      if (state.owner !== undefined && (skipOwner(state.owner) || this.ownersDialling.has(state.owner))) continue
+      state.dialStartedAtMs = nowMs
+      this.inFlight.add(address)
+      if (state.owner !== undefined) this.ownersDialling.set(state.owner, (this.ownersDialling.get(state.owner) ?? 0) + 1)
+      this.dialsStarted++
+      out.push({ address, owner: state.owner })
+    }
+    // Compact the consumed prefix so the queue's memory follows what is pending, not history.
+    if (this.queueHead > 1024 && this.queueHead * 2 > this.queue.length) {
+      this.queue.splice(0, this.queueHead)
+      this.queueHead = 0
+    }
+    return out
+  }
+
+  /** True if some dial could start now. */
+  hasDialReady(): boolean {
+    return this.queueHead < this.queue.length && this.inFlight.size < this.maxInFlight
+  }
+
+  /** Start time of the oldest dial still in flight. */
+  oldestDialStartMs(): number | undefined {
+    let oldest: number | undefined
+    for (const address of this.inFlight) {
+      const started = this.addresses.get(address)?.dialStartedAtMs
+      if (started !== undefined && (oldest === undefined || started < oldest)) oldest = started
+    }
+    return oldest
+  }
+
+  private finish(address: PhysicalAddress): AddressState | undefined {
+    const state = this.addresses.get(address)
+    if (state === undefined || !this.inFlight.delete(address)) return undefined
+    state.dialStartedAtMs = undefined
+    if (state.owner !== undefined) {
+      const n = (this.ownersDialling.get(state.owner) ?? 1) - 1
+      if (n <= 0) this.ownersDialling.delete(state.owner)
+      else this.ownersDialling.set(state.owner, n)
+    }
+    return state
+  }
+
+  dialSucceeded(address: PhysicalAddress, peer: NodeId): void {
+    const state = this.finish(address) ?? this.addresses.get(address)
+    if (state === undefined) return
+    state.owner = peer
+    state.consecutiveFailures = 0
+    state.retryAtMs = 0
+    this.backedOff.delete(address)
+  }
+
+  /** Records a failed or forbidden dial; the address is retried after an exponential back-off. */
+  dialFailed(address: PhysicalAddress, nowMs: number): void {
+    const state = this.finish(address)
+    if (state === undefined) {
+      throw new PhoenixError('INVALID_INPUT', `dialFailed for ${JSON.stringify(address)}, which has no dial in flight`)
+    }
+    this.dialsFailed++
+    state.consecutiveFailures++
+    const backoff = Math.min(
+      this.timing.dialBackoffMaxMs,
+      this.timing.dialBackoffInitialMs * 2 ** Math.min(30, state.consecutiveFailures - 1),
+    )
+    state.retryAtMs = nowMs + backoff
+    this.backedOff.add(address)
+  }
+
+  isInFlight(address: PhysicalAddress): boolean {
+    return this.inFlight.has(address)
+  }
+
+  backoffOf(address: PhysicalAddress): { consecutiveFailures: number; retryAtMs: number } | undefined {
+    const state = this.addresses.get(address)
+    return state === undefined ? undefined : { consecutiveFailures: state.consecutiveFailures, retryAtMs: state.retryAtMs }
+  }
+
+  addressesOf(owner: NodeId): PhysicalAddress[] {
+    const out: PhysicalAddress[] = []
+    for (const [address, state] of this.addresses) if (state.owner === owner) out.push(address)
+    return out
+  }
+}

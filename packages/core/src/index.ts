@@ -1,0 +1,19 @@
+export { PhoenixCore, type CoreConfig, type CoreStats } from './core.ts'
+export { DEFAULT_LIMITS, DEFAULT_TIMING, type CoreLimits, type CoreTiming } from './constants.ts'
+export { PhoenixError, invariant, type PhoenixErrorCode } from './errors.ts'
+export { NodeSet, forEachBit } from './nodeset.ts'
+export { isFresher, UNREACHABLE_HOPS } from './route.ts'
+export { SEQ_MODULUS, isUnreachableSeq, isValidSeq, nextOwnSeq, seqAdd, seqNewer } from './seq.ts'
+export { adjacencyOf, bfsDistances, checkLoopFree, checkRoutesAgainstBfs, type RouteCheckFailure, type RouteLookup, type ValidRoute } from './verify.ts'
+export type {
+  Effect,
+  ForwardDecision,
+  NodeId,
+  PhysicalAddress,
+  RouteAdvert,
+  RouteView,
+  RoutingMode,
+  StepKind,
+  StepResult,
+  UpdateMessage,
+} from './types.ts'

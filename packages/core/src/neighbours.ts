@@ -1,0 +1,65 @@
+import { NodeSet } from './nodeset.ts'
+import type { NodeId } from './types.ts'
+
+/**
+ * Open connections, each given a small slot number so trans/rcpt can be bitsets. A freed slot
+ * is reused, so the bitsets stay as wide as the largest neighbour count, not the churn.
+ */
+export class NeighbourTable {
+  private readonly slotOf = new Map<NodeId, number>()
+  private readonly idAt: (NodeId | undefined)[] = []
+  private readonly freeSlots: number[] = []
+  /** The slots in use: the universe of every send decision. */
+  readonly occupied = new NodeSet()
+
+  get size(): number {
+    return this.slotOf.size
+  }
+
+  slot(id: NodeId): number | undefined {
+    return this.slotOf.get(id)
+  }
+
+  id(slot: number): NodeId | undefined {
+    return this.idAt[slot]
+  }
+
+  has(id: NodeId): boolean {
+    return this.slotOf.has(id)
+  }
+
+  add(id: NodeId): number {
+    const existing = this.slotOf.get(id)
+    if (existing !== undefined) return existing
+    // Lowest free slot first keeps the bitsets narrow.
+    this.freeSlots.sort((a, b) => b - a)
+    const slot = this.freeSlots.pop() ?? this.idAt.length
+    this.slotOf.set(id, slot)
+    this.idAt[slot] = id
+    this.occupied.add(slot)
+    return slot
+  }
+
+  remove(id: NodeId): number | undefined {
+    const slot = this.slotOf.get(id)
+    if (slot === undefined) return undefined
+    this.slotOf.delete(id)
+    this.idAt[slot] = undefined
+    this.occupied.delete(slot)
+    this.freeSlots.push(slot)
+    return slot
+  }
+
+  ids(): NodeId[] {
+    return [...this.slotOf.keys()]
+  }
+
+  /** The slot table as sent on the wire: index = slot, '' = free. */
+  slotTable(): NodeId[] {
+    let end = this.idAt.length
+    while (end > 0 && this.idAt[end - 1] === undefined) end--
+    const out: NodeId[] = new Array(end)
+    for (let i = 0; i < end; i++) out[i] = this.idAt[i] ?? ''
+    return out
+  }
+}

@@ -1,0 +1,121 @@
+/**
+ * A set of neighbours, as a bitset over the owning node's neighbour slots. trans and rcpt of
+ * every routing entry are such sets: a word-wise OR/AND-NOT keeps the send decision for one
+ * entry at O(neighbours / 32), which is what lets a 2,000-node clique simulate on one core.
+ */
+export class NodeSet {
+  private words: Uint32Array
+
+  constructor(capacityBits = 32) {
+    this.words = new Uint32Array(Math.max(1, Math.ceil(capacityBits / 32)))
+  }
+
+  private ensure(slot: number): void {
+    const need = (slot >>> 5) + 1
+    if (need <= this.words.length) return
+    const grown = new Uint32Array(Math.max(need, this.words.length * 2))
+    grown.set(this.words)
+    this.words = grown
+  }
+
+  add(slot: number): void {
+    this.ensure(slot)
+    this.words[slot >>> 5]! |= 1 << (slot & 31)
+  }
+
+  delete(slot: number): void {
+    const i = slot >>> 5
+    if (i < this.words.length) this.words[i]! &= ~(1 << (slot & 31))
+  }
+
+  has(slot: number): boolean {
+    const i = slot >>> 5
+    return i < this.words.length && (this.words[i]! & (1 << (slot & 31))) !== 0
+  }
+
+  clear(): void {
+    this.words.fill(0)
+  }
+
+  addAll(other: NodeSet): void {
+    if (other.words.length > this.words.length) this.ensure(other.words.length * 32 - 1)
+    for (let i = 0; i < other.words.length; i++) this.words[i]! |= other.words[i]!
+  }
+
+  /** Replaces the contents with `other`'s. */
+  copyFrom(other: NodeSet): void {
+    this.words.fill(0)
+    this.addAll(other)
+  }
+
+  isEmpty(): boolean {
+    for (let i = 0; i < this.words.length; i++) if (this.words[i] !== 0) return false
+    return true
+  }
+
+  /** Slots in `universe` that are in neither `a` nor `b`, i.e. universe \ (a ∪ b). */
+  static forEachMissing(universe: NodeSet, a: NodeSet, b: NodeSet, visit: (slot: number) => void): void {
+    const u = universe.words
+    for (let i = 0; i < u.length; i++) {
+      let w = u[i]! & ~((a.words[i] ?? 0) | (b.words[i] ?? 0))
+      while (w !== 0) {
+        const bit = 31 - Math.clz32(w & -w)
+        visit((i << 5) | bit)
+        w &= w - 1
+      }
+    }
+  }
+
+  forEach(visit: (slot: number) => void): void {
+    for (let i = 0; i < this.words.length; i++) {
+      let w = this.words[i]!
+      while (w !== 0) {
+        const bit = 31 - Math.clz32(w & -w)
+        visit((i << 5) | bit)
+        w &= w - 1
+      }
+    }
+  }
+
+  size(): number {
+    let n = 0
+    for (let i = 0; i < this.words.length; i++) {
+      let w = this.words[i]!
+      while (w !== 0) {
+        w &= w - 1
+        n++
+      }
+    }
+    return n
+  }
+
+  /** The set as bytes (little-endian bit order), trailing zero bytes trimmed: the wire form of trans. */
+  toBytes(): Uint8Array {
+    let last = this.words.length - 1
+    while (last >= 0 && this.words[last] === 0) last--
+    if (last < 0) return new Uint8Array(0)
+    const bytes = new Uint8Array((last + 1) * 4)
+    for (let i = 0; i <= last; i++) {
+      const w = this.words[i]!
+      bytes[i * 4] = w & 0xff
+      bytes[i * 4 + 1] = (w >>> 8) & 0xff
+      bytes[i * 4 + 2] = (w >>> 16) & 0xff
+      bytes[i * 4 + 3] = (w >>> 24) & 0xff
+    }
+    let end = bytes.length
+    while (end > 0 && bytes[end - 1] === 0) end--
+    return bytes.subarray(0, end)
+  }
+}
+
+/** Visits the indices of the bits set in a wire bitset (as produced by `NodeSet.toBytes`). */
+export function forEachBit(bytes: Uint8Array, visit: (index: number) => void): void {
+  for (let i = 0; i < bytes.length; i++) {
+    let b = bytes[i]!
+    while (b !== 0) {
+      const bit = 31 - Math.clz32(b & -b)
+      visit(i * 8 + bit)
+      b &= b - 1
+    }
+  }
+}

@@ -1,0 +1,39 @@
+import { NodeSet } from './nodeset.ts'
+import { isUnreachableSeq, seqNewer } from './seq.ts'
+import type { NodeId, PhysicalAddress } from './types.ts'
+
+/** nhops of an unreachable entry. */
+export const UNREACHABLE_HOPS = Number.POSITIVE_INFINITY
+
+/** R_u[v]: what node u knows about destination v. */
+export class RouteEntry {
+  /** Next hop's neighbour slot; -1 for the node's own entry and for unreachable entries. */
+  fwdSlot = -1
+  fwd: NodeId | undefined = undefined
+  nhops: number = UNREACHABLE_HOPS
+  seq = 0
+  names: readonly string[] = []
+  addresses: readonly PhysicalAddress[] = []
+  /** Neighbours this entry (as it is now) has been sent to, or who are known to hold it. */
+  readonly trans = new NodeSet()
+  /** Neighbours that received, or will soon receive, an entry at least as good from someone else. */
+  readonly rcpt = new NodeSet()
+  /** When fwd/nhops/seq last changed: how long an unreachable entry has been kept. */
+  changedAtMs = 0
+
+  constructor(readonly destination: NodeId) {}
+
+  get reachable(): boolean {
+    return !isUnreachableSeq(this.seq)
+  }
+}
+
+/**
+ * The freshness rule, as one pure predicate: a candidate replaces the current entry if its
+ * sequence number is newer, or equal with strictly fewer hops. Loop-freedom rests on this:
+ * along any chain of next hops (seq, -nhops) strictly increases, so no chain can close.
+ */
+export function isFresher(candidateSeq: number, candidateHops: number, currentSeq: number, currentHops: number): boolean {
+  if (seqNewer(candidateSeq, currentSeq)) return true
+  return candidateSeq === currentSeq && candidateHops < currentHops
+}

@@ -1,0 +1,68 @@
+/** An opaque node identity (a libp2p peer id string on real nodes, any string in the simulator). */
+export type NodeId = string
+/** An opaque physical address (a multiaddr on real nodes, any string in the simulator). */
+export type PhysicalAddress = string
+
+/** One routing entry as sent to a neighbour: R_sender[destination], the paper's update unit. */
+export interface RouteAdvert {
+  readonly destination: NodeId
+  /** Even: issued by the destination itself. Odd: someone lost the route (unreachable). */
+  readonly seq: number
+  /** Hops from the sender to the destination; 0 for the sender itself; ignored when seq is odd. */
+  readonly nhops: number
+  /** The destination's logical names, as of `seq`. */
+  readonly names: readonly string[]
+  /** The destination's physical addresses, as of `seq`: how discovery learns whom to dial. */
+  readonly addresses: readonly PhysicalAddress[]
+  /** Index into `UpdateMessage.transSets`: the sender's trans for this entry after this send; -1 = empty. */
+  readonly trans: number
+}
+
+/** One merged update from a node to one neighbour. Self-contained, so it may be reordered or duplicated. */
+export interface UpdateMessage {
+  /** The sender's neighbour slots when it sent this: bit i of a trans set means neighbourSlots[i]; '' = free slot. */
+  readonly neighbourSlots: readonly NodeId[]
+  /** Distinct trans sets referenced by the entries, as little-endian bitsets over neighbourSlots. */
+  readonly transSets: readonly Uint8Array[]
+  readonly entries: readonly RouteAdvert[]
+}
+
+export type Effect =
+  /** Open a connection to `address`; report back with `connectionUp` or `dialFailed`. */
+  | { readonly type: 'dial'; readonly address: PhysicalAddress; readonly expectedPeer: NodeId | undefined }
+  /** Deliver `message` to neighbour `to` over the connection, in order. */
+  | { readonly type: 'send'; readonly to: NodeId; readonly message: UpdateMessage }
+  /** Close the connection to `peer` (dialled ourselves, or the peer broke a rule). */
+  | { readonly type: 'close'; readonly peer: NodeId; readonly reason: string }
+
+export type StepKind = 'dial' | 'apply' | 'send' | 'idle'
+
+export interface StepResult {
+  /** Which of the scheduler's priorities this step served. */
+  readonly kind: StepKind
+  readonly effects: readonly Effect[]
+  readonly messagesApplied: number
+  readonly entriesApplied: number
+  readonly messagesSent: number
+  readonly entriesSent: number
+  /** When idle only because sends are held for dials in flight or back-offs: call `step` again then. */
+  readonly wakeAtMs: number | undefined
+}
+
+export interface RouteView {
+  readonly destination: NodeId
+  /** Next hop; the destination itself for a neighbour; undefined when unreachable. */
+  readonly fwd: NodeId | undefined
+  readonly nhops: number
+  readonly seq: number
+  readonly reachable: boolean
+  readonly names: readonly string[]
+  readonly addresses: readonly PhysicalAddress[]
+}
+
+export type ForwardDecision =
+  | { readonly action: 'deliver' }
+  | { readonly action: 'forward'; readonly nextHop: NodeId; readonly hopLimit: number }
+  | { readonly action: 'drop'; readonly reason: 'no-route' | 'hop-limit' }
+
+export type RoutingMode = 'optimized' | 'naive'

@@ -1,0 +1,211 @@
+import { PhoenixCore, type CoreConfig, type NodeId, type RouteView, type UpdateMessage, type ValidRoute } from '../src/index.ts'
+
+/** mulberry32: a tiny seeded PRNG, so every interleaving can be replayed from its seed. */
+export function prng(seed: number): () => number {
+  let a = seed >>> 0
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0
+    let t = a
+    t = Math.imul(t ^ (t >>> 15), t | 1)
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
+  }
+}
+
+export const addressOf = (id: NodeId): string => `addr:${id}`
+const idOfAddress = (address: string): NodeId => address.slice('addr:'.length)
+
+export interface NetOptions {
+  seed: number
+  /** Who may open a connection to whom (a firewall). Default: everyone. */
+  allowed?: (from: NodeId, to: NodeId) => boolean
+  /** Probability that a delivered message stays in flight to be delivered again. */
+  duplicate?: number
+  /** Probability that a delivery takes a random message of the link instead of the oldest. */
+  reorder?: number
+  /** Called after every single event, for invariants that must hold at all times. */
+  afterEvent?: (net: TestNet, event: string) => void
+  /** Record a trace of every event (for the replay test). */
+  trace?: boolean
+}
+
+/**
+ * Many cores in one process, connected by FIFO links that a seeded PRNG interleaves at random:
+ * which link delivers next, which node steps next, which dial completes next, with optional
+ * duplication and reordering. Time passes only through `advance`, so dial back-offs hold and
+ * a run ends when nothing but back-off retries is left.
+ */
+export class TestNet {
+  readonly cores = new Map<NodeId, PhoenixCore>()
+  private readonly links = new Map<string, UpdateMessage[]>()
+  private readonly dials: { from: NodeId; address: string }[] = []
+  private readonly connections = new Set<string>()
+  readonly rand: () => number
+  readonly trace: string[] = []
+  nowMs = 0
+  events = 0
+  entriesSent = 0
+  messagesSent = 0
+
+  constructor(readonly options: NetOptions) {
+    this.rand = prng(options.seed)
+  }
+
+  add(config: Omit<CoreConfig, 'addresses'> & { addresses?: readonly string[] }): PhoenixCore {
+    const core = new PhoenixCore({ addresses: [addressOf(config.id)], ...config })
+    this.cores.set(config.id, core)
+    this.log(`add ${config.id}`)
+    return core
+  }
+
+  private log(event: string): void {
+    if (this.options.trace) this.trace.push(`${this.events} ${event}`)
+  }
+
+  private allowed(from: NodeId, to: NodeId): boolean {
+    return this.options.allowed?.(from, to) ?? true
+  }
+
+  static key(a: NodeId, b: NodeId): string {
+    return a < b ? `${a}|${b}` : `${b}|${a}`
+  }
+
+  connectionEdges(): [NodeId, NodeId][] {
+    return [...this.connections].map((k) => k.split('|') as [NodeId, NodeId])
+  }
+
+  /** Crash: the node vanishes; its neighbours see their connections close. */
+  crash(id: NodeId): void {
+    this.cores.delete(id)
+    for (const key of [...this.connections]) {
+      const [a, b] = key.split('|') as [NodeId, NodeId]
+      if (a !== id && b !== id) continue
+      this.disconnect(a, b)
+    }
+    this.log(`crash ${id}`)
+  }
+
+  /** Graceful leave: the core's farewell is sent on every link, then the connections close. */
+  leave(id: NodeId): void {
+    const core = this.cores.get(id)!
+    for (const effect of core.leave(this.nowMs)) {
+      if (effect.type === 'send') this.deliverNow(id, effect.to, effect.message)
+    }
+    this.crash(id)
+  }
+
+  disconnect(a: NodeId, b: NodeId): void {
+    if (!this.connections.delete(TestNet.key(a, b))) return
+    this.links.delete(`${a}>${b}`)
+    this.links.delete(`${b}>${a}`)
+    this.cores.get(a)?.connectionDown(b, this.nowMs)
+    this.cores.get(b)?.connectionDown(a, this.nowMs)
+    this.log(`down ${a} ${b}`)
+  }
+
+  private deliverNow(from: NodeId, to: NodeId, message: UpdateMessage): void {
+    this.cores.get(to)?.receive(from, message, this.nowMs)
+  }
+
+  private send(from: NodeId, to: NodeId, message: UpdateMessage): void {
+    const key = `${from}>${to}`
+    let queue = this.links.get(key)
+    if (queue === undefined) this.links.set(key, (queue = []))
+    queue.push(message)
+    this.messagesSent++
+    this.entriesSent += message.entries.length
+  }
+
+  private applyEffects(from: NodeId, core: PhoenixCore): void {
+    const result = core.step(this.nowMs)
+    for (const effect of result.effects) {
+      if (effect.type === 'dial') this.dials.push({ from, address: effect.address })
+      else if (effect.type === 'send') this.send(from, effect.to, effect.message)
+      else this.disconnect(from, effect.peer)
+    }
+    this.log(`step ${from} ${result.kind} ${result.effects.map((e) => (e.type === 'send' ? `send>${e.to}:${e.message.entries.map((x) => `${x.destination}/${x.seq}/${x.nhops}/${x.trans}`).join(',')}` : e.type === 'dial' ? `dial>${e.address}` : `close>${e.peer}`)).join(' ')}`)
+  }
+
+  private completeDial(index: number): void {
+    const [{ from, address }] = this.dials.splice(index, 1) as [{ from: NodeId; address: string }]
+    const core = this.cores.get(from)
+    if (core === undefined) return
+    const to = idOfAddress(address)
+    const target = this.cores.get(to)
+    if (target === undefined || !this.allowed(from, to) || from === to) {
+      core.dialFailed(address, this.nowMs)
+      this.log(`dial-failed ${from} ${address}`)
+      return
+    }
+    const key = TestNet.key(from, to)
+    const isNew = !this.connections.has(key)
+    this.connections.add(key)
+    core.connectionUp(to, this.nowMs, address)
+    if (isNew) target.connectionUp(from, this.nowMs)
+    this.log(`up ${from} ${to}`)
+  }
+
+  /** Runs one random event; returns false when nothing is left to do. */
+  runOne(): boolean {
+    const busyLinks = [...this.links].filter(([, q]) => q.length > 0)
+    const busyCores = [...this.cores].filter(([, c]) => c.hasWork(this.nowMs))
+    const total = busyLinks.length + busyCores.length + this.dials.length
+    if (total === 0) return false
+    this.events++
+    let pick = Math.floor(this.rand() * total)
+    let event: string
+    if (pick < busyLinks.length) {
+      const [key, queue] = busyLinks[pick]!
+      const [from, to] = key.split('>') as [NodeId, NodeId]
+      const index = this.rand() < (this.options.reorder ?? 0) ? Math.floor(this.rand() * queue.length) : 0
+      const message = queue[index]!
+      if (this.rand() >= (this.options.duplicate ?? 0)) queue.splice(index, 1)
+      const core = this.cores.get(to)
+      // A full inbox refuses the message; it stays in flight until the node has stepped.
+      if (core !== undefined && !core.receive(from, message, this.nowMs)) queue.splice(index, 0, message)
+      event = `deliver ${key}`
+      this.log(event)
+    } else if ((pick -= busyLinks.length) < busyCores.length) {
+      const [id, core] = busyCores[pick]!
+      this.applyEffects(id, core)
+      event = `step ${id}`
+    } else {
+      pick -= busyCores.length
+      this.completeDial(pick)
+      event = 'dial'
+    }
+    this.options.afterEvent?.(this, event)
+    return true
+  }
+
+  advance(ms: number): void {
+    this.nowMs += ms
+  }
+
+  /** Runs until nothing is in flight and no core has work (time-deferred retries aside). */
+  runToQuiescence(maxEvents = 2_000_000): void {
+    while (this.runOne()) {
+      if (this.events > maxEvents) throw new Error(`no quiescence after ${maxEvents} events (seed ${this.options.seed})`)
+    }
+  }
+
+  /** Reachable entry of u for v, as the verifiers want it. */
+  readonly lookup = (u: NodeId, v: NodeId): ValidRoute | undefined => {
+    const r: RouteView | undefined = this.cores.get(u)?.route(v)
+    return r !== undefined && r.reachable && r.fwd !== undefined ? { fwd: r.fwd, nhops: r.nhops } : undefined
+  }
+}
+
+/** A random connected graph: a random spanning tree plus each other edge with probability `density`. */
+export function randomConnectedGraph(n: number, density: number, rand: () => number): { nodes: NodeId[]; edges: Set<string>; parent: Map<NodeId, NodeId> } {
+  const nodes = Array.from({ length: n }, (_, i) => `n${i}`)
+  const edges = new Set<string>()
+  const parent = new Map<NodeId, NodeId>()
+  for (let i = 1; i < n; i++) {
+    const p = nodes[Math.floor(rand() * i)]!
+    parent.set(nodes[i]!, p)
+    edges.add(TestNet.key(nodes[i]!, p))
+  }
+  for (let i = 0; i < n; i++) for (let j = i + 1; j < n; j++) if (rand() < density) edges.add(TestNet.key(nodes[i]!, nodes[j]!))
+  return { nodes, edges, parent }
+}
