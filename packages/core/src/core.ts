@@ -2,7 +2,8 @@ import { DEFAULT_LIMITS, DEFAULT_TIMING, type CoreLimits, type CoreTiming } from
 import { AddressBook } from './discovery.ts'
 import { PhoenixError, invariant } from './errors.ts'
 import { NeighbourTable } from './neighbours.ts'
-import { NodeSet, forEachBit } from './nodeset.ts'
+import { NodeIndex } from './nodeindex.ts'
+import { EMPTY_SET, NodeSet, forEachBit } from './nodeset.ts'
 import { RouteEntry, UNREACHABLE_HOPS, isFresher } from './route.ts'
 import { isUnreachableSeq, isValidSeq, nextOwnSeq, seqAdd, seqNewer } from './seq.ts'
 import type {
@@ -52,6 +53,8 @@ export interface CoreStats {
 
 interface InboxItem {
   readonly from: NodeId
+  /** Which connection to `from` it arrived on: news from a closed connection is stale. */
+  readonly connection: number
   readonly message: UpdateMessage
 }
 
@@ -73,7 +76,12 @@ export class PhoenixCore {
 
   private readonly table = new Map<NodeId, RouteEntry>()
   private readonly own: RouteEntry
+  /** Open connections; their slot numbers name them in the trans sets we send. */
   private readonly neighbours = new NeighbourTable()
+  /** Every node id we know, numbered for the trans/rcpt bitsets. */
+  private readonly nodeIndex: NodeIndex
+  /** Our neighbours, as node indices: the universe of every send decision. */
+  private readonly neighbourSet = new NodeSet()
   private readonly book: AddressBook
   private readonly hubs: PhysicalAddress[] = []
   /** Entries that changed (or must reach a new neighbour) since the last send round. */
@@ -81,6 +89,9 @@ export class PhoenixCore {
   /** Naive mode: neighbours that still need the whole table. */
   private readonly freshNeighbours = new Set<NodeId>()
   private readonly inbox: InboxItem[] = []
+  /** Per neighbour, the number of its current connection (bumped on every connectionUp). */
+  private readonly connectionOf = new Map<NodeId, number>()
+  private connectionsOpened = 0
   private inboxHead = 0
   /** name -> nodes whose freshest record claims it (usually one). */
   private readonly nameOwners = new Map<string, Set<NodeId>>()
@@ -110,6 +121,9 @@ export class PhoenixCore {
     if (!isValidSeq(initialSeq) || isUnreachableSeq(initialSeq)) {
       throw new PhoenixError('INVALID_CONFIG', `initialSeq must be an even integer in [0, 2^32), got ${initialSeq}`)
     }
+    // Destinations plus neighbours plus room for nodes that are only named in trans sets so far.
+    this.nodeIndex = new NodeIndex(this.limits.destinationsMax + 2 * this.limits.neighboursMax)
+    this.nodeIndex.intern(config.id)
     this.book = new AddressBook(this.limits.knownAddressesMax, this.limits.dialsInFlightMax, this.timing)
     this.own = new RouteEntry(this.id)
     this.own.fwd = this.id
@@ -139,13 +153,17 @@ export class PhoenixCore {
       return
     }
     if (this.neighbours.has(peer)) return
-    if (this.neighbours.size >= this.limits.neighboursMax) {
+    const index = this.nodeIndex.intern(peer)
+    if (this.neighbours.size >= this.limits.neighboursMax || index === undefined) {
       this.pendingCloses.push({ type: 'close', peer, reason: `neighbour limit ${this.limits.neighboursMax} reached` })
       return
     }
     this.neighbours.add(peer)
-    // The new neighbour knows nothing of ours yet: every entry may have to go to it. Its slot is
-    // clear in every trans/rcpt set (cleared when the slot was last freed).
+    this.neighbourSet.add(index)
+    this.connectionOf.set(peer, ++this.connectionsOpened)
+    // Every entry may have to go to the new neighbour, except those it is already known to hold
+    // (it was named in a trans set we received, e.g. a hub's broadcast): that is where indexing
+    // all known nodes, not only neighbours, saves a full table per connection.
     if (this.mode === 'naive') this.freshNeighbours.add(peer)
     else for (const entry of this.table.values()) this.dirty.add(entry)
   }
@@ -153,13 +171,16 @@ export class PhoenixCore {
   /** The connection to `peer` closed (crash, leave, network). Routes through it become unreachable. */
   connectionDown(peer: NodeId, nowMs: number): void {
     this.enter(nowMs)
-    const slot = this.neighbours.remove(peer)
-    if (slot === undefined) return
+    if (this.neighbours.remove(peer) === undefined) return
+    this.connectionOf.delete(peer)
+    const index = this.nodeIndex.get(peer)!
+    this.neighbourSet.delete(index)
     this.freshNeighbours.delete(peer)
+    // It may come back with an empty table (a restart): nothing may count as already sent to it.
     for (const entry of this.table.values()) {
-      entry.trans.delete(slot)
-      entry.rcpt.delete(slot)
-      if (entry.fwdSlot === slot && entry.reachable) this.invalidate(entry)
+      entry.trans.forget(index)
+      entry.rcpt.forget(index)
+      if (entry.fwd === peer && entry.reachable && entry !== this.own) this.invalidate(entry)
     }
     // Cut off from everyone: start again from the hubs.
     if (this.neighbours.size === 0) for (const hub of this.hubs) this.book.want(hub)
@@ -183,7 +204,7 @@ export class PhoenixCore {
     }
     this.checkMessage(message)
     if (this.inbox.length - this.inboxHead >= this.limits.inboxMessagesMax) return false
-    this.inbox.push({ from, message })
+    this.inbox.push({ from, connection: this.connectionOf.get(from)!, message })
     this.counters.messagesReceived++
     this.counters.entriesReceived += message.entries.length
     return true
@@ -308,11 +329,12 @@ export class PhoenixCore {
     while (this.inboxHead < this.inbox.length && messages < maxMessages) {
       const item = this.inbox[this.inboxHead]!
       this.inbox[this.inboxHead++] = undefined as unknown as InboxItem
-      const slot = this.neighbours.slot(item.from)
       messages++
       entries += item.message.entries.length
-      // The sender may have gone away after the message was queued: its news is then stale.
-      if (slot !== undefined) this.applyMessage(item.from, slot, item.message)
+      // The connection it came on may have closed since (and maybe reopened, e.g. the sender
+      // restarted): its news is then stale, and applying it could mark the new incarnation as
+      // already holding entries it never got.
+      if (this.connectionOf.get(item.from) === item.connection) this.applyMessage(item.from, this.nodeIndex.get(item.from)!, item.message)
     }
     if (this.inboxHead === this.inbox.length) {
       this.inbox.length = 0
@@ -321,8 +343,9 @@ export class PhoenixCore {
     return { messages, entries }
   }
 
-  private applyMessage(from: NodeId, fromSlot: number, message: UpdateMessage): void {
-    // trans sets arrive in the sender's slot numbering; translate each distinct one once.
+  private applyMessage(from: NodeId, fromIndex: number, message: UpdateMessage): void {
+    // trans sets arrive in the sender's slot numbering; translate each distinct one once, into
+    // one frozen set shared by every entry that references it.
     let slotMap: Int32Array | undefined
     const translated: (NodeSet | undefined)[] = []
     const transOf = (index: number): NodeSet | undefined => {
@@ -331,7 +354,10 @@ export class PhoenixCore {
       if (set !== undefined) return set
       if (slotMap === undefined) {
         slotMap = new Int32Array(message.neighbourSlots.length)
-        for (let i = 0; i < message.neighbourSlots.length; i++) slotMap[i] = this.neighbours.slot(message.neighbourSlots[i]!) ?? -1
+        for (let i = 0; i < message.neighbourSlots.length; i++) {
+          const id = message.neighbourSlots[i]!
+          slotMap[i] = id === '' ? -1 : (this.nodeIndex.intern(id) ?? -1)
+        }
       }
       const map = slotMap
       set = new NodeSet()
@@ -339,13 +365,33 @@ export class PhoenixCore {
         const mine = bit < map.length ? map[bit]! : -1
         if (mine >= 0) set!.add(mine)
       })
-      translated[index] = set
+      translated[index] = set.freeze()
       return set
     }
-    for (const advert of message.entries) this.applyAdvert(from, fromSlot, advert, transOf)
+    // rcpt after a change: the sender plus everyone it sent the same entry to; one set per trans set.
+    const rcptAfterChange: NodeSet[] = []
+    const rcptOf = (transIndex: number): NodeSet => {
+      const key = transIndex + 1
+      let set = rcptAfterChange[key]
+      if (set === undefined) {
+        set = new NodeSet()
+        set.add(fromIndex)
+        const trans = transOf(transIndex)
+        if (trans !== undefined) set.addAll(trans)
+        rcptAfterChange[key] = set.freeze()
+      }
+      return set
+    }
+    for (const advert of message.entries) this.applyAdvert(from, fromIndex, advert, transOf, rcptOf)
   }
 
-  private applyAdvert(from: NodeId, fromSlot: number, advert: RouteAdvert, transOf: (index: number) => NodeSet | undefined): void {
+  private applyAdvert(
+    from: NodeId,
+    fromIndex: number,
+    advert: RouteAdvert,
+    transOf: (index: number) => NodeSet | undefined,
+    rcptOf: (index: number) => NodeSet,
+  ): void {
     const senderHops = isUnreachableSeq(advert.seq) ? UNREACHABLE_HOPS : advert.nhops
     if (advert.destination === this.id) {
       // Someone holds our record with a sequence number at least ours: we restarted, or a route
@@ -354,10 +400,10 @@ export class PhoenixCore {
         this.own.seq = nextOwnSeq(advert.seq)
         this.own.changedAtMs = this.nowMs
         // Everyone, the sender included, holds an older record of us now.
-        this.own.trans.clear()
-        this.own.rcpt.clear()
+        this.own.trans = EMPTY_SET
+        this.own.rcpt = EMPTY_SET
         this.dirty.add(this.own)
-      } else if (advert.seq === this.own.seq) this.noteHolder(this.own, fromSlot, senderHops, undefined)
+      } else if (advert.seq === this.own.seq) this.noteHolder(this.own, fromIndex, senderHops, undefined)
       return
     }
     const candidateHops = senderHops + 1
@@ -370,23 +416,22 @@ export class PhoenixCore {
       entry = new RouteEntry(advert.destination)
       entry.seq = advert.seq
       this.table.set(advert.destination, entry)
-      this.adopt(entry, from, fromSlot, advert, candidateHops, transOf(advert.trans), true)
+      this.adopt(entry, from, advert, candidateHops, rcptOf, true)
       return
     }
     if (isFresher(advert.seq, candidateHops, entry.seq, entry.nhops)) {
-      this.adopt(entry, from, fromSlot, advert, candidateHops, transOf(advert.trans), false)
+      this.adopt(entry, from, advert, candidateHops, rcptOf, false)
     } else if (advert.seq === entry.seq) {
-      this.noteHolder(entry, fromSlot, senderHops, this.mode === 'naive' ? undefined : () => transOf(advert.trans))
+      this.noteHolder(entry, fromIndex, senderHops, this.mode === 'naive' ? undefined : () => transOf(advert.trans))
     }
   }
 
   private adopt(
     entry: RouteEntry,
     from: NodeId,
-    fromSlot: number,
     advert: RouteAdvert,
     candidateHops: number,
-    trans: NodeSet | undefined,
+    rcptOf: (transIndex: number) => NodeSet,
     isNew: boolean,
   ): void {
     const reachable = !isUnreachableSeq(advert.seq)
@@ -395,7 +440,6 @@ export class PhoenixCore {
     const previousNames = entry.names
     entry.seq = advert.seq
     entry.nhops = reachable ? candidateHops : UNREACHABLE_HOPS
-    entry.fwdSlot = reachable ? fromSlot : -1
     entry.fwd = reachable ? from : undefined
     entry.changedAtMs = this.nowMs
     if (recordChanged) {
@@ -406,7 +450,10 @@ export class PhoenixCore {
     // The paper: on a change trans := ∅ and rcpt := {sender}. We also put e.trans into rcpt:
     // they got this very entry from the sender, one hop closer than we could offer, and
     // without it the paper's own Figure 2 does not come out (see README, "trans and rcpt").
-    this.resetSets(entry, fromSlot, trans)
+    if (this.mode === 'optimized') {
+      entry.trans = EMPTY_SET
+      entry.rcpt = rcptOf(advert.trans)
+    }
     this.dirty.add(entry)
     if (reachable && this.discovery) this.wantDial(entry)
   }
@@ -417,27 +464,24 @@ export class PhoenixCore {
    * trans only if those nodes got something at least as good. The paper adds both unconditionally;
    * that can starve a neighbour of a shorter route (README, "trans and rcpt", and the unit test).
    */
-  private noteHolder(entry: RouteEntry, fromSlot: number, senderHops: number, trans: (() => NodeSet | undefined) | undefined): void {
+  private noteHolder(entry: RouteEntry, fromIndex: number, senderHops: number, trans: (() => NodeSet | undefined) | undefined): void {
     if (this.mode === 'naive') return
-    if (senderHops <= entry.nhops + 1) {
-      entry.trans.add(fromSlot)
-      entry.rcpt.add(fromSlot)
+    const set = trans !== undefined && senderHops <= entry.nhops ? trans() : undefined
+    const holderCovered = senderHops <= entry.nhops + 1
+    if (!holderCovered && set === undefined) return
+    if (holderCovered && set === undefined && entry.trans.has(fromIndex) && entry.rcpt.has(fromIndex)) return
+    const newTrans = entry.trans.clone()
+    const newRcpt = entry.rcpt.clone()
+    if (holderCovered) {
+      newTrans.add(fromIndex)
+      newRcpt.add(fromIndex)
     }
-    if (trans !== undefined && senderHops <= entry.nhops) {
-      const set = trans()
-      if (set !== undefined) {
-        entry.trans.addAll(set)
-        entry.rcpt.addAll(set)
-      }
+    if (set !== undefined) {
+      newTrans.addAll(set)
+      newRcpt.addAll(set)
     }
-  }
-
-  private resetSets(entry: RouteEntry, fromSlot: number, trans: NodeSet | undefined): void {
-    if (this.mode === 'naive') return
-    entry.trans.clear()
-    entry.rcpt.clear()
-    entry.rcpt.add(fromSlot)
-    if (trans !== undefined) entry.rcpt.addAll(trans)
+    entry.trans = newTrans.freeze()
+    entry.rcpt = newRcpt.freeze()
   }
 
   /** Marks `entry` unreachable with the next odd sequence number, as DSDV does on a broken link. */
@@ -445,10 +489,9 @@ export class PhoenixCore {
     entry.seq = seqAdd(entry.seq, 1)
     entry.nhops = UNREACHABLE_HOPS
     entry.fwd = undefined
-    entry.fwdSlot = -1
     entry.changedAtMs = this.nowMs
-    entry.trans.clear()
-    entry.rcpt.clear()
+    entry.trans = EMPTY_SET
+    entry.rcpt = EMPTY_SET
     this.dirty.add(entry)
   }
 
@@ -476,14 +519,26 @@ export class PhoenixCore {
       }
       this.freshNeighbours.clear()
     } else {
-      const universe = this.neighbours.occupied
+      // Entries whose trans and rcpt are the same (shared) sets get the same targets and the same
+      // new trans: compute each pair once per round.
+      const decided = new Map<NodeSet, Map<NodeSet, { slots: number[]; trans: NodeSet }>>()
       for (const entry of this.dirty) {
-        const targets: number[] = []
-        NodeSet.forEachMissing(universe, entry.trans, entry.rcpt, (slot) => targets.push(slot))
-        for (const slot of targets) {
-          entry.trans.add(slot)
-          push(slot, entry)
+        let byRcpt = decided.get(entry.trans)
+        if (byRcpt === undefined) decided.set(entry.trans, (byRcpt = new Map()))
+        let decision = byRcpt.get(entry.rcpt)
+        if (decision === undefined) {
+          const slots: number[] = []
+          let trans = entry.trans
+          NodeSet.forEachMissing(this.neighbourSet, entry.trans, entry.rcpt, (index) => {
+            if (trans === entry.trans) trans = entry.trans.clone()
+            trans.add(index)
+            slots.push(this.neighbours.slot(this.nodeIndex.id(index)!)!)
+          })
+          decision = { slots, trans: trans.frozen ? trans : trans.freeze() }
+          byRcpt.set(entry.rcpt, decision)
         }
+        for (const slot of decision.slots) push(slot, entry)
+        entry.trans = decision.trans
       }
     }
     this.dirty.clear()
@@ -494,11 +549,20 @@ export class PhoenixCore {
     const effects: Effect[] = []
     let entriesSent = 0
     const slotTable = this.mode === 'naive' ? [] : this.neighbours.slotTable()
-    // One wire form per entry per round: every target sees the same trans (after this round).
-    const transBytes = new Map<RouteEntry, Uint8Array>()
-    const bytesOf = (entry: RouteEntry): Uint8Array => {
-      let bytes = transBytes.get(entry)
-      if (bytes === undefined) transBytes.set(entry, (bytes = entry.trans.toBytes()))
+    // On the wire a trans set names only our neighbours (by slot): the others are not ours to
+    // vouch for. One wire form per distinct (shared) set per round.
+    const wireForm = new Map<NodeSet, Uint8Array>()
+    const wireFormOf = (trans: NodeSet): Uint8Array => {
+      let bytes = wireForm.get(trans)
+      if (bytes === undefined) {
+        const slots = new NodeSet(slotTable.length)
+        trans.forEach((index) => {
+          if (!this.neighbourSet.has(index)) return
+          const slot = this.neighbours.slot(this.nodeIndex.id(index)!)
+          if (slot !== undefined) slots.add(slot)
+        })
+        wireForm.set(trans, (bytes = slots.toBytes()))
+      }
       return bytes
     }
     for (const [slot, entries] of perNeighbour) {
@@ -507,17 +571,16 @@ export class PhoenixCore {
       for (let start = 0; start < entries.length; start += this.limits.entriesPerMessageMax) {
         const chunk = entries.slice(start, start + this.limits.entriesPerMessageMax)
         const transSets: Uint8Array[] = []
-        const indexOfSet = new Map<string, number>()
+        const indexOfSet = new Map<Uint8Array, number>()
         const adverts = chunk.map((entry) => {
           if (this.mode === 'naive') return this.advertOf(entry, -1)
-          const bytes = bytesOf(entry)
+          const bytes = wireFormOf(entry.trans)
           if (bytes.length === 0) return this.advertOf(entry, -1)
-          const key = String.fromCharCode(...bytes)
-          let index = indexOfSet.get(key)
+          let index = indexOfSet.get(bytes)
           if (index === undefined) {
             index = transSets.length
             transSets.push(bytes)
-            indexOfSet.set(key, index)
+            indexOfSet.set(bytes, index)
           }
           return this.advertOf(entry, index)
         })
@@ -598,8 +661,8 @@ export class PhoenixCore {
     this.own.addresses = addresses
     this.indexNames(this.own, previous)
     this.own.seq = nextOwnSeq(this.own.seq)
-    this.own.trans.clear()
-    this.own.rcpt.clear()
+    this.own.trans = EMPTY_SET
+    this.own.rcpt = EMPTY_SET
     this.dirty.add(this.own)
   }
 
@@ -692,6 +755,7 @@ export class PhoenixCore {
     if (this.nowMs < this.nextExpiryScanMs) return
     this.nextExpiryScanMs = this.nowMs + 1_000
     const cutoff = this.nowMs - this.timing.unreachableRetentionMs
+    const forgotten: number[] = []
     for (const [destination, entry] of this.table) {
       if (entry === this.own || entry.reachable || entry.changedAtMs > cutoff || this.dirty.has(entry)) continue
       this.table.delete(destination)
@@ -699,7 +763,19 @@ export class PhoenixCore {
       entry.names = []
       this.indexNames(entry, previous)
       this.counters.entriesExpired++
+      const index = this.nodeIndex.get(destination)
+      if (index !== undefined && !this.neighbours.has(destination)) forgotten.push(index)
     }
+    if (forgotten.length === 0) return
+    // Free their indices for reuse; first scrub them from every set so a new node with a reused
+    // index is not taken to hold entries it never got.
+    for (const entry of this.table.values()) {
+      for (const index of forgotten) {
+        entry.trans.forget(index)
+        entry.rcpt.forget(index)
+      }
+    }
+    for (const index of forgotten) this.nodeIndex.release(this.nodeIndex.id(index)!)
   }
 
   private checkNodeId(id: unknown, what: string): void {

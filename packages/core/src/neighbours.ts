@@ -1,16 +1,13 @@
-import { NodeSet } from './nodeset.ts'
 import type { NodeId } from './types.ts'
 
 /**
- * Open connections, each given a small slot number so trans/rcpt can be bitsets. A freed slot
- * is reused, so the bitsets stay as wide as the largest neighbour count, not the churn.
+ * Open connections, each given a small slot number: the trans sets we send name our neighbours
+ * by slot. A freed slot is reused, so those bitsets stay as wide as the largest neighbour count.
  */
 export class NeighbourTable {
   private readonly slotOf = new Map<NodeId, number>()
   private readonly idAt: (NodeId | undefined)[] = []
   private readonly freeSlots: number[] = []
-  /** The slots in use: the universe of every send decision. */
-  readonly occupied = new NodeSet()
 
   get size(): number {
     return this.slotOf.size
@@ -36,7 +33,6 @@ export class NeighbourTable {
     const slot = this.freeSlots.pop() ?? this.idAt.length
     this.slotOf.set(id, slot)
     this.idAt[slot] = id
-    this.occupied.add(slot)
     return slot
   }
 
@@ -45,7 +41,6 @@ export class NeighbourTable {
     if (slot === undefined) return undefined
     this.slotOf.delete(id)
     this.idAt[slot] = undefined
-    this.occupied.delete(slot)
     this.freeSlots.push(slot)
     return slot
   }

@@ -1,13 +1,38 @@
 /**
- * A set of neighbours, as a bitset over the owning node's neighbour slots. trans and rcpt of
- * every routing entry are such sets: a word-wise OR/AND-NOT keeps the send decision for one
- * entry at O(neighbours / 32), which is what lets a 2,000-node clique simulate on one core.
+ * A set of nodes, as a bitset over the owning core's node indices (see NodeIndex). trans and
+ * rcpt of every routing entry are such sets: a word-wise OR/AND-NOT keeps the send decision for
+ * one entry at O(nodes / 32). Sets are shared between entries copy-on-write: a frozen set is
+ * never changed in place (except to forget a node everywhere), so a thousand entries that
+ * arrived in one message hold one set, not a thousand.
  */
 export class NodeSet {
   private words: Uint32Array
+  private isFrozen = false
 
   constructor(capacityBits = 32) {
     this.words = new Uint32Array(Math.max(1, Math.ceil(capacityBits / 32)))
+  }
+
+  get frozen(): boolean {
+    return this.isFrozen
+  }
+
+  freeze(): this {
+    this.isFrozen = true
+    return this
+  }
+
+  /** A mutable copy. */
+  clone(): NodeSet {
+    const copy = new NodeSet(0)
+    copy.words = this.words.slice()
+    return copy
+  }
+
+  /** Removes `slot` even from a frozen set: used only when a node is forgotten everywhere. */
+  forget(slot: number): void {
+    const i = slot >>> 5
+    if (i < this.words.length) this.words[i]! &= ~(1 << (slot & 31))
   }
 
   private ensure(slot: number): void {
@@ -19,11 +44,13 @@ export class NodeSet {
   }
 
   add(slot: number): void {
+    if (this.isFrozen) throw new Error('NodeSet is frozen')
     this.ensure(slot)
     this.words[slot >>> 5]! |= 1 << (slot & 31)
   }
 
   delete(slot: number): void {
+    if (this.isFrozen) throw new Error('NodeSet is frozen')
     const i = slot >>> 5
     if (i < this.words.length) this.words[i]! &= ~(1 << (slot & 31))
   }
@@ -34,18 +61,14 @@ export class NodeSet {
   }
 
   clear(): void {
+    if (this.isFrozen) throw new Error('NodeSet is frozen')
     this.words.fill(0)
   }
 
   addAll(other: NodeSet): void {
+    if (this.isFrozen) throw new Error('NodeSet is frozen')
     if (other.words.length > this.words.length) this.ensure(other.words.length * 32 - 1)
     for (let i = 0; i < other.words.length; i++) this.words[i]! |= other.words[i]!
-  }
-
-  /** Replaces the contents with `other`'s. */
-  copyFrom(other: NodeSet): void {
-    this.words.fill(0)
-    this.addAll(other)
   }
 
   isEmpty(): boolean {
@@ -119,3 +142,6 @@ export function forEachBit(bytes: Uint8Array, visit: (index: number) => void): v
     }
   }
 }
+
+/** The empty set every entry starts with; frozen, so it is shared by all. */
+export const EMPTY_SET = new NodeSet(32).freeze()

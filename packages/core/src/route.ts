@@ -1,4 +1,4 @@
-import { NodeSet } from './nodeset.ts'
+import { EMPTY_SET, type NodeSet } from './nodeset.ts'
 import { isUnreachableSeq, seqNewer } from './seq.ts'
 import type { NodeId, PhysicalAddress } from './types.ts'
 
@@ -7,17 +7,15 @@ export const UNREACHABLE_HOPS = Number.POSITIVE_INFINITY
 
 /** R_u[v]: what node u knows about destination v. */
 export class RouteEntry {
-  /** Next hop's neighbour slot; -1 for the node's own entry and for unreachable entries. */
-  fwdSlot = -1
   fwd: NodeId | undefined = undefined
   nhops: number = UNREACHABLE_HOPS
   seq = 0
   names: readonly string[] = []
   addresses: readonly PhysicalAddress[] = []
-  /** Neighbours this entry (as it is now) has been sent to, or who are known to hold it. */
-  readonly trans = new NodeSet()
-  /** Neighbours that received, or will soon receive, an entry at least as good from someone else. */
-  readonly rcpt = new NodeSet()
+  /** Nodes this entry (as it is now) has been sent to, or who are known to hold it. Shared copy-on-write. */
+  trans: NodeSet = EMPTY_SET
+  /** Nodes that received, or will soon receive, an entry at least as good from someone else. Shared copy-on-write. */
+  rcpt: NodeSet = EMPTY_SET
   /** When fwd/nhops/seq last changed: how long an unreachable entry has been kept. */
   changedAtMs = 0
 

@@ -1,0 +1,90 @@
+/**
+ * Entries sent until quiescence, naive DSDV vs optimized (trans/rcpt + prioritized merged sends),
+ * on the same topologies and the same randomized delivery schedules, with the lower bound
+ * N·(N−1) (every node must hear of every other once). No timing model: delivery order, node
+ * steps and dial completions are interleaved at random from a seed, so these counts measure the
+ * rules, not a network; the simulator (packages/sim) measures them under latency and CPU cost.
+ *
+ *   npx pnpm@10 --filter @phoenix-overlay/core run bench:entries [-- --seeds 5]
+ */
+import { parseArgs } from 'node:util'
+import type { NodeId, RoutingMode } from '../src/index.ts'
+import { checkRoutesAgainstBfs } from '../src/index.ts'
+import { TestNet, addressOf } from '../test/net.ts'
+
+const { values } = parseArgs({ args: process.argv.slice(2).filter((a) => a !== '--'), options: { seeds: { type: 'string', default: '5' } } })
+const seedCount = Number(values.seeds)
+if (!Number.isInteger(seedCount) || seedCount < 1) throw new Error(`--seeds must be a positive integer, got ${values.seeds}`)
+
+interface Topology {
+  name: string
+  nodes: NodeId[]
+  hubsOf: (id: NodeId) => string[]
+  allowed: (from: NodeId, to: NodeId) => boolean
+}
+
+const clique = (n: number): Topology => {
+  const nodes = Array.from({ length: n }, (_, i) => `n${i}`)
+  return { name: `${n}-node clique, one hub`, nodes, hubsOf: (id) => (id === 'n0' ? [] : [addressOf('n0')]), allowed: () => true }
+}
+
+/** Three subnets in the paper's 224:128:48 proportions; only gateways accept connections from outside. */
+const threeSubnets = (n: number): Topology => {
+  const sizes = [Math.round((n * 224) / 400), Math.round((n * 128) / 400)]
+  sizes.push(n - sizes[0]! - sizes[1]!)
+  const subnetOf = new Map<NodeId, number>()
+  const nodes: NodeId[] = []
+  sizes.forEach((size, s) => {
+    for (let i = 0; i < size; i++) {
+      const id = `${'ABC'[s]}${i}`
+      nodes.push(id)
+      subnetOf.set(id, s)
+    }
+  })
+  const gateways = ['A0', 'B0', 'C0']
+  return {
+    name: `${n} nodes in 3 subnets (${sizes.join(':')}), gateways as hubs`,
+    nodes,
+    hubsOf: (id) => gateways.filter((g) => g !== id).map(addressOf),
+    allowed: (from, to) => subnetOf.get(from) === subnetOf.get(to) || gateways.includes(to),
+  }
+}
+
+function run(t: Topology, mode: RoutingMode, seed: number): { entries: number; messages: number } {
+  const net = new TestNet({ seed, allowed: t.allowed })
+  for (const id of t.nodes) net.add({ id, hubs: t.hubsOf(id), mode })
+  net.runToQuiescence(50_000_000)
+  const failures = checkRoutesAgainstBfs(t.nodes, net.connectionEdges(), net.lookup)
+  if (failures.length > 0) throw new Error(`${t.name} ${mode} seed ${seed}: ${JSON.stringify(failures.slice(0, 3))}`)
+  return { entries: net.entriesSent, messages: net.messagesSent }
+}
+
+const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length
+const rows: Record<string, string | number>[] = []
+for (const topology of [clique(40), threeSubnets(40)]) {
+  const n = topology.nodes.length
+  const lowerBound = n * (n - 1)
+  const results = { naive: [] as number[], optimized: [] as number[] }
+  const messages = { naive: [] as number[], optimized: [] as number[] }
+  for (let seed = 1; seed <= seedCount; seed++) {
+    for (const mode of ['naive', 'optimized'] as const) {
+      const r = run(topology, mode, seed)
+      results[mode].push(r.entries)
+      messages[mode].push(r.messages)
+    }
+    process.stderr.write(`\r${topology.name}: seed ${seed}/${seedCount}`)
+  }
+  process.stderr.write('\n')
+  rows.push({
+    topology: topology.name,
+    'N(N-1)': lowerBound,
+    'naive entries': Math.round(mean(results.naive)),
+    'optimized entries': Math.round(mean(results.optimized)),
+    'naive / optimized': +(mean(results.naive) / mean(results.optimized)).toFixed(2),
+    'optimized / N(N-1)': +(mean(results.optimized) / lowerBound).toFixed(2),
+    'naive msgs': Math.round(mean(messages.naive)),
+    'optimized msgs': Math.round(mean(messages.optimized)),
+  })
+}
+console.log(`mean over ${seedCount} random schedules (seeds 1..${seedCount}); every run checked against BFS`)
+console.table(rows)

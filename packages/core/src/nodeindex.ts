@@ -1,0 +1,48 @@
+import type { NodeId } from './types.ts'
+
+/**
+ * Small integers for the node ids a core knows (destinations, neighbours, and nodes named in
+ * the trans sets it receives), so trans/rcpt can be bitsets. Indexing every known node, not
+ * only neighbours, is what lets a node remember that a future neighbour already got an entry
+ * from a hub: without it, every new connection costs a full table (see README).
+ */
+export class NodeIndex {
+  private readonly indexOf = new Map<NodeId, number>()
+  private readonly idAt: (NodeId | undefined)[] = []
+  private readonly free: number[] = []
+
+  constructor(private readonly max: number) {}
+
+  get size(): number {
+    return this.indexOf.size
+  }
+
+  get(id: NodeId): number | undefined {
+    return this.indexOf.get(id)
+  }
+
+  id(index: number): NodeId | undefined {
+    return this.idAt[index]
+  }
+
+  /** The index of `id`, allocated if new; undefined when the index is full (the id then goes unremembered). */
+  intern(id: NodeId): number | undefined {
+    const existing = this.indexOf.get(id)
+    if (existing !== undefined) return existing
+    if (this.indexOf.size >= this.max) return undefined
+    const index = this.free.pop() ?? this.idAt.length
+    this.indexOf.set(id, index)
+    this.idAt[index] = id
+    return index
+  }
+
+  /** Frees `id`'s index; the caller must first clear it from every set. */
+  release(id: NodeId): number | undefined {
+    const index = this.indexOf.get(id)
+    if (index === undefined) return undefined
+    this.indexOf.delete(id)
+    this.idAt[index] = undefined
+    this.free.push(index)
+    return index
+  }
+}

@@ -1,0 +1,172 @@
+import fc from 'fast-check'
+import { describe, expect, it } from 'vitest'
+import { checkLoopFree, checkRoutesAgainstBfs, type NodeId, type RoutingMode } from '../src/index.ts'
+import { TestNet, addressOf, prng, randomConnectedGraph } from './net.ts'
+
+// One seed for the whole file, printed so any failing run can be replayed: PHOENIX_SEED=<n>.
+const seed = Number(process.env.PHOENIX_SEED ?? Date.now() % 2 ** 31)
+console.log(`fast-check seed for core properties: ${seed} (replay with PHOENIX_SEED=${seed})`)
+const runs = (numRuns: number) => ({ seed, numRuns, verbose: true })
+
+const scenario = fc.record({
+  nodes: fc.integer({ min: 2, max: 40 }),
+  density: fc.double({ min: 0, max: 0.5, noNaN: true }),
+  graphSeed: fc.integer({ min: 0, max: 2 ** 31 - 1 }),
+  scheduleSeed: fc.integer({ min: 0, max: 2 ** 31 - 1 }),
+  duplicate: fc.constantFrom(0, 0.05, 0.2),
+  reorder: fc.constantFrom(0, 0.1, 0.5),
+})
+type Scenario = typeof scenario extends fc.Arbitrary<infer T> ? T : never
+
+/** Builds the firewalled network: only graph edges may connect; each node knows one hub (its tree parent). */
+function build(s: Scenario, mode: RoutingMode, extra: Partial<ConstructorParameters<typeof TestNet>[0]> = {}) {
+  const g = randomConnectedGraph(s.nodes, s.density, prng(s.graphSeed))
+  const net = new TestNet({
+    seed: s.scheduleSeed,
+    allowed: (a, b) => g.edges.has(TestNet.key(a, b)),
+    duplicate: s.duplicate,
+    reorder: s.reorder,
+    ...extra,
+  })
+  for (const id of g.nodes) net.add({ id, hubs: g.parent.has(id) ? [addressOf(g.parent.get(id)!)] : [], mode })
+  return { g, net }
+}
+
+/** Walks the next hops from `start` toward every destination; a cycle must pass through the node that just changed. */
+function loopThrough(net: TestNet, start: NodeId): string | undefined {
+  for (const v of net.cores.keys()) {
+    if (v === start) continue
+    const seen = new Set<NodeId>()
+    let u: NodeId | undefined = start
+    while (u !== undefined && u !== v) {
+      if (seen.has(u)) return `cycle toward ${v}: ${[...seen].join(' -> ')} -> ${u}`
+      seen.add(u)
+      u = net.lookup(u, v)?.fwd
+    }
+  }
+  return undefined
+}
+
+describe('routing converges to shortest paths (fast-check)', () => {
+  it('after quiescence: a route to every node of the component, nhops = BFS distance, fwd walks reach the destination', () => {
+    fc.assert(
+      fc.property(scenario, (s) => {
+        const { g, net } = build(s, 'optimized')
+        net.runToQuiescence()
+        const nodes = [...net.cores.keys()]
+        // Discovery must have opened every connection the firewall allows.
+        expect(net.connectionEdges().length).toBe(g.edges.size)
+        expect(checkRoutesAgainstBfs(nodes, net.connectionEdges(), net.lookup)).toEqual([])
+        for (const u of nodes) {
+          for (const v of nodes) {
+            if (u === v) continue
+            const visited = new Set<NodeId>([u])
+            let at = u
+            while (at !== v) {
+              at = net.lookup(at, v)!.fwd
+              expect(visited.has(at)).toBe(false)
+              visited.add(at)
+            }
+          }
+        }
+      }),
+      runs(200),
+    )
+  })
+
+  it('after every single event, the next hops toward each destination form no cycle', () => {
+    let checkedEvents = 0
+    fc.assert(
+      fc.property(scenario, (s) => {
+        const { net } = build(s, 'optimized', {
+          afterEvent: (n, event) => {
+            if (!event.startsWith('step ')) return
+            checkedEvents++
+            const cycle = loopThrough(n, event.slice(5))
+            if (cycle !== undefined) throw new Error(`after event ${n.events} (${event}): ${cycle}`)
+          },
+        })
+        net.runToQuiescence()
+        expect(checkLoopFree([...net.cores.keys()], net.lookup)).toBeUndefined()
+      }),
+      runs(200),
+    )
+    console.log(`loop-freedom checked after ${checkedEvents} route-changing events`)
+    expect(checkedEvents).toBeGreaterThan(1000)
+  })
+
+  it('naive and optimized agree on hop counts; optimized sends no more entries', () => {
+    const ratios: number[] = []
+    fc.assert(
+      fc.property(scenario, (s) => {
+        const optimized = build(s, 'optimized').net
+        const naive = build(s, 'naive').net
+        optimized.runToQuiescence()
+        naive.runToQuiescence()
+        for (const u of optimized.cores.keys()) {
+          for (const v of optimized.cores.keys()) {
+            if (u !== v) expect(optimized.lookup(u, v)?.nhops).toBe(naive.lookup(u, v)?.nhops)
+          }
+        }
+        expect(optimized.entriesSent).toBeLessThanOrEqual(naive.entriesSent)
+        if (naive.entriesSent > 0) ratios.push(optimized.entriesSent / naive.entriesSent)
+      }),
+      runs(200),
+    )
+    ratios.sort((a, b) => a - b)
+    console.log(`optimized/naive entries: median ${ratios[ratios.length >> 1]?.toFixed(3)}, max ${ratios.at(-1)?.toFixed(3)}`)
+  })
+
+  it('nodes crash, leave and restart at any time; the survivors converge to shortest paths', () => {
+    fc.assert(
+      fc.property(
+        scenario,
+        fc.array(fc.record({ atEvent: fc.integer({ min: 0, max: 400 }), kind: fc.constantFrom('crash', 'leave', 'restart'), who: fc.nat() }), { maxLength: 6 }),
+        (s, churn) => {
+          const { g, net } = build(s, 'optimized')
+          const hubsOf = (id: NodeId) => (g.parent.has(id) ? [addressOf(g.parent.get(id)!)] : [])
+          const down = new Set<NodeId>()
+          const plan = [...churn].sort((a, b) => a.atEvent - b.atEvent)
+          for (const step of plan) {
+            while (net.events < step.atEvent && net.runOne()) {}
+            const id = g.nodes[step.who % g.nodes.length]!
+            if (step.kind === 'restart') {
+              if (!down.has(id)) continue
+              down.delete(id)
+              // A restarted node knows its hub and every allowed neighbour's address, like a fresh join.
+              net.add({ id, hubs: hubsOf(id) })
+            } else if (!down.has(id)) {
+              down.add(id)
+              if (step.kind === 'crash') net.crash(id)
+              else net.leave(id)
+            }
+          }
+          // Rejoin: every survivor re-dials what it lost (time passes, back-offs expire).
+          for (let round = 0; round < 8; round++) {
+            net.runToQuiescence()
+            net.advance(70_000)
+          }
+          net.runToQuiescence()
+          const alive = [...net.cores.keys()]
+          const failures = checkRoutesAgainstBfs(alive, net.connectionEdges(), net.lookup)
+          expect(failures, JSON.stringify({ churn: plan, failures: failures.slice(0, 4) })).toEqual([])
+        },
+      ),
+      runs(200),
+    )
+  })
+
+  it('the same seed replays an identical trace', () => {
+    fc.assert(
+      fc.property(scenario, (s) => {
+        const first = build({ ...s, nodes: Math.min(s.nodes, 15) }, 'optimized', { trace: true }).net
+        const second = build({ ...s, nodes: Math.min(s.nodes, 15) }, 'optimized', { trace: true }).net
+        first.runToQuiescence()
+        second.runToQuiescence()
+        expect(second.trace).toEqual(first.trace)
+        expect(first.trace.length).toBeGreaterThan(0)
+      }),
+      runs(200),
+    )
+  })
+})

@@ -1,0 +1,410 @@
+import { describe, expect, it } from 'vitest'
+import { PhoenixCore, PhoenixError, isFresher, nextOwnSeq, seqNewer, type Effect, type RouteAdvert, type UpdateMessage } from '../src/index.ts'
+
+const advert = (destination: string, seq: number, nhops: number, extra: Partial<RouteAdvert> = {}): RouteAdvert => ({
+  destination,
+  seq,
+  nhops,
+  names: [],
+  addresses: [],
+  trans: -1,
+  ...extra,
+})
+const update = (entries: RouteAdvert[], neighbourSlots: string[] = [], transSets: Uint8Array[] = []): UpdateMessage => ({ neighbourSlots, transSets, entries })
+
+/** Runs steps until idle and returns every effect, in order. */
+function drain(core: PhoenixCore, nowMs = 0): Effect[] {
+  const effects: Effect[] = []
+  for (let i = 0; i < 100 && core.hasWork(nowMs); i++) effects.push(...core.step(nowMs).effects)
+  return effects
+}
+const sentTo = (effects: Effect[]) => {
+  const out = new Map<string, RouteAdvert[]>()
+  for (const e of effects) if (e.type === 'send') out.set(e.to, [...(out.get(e.to) ?? []), ...e.message.entries])
+  return out
+}
+
+function coreWithNeighbours(id: string, neighbours: string[], mode: 'optimized' | 'naive' = 'optimized'): PhoenixCore {
+  const core = new PhoenixCore({ id, addresses: [`addr:${id}`], mode })
+  for (const n of neighbours) core.connectionUp(n, 0)
+  drain(core)
+  return core
+}
+
+describe('sequence numbers', () => {
+  it('compares modulo 2^32 so a wrapped number is still newer', () => {
+    expect(seqNewer(4, 2)).toBe(true)
+    expect(seqNewer(2, 4)).toBe(false)
+    expect(seqNewer(2, 2)).toBe(false)
+    expect(seqNewer(0, 2 ** 32 - 2)).toBe(true)
+    expect(seqNewer(2 ** 32 - 2, 0)).toBe(false)
+  })
+  it('a destination issues only even numbers', () => {
+    expect(nextOwnSeq(4)).toBe(6)
+    expect(nextOwnSeq(5)).toBe(6)
+    expect(nextOwnSeq(2 ** 32 - 2)).toBe(0)
+  })
+  it('fresher seq wins whatever the hops; equal seq needs fewer hops', () => {
+    expect(isFresher(6, 9, 4, 1)).toBe(true)
+    expect(isFresher(4, 1, 4, 2)).toBe(true)
+    expect(isFresher(4, 2, 4, 2)).toBe(false)
+    expect(isFresher(2, 1, 4, 9)).toBe(false)
+  })
+})
+
+describe('receiving entries', () => {
+  it('adopts a fresher entry and routes through its sender', () => {
+    const core = coreWithNeighbours('u', ['a', 'b'])
+    core.receive('a', update([advert('v', 4, 3)]), 0)
+    drain(core)
+    expect(core.route('v')).toMatchObject({ fwd: 'a', nhops: 4, seq: 4, reachable: true })
+    core.receive('b', update([advert('v', 4, 1)]), 0)
+    drain(core)
+    expect(core.route('v')).toMatchObject({ fwd: 'b', nhops: 2 })
+    core.receive('a', update([advert('v', 6, 5)]), 0)
+    drain(core)
+    expect(core.route('v')).toMatchObject({ fwd: 'a', nhops: 6, seq: 6 })
+  })
+
+  it('ignores an older or longer entry', () => {
+    const core = coreWithNeighbours('u', ['a', 'b'])
+    core.receive('a', update([advert('v', 6, 1)]), 0)
+    core.receive('b', update([advert('v', 4, 0)]), 0)
+    core.receive('b', update([advert('v', 6, 3)]), 0)
+    drain(core)
+    expect(core.route('v')).toMatchObject({ fwd: 'a', nhops: 2, seq: 6 })
+  })
+
+  it('a lost neighbour makes every route through it unreachable with the next odd seq, and says so', () => {
+    const core = coreWithNeighbours('u', ['a', 'b'])
+    core.receive('a', update([advert('a', 2, 0), advert('v', 4, 1)]), 0)
+    core.receive('b', update([advert('w', 8, 1)]), 0)
+    drain(core)
+    core.connectionDown('a', 1)
+    expect(core.route('v')).toMatchObject({ reachable: false, seq: 5, fwd: undefined })
+    expect(core.route('a')).toMatchObject({ reachable: false, seq: 3 })
+    expect(core.route('w')).toMatchObject({ reachable: true, seq: 8 })
+    const toB = sentTo(drain(core, 1)).get('b') ?? []
+    expect(toB.map((e) => [e.destination, e.seq])).toEqual(expect.arrayContaining([['v', 5], ['a', 3]]))
+  })
+
+  it('an unreachable route is replaced only by a newer sequence number', () => {
+    const core = coreWithNeighbours('u', ['a', 'b'])
+    core.receive('a', update([advert('v', 4, 1)]), 0)
+    drain(core)
+    core.connectionDown('a', 1)
+    core.receive('b', update([advert('v', 4, 1)]), 1)
+    drain(core, 1)
+    expect(core.route('v')?.reachable).toBe(false)
+    core.receive('b', update([advert('v', 6, 2)]), 1)
+    drain(core, 1)
+    expect(core.route('v')).toMatchObject({ reachable: true, fwd: 'b', seq: 6, nhops: 3 })
+  })
+
+  it('a node that hears its own record with a newer seq (a restart, or a lost route) issues a newer even seq', () => {
+    const core = coreWithNeighbours('u', ['a'])
+    expect(core.ownSeq).toBe(0)
+    core.receive('a', update([advert('u', 7, 0)]), 0)
+    const effects = drain(core)
+    expect(core.ownSeq).toBe(8)
+    expect(sentTo(effects).get('a')?.find((e) => e.destination === 'u')).toMatchObject({ seq: 8, nhops: 0 })
+  })
+
+  it('an echo of its own current record changes nothing', () => {
+    const core = coreWithNeighbours('u', ['a'])
+    core.receive('a', update([advert('u', 0, 1)]), 0)
+    drain(core)
+    expect(core.ownSeq).toBe(0)
+  })
+
+  it('rejects a malformed update as a whole, naming the problem', () => {
+    const core = coreWithNeighbours('u', ['a'])
+    const bad = [
+      update([advert('v', -1, 0)]),
+      update([advert('v', 2 ** 32, 0)]),
+      update([advert('v', 2, 1.5)]),
+      update([advert('v', 2, 0, { trans: 0 })]),
+      update([advert('', 2, 0)]),
+      update([advert('v', 2, 0, { names: ['x', 'x'] })]),
+      update([advert('v', 2, 0, { addresses: Array.from({ length: 17 }, (_, i) => `a${i}`) })]),
+    ]
+    for (const message of bad) {
+      expect(() => core.receive('a', message, 0)).toThrow(PhoenixError)
+    }
+    expect(core.inboxLength).toBe(0)
+    expect(() => core.receive('stranger', update([]), 0)).toThrow(/not a neighbour/)
+  })
+
+  it('tells the driver to push back when the inbox is full', () => {
+    const core = new PhoenixCore({ id: 'u', limits: { inboxMessagesMax: 2 } })
+    core.connectionUp('a', 0)
+    expect(core.receive('a', update([]), 0)).toBe(true)
+    expect(core.receive('a', update([]), 0)).toBe(true)
+    expect(core.receive('a', update([]), 0)).toBe(false)
+    drain(core)
+    expect(core.receive('a', update([]), 0)).toBe(true)
+  })
+
+  it('refuses to grow past destinationsMax', () => {
+    const core = new PhoenixCore({ id: 'u', limits: { destinationsMax: 3 } })
+    core.connectionUp('a', 0)
+    expect(() => core.receive('a', update([advert('v1', 2, 0), advert('v2', 2, 0), advert('v3', 2, 0)]), 0)).toThrow(/destinationsMax/)
+    core.receive('a', update([advert('v1', 2, 0), advert('v2', 2, 0)]), 0)
+    drain(core)
+    expect(core.destinationCount).toBe(2)
+  })
+})
+
+describe('trans and rcpt', () => {
+  /** u's neighbours are a, b, c; a reports v with trans = {b} in a's slot numbering. */
+  function receiveWithTrans(core: PhoenixCore, nhops: number, seq = 4) {
+    core.receive('a', update([advert('v', seq, nhops, { trans: 0 })], ['b', 'x'], [Uint8Array.of(0b01)]), 0)
+  }
+
+  it("the paper's Figure 2: only the freshest node broadcasts", () => {
+    // v hangs off a; a, b, c, d form a clique; e hangs off d. When v issues a fresher entry, a
+    // broadcasts it with trans = {b, c, d}: b and c stay silent, and only d, the one node with a
+    // neighbour a did not reach, passes it on.
+    const ids = ['v', 'a', 'b', 'c', 'd', 'e']
+    const edges = [['v', 'a'], ['a', 'b'], ['a', 'c'], ['a', 'd'], ['b', 'c'], ['b', 'd'], ['c', 'd'], ['d', 'e']]
+    const cores = new Map(ids.map((id) => [id, new PhoenixCore({ id })]))
+    for (const [x, y] of edges) {
+      cores.get(x!)!.connectionUp(y!, 0)
+      cores.get(y!)!.connectionUp(x!, 0)
+    }
+    const senders = new Set<string>()
+    const pump = () => {
+      for (let round = 0; round < 50; round++) {
+        let moved = false
+        for (const [id, core] of cores) {
+          while (core.hasWork(0)) {
+            for (const e of core.step(0).effects) {
+              if (e.type !== 'send') continue
+              moved = true
+              if (e.message.entries.some((x) => x.destination === 'v')) senders.add(id)
+              cores.get(e.to)!.receive(id, e.message, 0)
+            }
+          }
+        }
+        if (!moved) return
+      }
+    }
+    pump()
+    senders.clear()
+    cores.get('v')!.addName('fresh')
+    pump()
+    expect([...senders].sort()).toEqual(['a', 'd', 'v'])
+    for (const id of ['a', 'b', 'c', 'd', 'e']) expect(cores.get(id)!.route('v')).toMatchObject({ seq: 2, reachable: true, names: ['fresh'] })
+    expect(cores.get('e')!.route('v')).toMatchObject({ fwd: 'd', nhops: 3 })
+  })
+
+  it('does not send an entry to a neighbour that got it from the sender (e.trans on a change)', () => {
+    const core = coreWithNeighbours('u', ['a', 'b', 'c'])
+    receiveWithTrans(core, 1)
+    const sent = sentTo(drain(core))
+    expect(sent.get('b')?.some((e) => e.destination === 'v')).toBeFalsy()
+    expect(sent.get('a')?.some((e) => e.destination === 'v')).toBeFalsy()
+    expect(sent.get('c')?.find((e) => e.destination === 'v')).toMatchObject({ seq: 4, nhops: 2 })
+  })
+
+  it('sends each version of an entry to each neighbour once', () => {
+    const core = coreWithNeighbours('u', ['a', 'b'])
+    core.receive('a', update([advert('v', 4, 1)]), 0)
+    expect(sentTo(drain(core)).get('b')?.length).toBe(1)
+    core.receive('a', update([advert('v', 4, 1)]), 0)
+    expect(sentTo(drain(core)).size).toBe(0)
+  })
+
+  it('a new neighbour gets the whole table, including unreachable entries', () => {
+    const core = coreWithNeighbours('u', ['a'])
+    core.receive('a', update([advert('v', 4, 1), advert('w', 7, 0)]), 0)
+    drain(core)
+    core.connectionUp('n', 1)
+    const toN = sentTo(drain(core, 1)).get('n') ?? []
+    expect(toN.map((e) => e.destination).sort()).toEqual(['u', 'v', 'w'])
+  })
+
+  it("guards the paper's literal rule: a worse holder's trans does not silence a better route", () => {
+    // u has v at 1 hop (seq 4) and has not told b yet. a reports v at seq 4 but 3 hops, with
+    // trans {b}. The paper's rule ("otherwise add e.trans to trans and rcpt") would mark b as
+    // served, and b would never learn its 2-hop route through u.
+    const core = coreWithNeighbours('u', ['a', 'b', 'v'])
+    core.receive('v', update([advert('v', 4, 0)]), 0)
+    expect(core.step(0).kind).toBe('apply') // applied, not yet sent
+    core.receive('a', update([advert('v', 4, 3, { trans: 0 })], ['b'], [Uint8Array.of(1)]), 0)
+    const sent = sentTo(drain(core))
+    expect(sent.get('b')?.find((e) => e.destination === 'v')).toMatchObject({ seq: 4, nhops: 1 })
+    expect(sent.get('a')?.find((e) => e.destination === 'v')).toMatchObject({ seq: 4, nhops: 1 })
+  })
+
+  it('naive mode sends every change to every neighbour', () => {
+    const core = coreWithNeighbours('u', ['a', 'b', 'c'], 'naive')
+    receiveWithTrans(core, 1)
+    const sent = sentTo(drain(core))
+    for (const n of ['a', 'b', 'c']) expect(sent.get(n)?.some((e) => e.destination === 'v')).toBe(true)
+  })
+})
+
+describe('scheduler priorities', () => {
+  it('dials before applying, applies everything before sending, merges per neighbour', () => {
+    const core = new PhoenixCore({ id: 'u', hubs: ['addr:h'] })
+    core.connectionUp('a', 0)
+    core.connectionUp('b', 0)
+    core.receive('a', update([advert('v', 2, 0, { addresses: ['addr:v'] })]), 0)
+    core.receive('b', update([advert('w', 2, 0, { addresses: ['addr:w'] })]), 0)
+    const kinds: string[] = []
+    const sends: Effect[] = []
+    while (core.hasWork(0)) {
+      const r = core.step(0)
+      kinds.push(r.kind)
+      sends.push(...r.effects.filter((e) => e.type === 'send'))
+    }
+    // hub dial, then both updates applied in one step, then the dials they taught, then one send round.
+    expect(kinds).toEqual(['dial', 'apply', 'dial', 'send'])
+    expect(sends.length).toBe(2)
+    expect(sentTo(sends).get('a')!.map((e) => e.destination).sort()).toEqual(['u', 'w'])
+  })
+
+  it('a naive node answers each message at once', () => {
+    const core = coreWithNeighbours('u', ['a', 'b'], 'naive')
+    core.receive('a', update([advert('v', 2, 0)]), 0)
+    core.receive('b', update([advert('w', 2, 0)]), 0)
+    const first = core.step(0)
+    expect(first.kind).toBe('apply')
+    expect(first.messagesApplied).toBe(1)
+    expect(first.effects.filter((e) => e.type === 'send').length).toBe(2)
+  })
+
+  it('can hold sends a bounded time for dials in flight', () => {
+    const core = new PhoenixCore({ id: 'u', hubs: ['addr:h'], timing: { sendHoldForDialsMs: 50 } })
+    core.connectionUp('a', 0)
+    expect(core.step(0).kind).toBe('dial')
+    const held = core.step(10)
+    expect(held.kind).toBe('idle')
+    expect(held.wakeAtMs).toBe(50)
+    expect(core.step(50).kind).toBe('send')
+  })
+})
+
+describe('discovery', () => {
+  it('dials each learned address once, backs off after a failure, never in a tight loop', () => {
+    const core = new PhoenixCore({ id: 'u', timing: { dialBackoffInitialMs: 100, dialBackoffMaxMs: 400 } })
+    core.connectionUp('a', 0)
+    core.receive('a', update([advert('v', 2, 1, { addresses: ['addr:v'] })]), 0)
+    const dials = () => {
+      const out: string[] = []
+      for (let i = 0; i < 10; i++) for (const e of core.step(core['nowMs' as never] as number).effects) if (e.type === 'dial') out.push(e.address)
+      return out
+    }
+    expect(dials()).toEqual(['addr:v'])
+    expect(dials()).toEqual([])
+    core.dialFailed('addr:v', 10)
+    expect(core.dialBackoff('addr:v')).toEqual({ consecutiveFailures: 1, retryAtMs: 110 })
+    core.step(109)
+    expect(core.hasWork(109)).toBe(false)
+    const retry = core.step(110).effects
+    expect(retry).toEqual([{ type: 'dial', address: 'addr:v', expectedPeer: 'v' }])
+    core.dialFailed('addr:v', 120)
+    core.dialFailed.bind(core)
+    expect(core.dialBackoff('addr:v')?.retryAtMs).toBe(320)
+  })
+
+  it('does not dial a node it is already connected to, nor itself', () => {
+    const core = new PhoenixCore({ id: 'u', addresses: ['addr:u'] })
+    core.connectionUp('a', 0)
+    core.receive('a', update([advert('a', 2, 0, { addresses: ['addr:a'] }), advert('u', 0, 1, { addresses: ['addr:u'] })]), 0)
+    const effects = drain(core)
+    expect(effects.filter((e) => e.type === 'dial')).toEqual([])
+  })
+
+  it('a discovery-off node dials only its hubs', () => {
+    const core = new PhoenixCore({ id: 'u', hubs: ['addr:h'], discovery: false })
+    core.connectionUp('a', 0)
+    core.receive('a', update([advert('v', 2, 1, { addresses: ['addr:v'] })]), 0)
+    const dials = drain(core).filter((e) => e.type === 'dial')
+    expect(dials.map((e) => (e.type === 'dial' ? e.address : ''))).toEqual(['addr:h'])
+  })
+
+  it('caps dials in flight', () => {
+    const core = new PhoenixCore({ id: 'u', limits: { dialsInFlightMax: 2 } })
+    core.connectionUp('a', 0)
+    core.receive('a', update(['v', 'w', 'x'].map((d) => advert(d, 2, 1, { addresses: [`addr:${d}`] }))), 0)
+    expect(drain(core).filter((e) => e.type === 'dial').length).toBe(2)
+    core.dialFailed('addr:v', 1)
+    expect(drain(core, 1).filter((e) => e.type === 'dial').length).toBe(1)
+  })
+})
+
+describe('names and forwarding', () => {
+  it('resolves a name to its nearest owner, ties to the smallest id, and sees names change', () => {
+    const core = coreWithNeighbours('u', ['a', 'b'])
+    core.receive('a', update([advert('a', 2, 0, { names: ['rank-1', 'shared'] }), advert('x', 2, 2, { names: ['shared'] })]), 0)
+    core.receive('b', update([advert('b', 2, 0, { names: ['shared'] })]), 0)
+    drain(core)
+    expect(core.resolve('rank-1')).toEqual({ owner: 'a', nextHop: 'a', nhops: 1 })
+    expect(core.resolve('shared')?.owner).toBe('a')
+    expect(core.nameConflicts()).toEqual([{ name: 'shared', owners: ['a', 'b', 'x'] }])
+    core.receive('a', update([advert('a', 4, 0, { names: ['shared'] })]), 0)
+    drain(core)
+    expect(core.resolve('rank-1')).toBeUndefined()
+    expect(core.resolve('nobody')).toBeUndefined()
+  })
+
+  it('adding a name advances the own seq so the new record wins everywhere', () => {
+    const core = coreWithNeighbours('u', ['a'])
+    core.addName('job-7')
+    expect(core.ownSeq).toBe(2)
+    expect(sentTo(drain(core)).get('a')?.[0]).toMatchObject({ destination: 'u', seq: 2, names: ['job-7'] })
+    core.removeName('job-7')
+    expect(core.ownSeq).toBe(4)
+    expect(() => core.addName('')).toThrow(PhoenixError)
+  })
+
+  it('forwards with one less hop, delivers locally, drops at the hop limit or without a route', () => {
+    const core = coreWithNeighbours('u', ['a'])
+    core.receive('a', update([advert('v', 2, 1)]), 0)
+    drain(core)
+    expect(core.forward('u', 0)).toEqual({ action: 'deliver' })
+    expect(core.forward('v', 5)).toEqual({ action: 'forward', nextHop: 'a', hopLimit: 4 })
+    expect(core.forward('v', 0)).toEqual({ action: 'drop', reason: 'hop-limit' })
+    expect(core.forward('w', 5)).toEqual({ action: 'drop', reason: 'no-route' })
+  })
+})
+
+describe('join and leave', () => {
+  it('a graceful leave tells every neighbour the node is unreachable', () => {
+    const core = coreWithNeighbours('u', ['a', 'b'])
+    const effects = core.leave(5)
+    expect(sentTo(effects).get('a')).toEqual([expect.objectContaining({ destination: 'u', seq: 1 })])
+    expect(sentTo(effects).get('b')).toEqual([expect.objectContaining({ destination: 'u', seq: 1 })])
+    expect(() => core.addName('x')).toThrow(/has left/)
+  })
+
+  it('forgets unreachable entries after their retention time', () => {
+    const core = new PhoenixCore({ id: 'u', timing: { unreachableRetentionMs: 1_000 } })
+    core.connectionUp('a', 0)
+    core.receive('a', update([advert('v', 2, 1)]), 0)
+    drain(core)
+    core.connectionDown('a', 10)
+    drain(core, 10)
+    expect(core.route('v')?.reachable).toBe(false)
+    core.step(1_011)
+    expect(core.route('v')).toBeUndefined()
+    expect(core.stats().entriesExpired).toBe(1)
+  })
+
+  it('rejects bad configuration with the field named', () => {
+    expect(() => new PhoenixCore({ id: '' })).toThrow(/config.id/)
+    expect(() => new PhoenixCore({ id: 'u', initialSeq: 3 })).toThrow(/initialSeq/)
+    expect(() => new PhoenixCore({ id: 'u', limits: { hopLimit: 0 } })).toThrow(/hopLimit/)
+    expect(() => new PhoenixCore({ id: 'u', limits: { neighboursMax: -1 } })).toThrow(/neighboursMax/)
+    expect(() => new PhoenixCore({ id: 'u', mode: 'fast' as never })).toThrow(/mode/)
+    expect(() => new PhoenixCore({ id: 'u', names: Array.from({ length: 65 }, (_, i) => `n${i}`) })).toThrow(/namesPerNodeMax/)
+  })
+
+  it('refuses time that goes backwards', () => {
+    const core = new PhoenixCore({ id: 'u' })
+    core.step(10)
+    expect(() => core.step(9)).toThrow(/never go back/)
+  })
+})
