@@ -48,7 +48,7 @@ export const DEFAULT_LIMITS = {
    */
   entriesPerMessageMax: 1_024,
   /** Hops a forwarded message may take. Overlay shortest paths are a few hops; this bounds any
-   *  transient loop (see the loop-freedom note in the README). */
+   *  transient loop (see "Loop freedom" in packages/core/README.md). */
   hopLimit: 16,
 } as const
 

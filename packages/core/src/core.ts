@@ -449,7 +449,7 @@ export class PhoenixCore {
     }
     // The paper: on a change trans := ∅ and rcpt := {sender}. We also put e.trans into rcpt:
     // they got this very entry from the sender, one hop closer than we could offer, and
-    // without it the paper's own Figure 2 does not come out (see README, "trans and rcpt").
+    // without it the paper's own Figure 2 does not come out (packages/core/README.md, "trans and rcpt").
     if (this.mode === 'optimized') {
       entry.trans = EMPTY_SET
       entry.rcpt = rcptOf(advert.trans)
@@ -462,7 +462,7 @@ export class PhoenixCore {
    * No change: the sender holds this entry at our sequence number. It counts as covered (we need
    * not send it ours) only if what it holds is at least as good as what we would give it, and its
    * trans only if those nodes got something at least as good. The paper adds both unconditionally;
-   * that can starve a neighbour of a shorter route (README, "trans and rcpt", and the unit test).
+   * that can starve a neighbour of a shorter route (packages/core/README.md, "trans and rcpt", and its unit test).
    */
   private noteHolder(entry: RouteEntry, fromIndex: number, senderHops: number, trans: (() => NodeSet | undefined) | undefined): void {
     if (this.mode === 'naive') return

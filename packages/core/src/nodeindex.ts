@@ -4,7 +4,7 @@ import type { NodeId } from './types.ts'
  * Small integers for the node ids a core knows (destinations, neighbours, and nodes named in
  * the trans sets it receives), so trans/rcpt can be bitsets. Indexing every known node, not
  * only neighbours, is what lets a node remember that a future neighbour already got an entry
- * from a hub: without it, every new connection costs a full table (see README).
+ * from a hub: without it, every new connection costs a full table (packages/core/README.md).
  */
 export class NodeIndex {
   private readonly indexOf = new Map<NodeId, number>()
