@@ -38,7 +38,7 @@ export interface NetOptions {
 export class TestNet {
   readonly cores = new Map<NodeId, PhoenixCore>()
   private readonly links = new Map<string, UpdateMessage[]>()
-  private readonly dials: { from: NodeId; address: string }[] = []
+  private readonly dials: { from: NodeId; by: PhoenixCore; address: string }[] = []
   private readonly connections = new Set<string>()
   readonly rand: () => number
   readonly trace: string[] = []
@@ -119,7 +119,7 @@ export class TestNet {
   private applyEffects(from: NodeId, core: PhoenixCore): void {
     const result = core.step(this.nowMs)
     for (const effect of result.effects) {
-      if (effect.type === 'dial') this.dials.push({ from, address: effect.address })
+      if (effect.type === 'dial') this.dials.push({ from, by: core, address: effect.address })
       else if (effect.type === 'send') this.send(from, effect.to, effect.message)
       else this.disconnect(from, effect.peer)
     }
@@ -127,9 +127,10 @@ export class TestNet {
   }
 
   private completeDial(index: number): void {
-    const [{ from, address }] = this.dials.splice(index, 1) as [{ from: NodeId; address: string }]
+    const [{ from, by, address }] = this.dials.splice(index, 1) as [{ from: NodeId; by: PhoenixCore; address: string }]
     const core = this.cores.get(from)
-    if (core === undefined) return
+    // The dialler crashed (and maybe restarted) meanwhile: the socket died with it.
+    if (core === undefined || core !== by) return
     const to = idOfAddress(address)
     const target = this.cores.get(to)
     if (target === undefined || !this.allowed(from, to) || from === to) {
