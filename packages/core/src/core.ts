@@ -3,7 +3,7 @@ import { AddressBook } from './discovery.ts'
 import { PhoenixError, invariant } from './errors.ts'
 import { NeighbourTable } from './neighbours.ts'
 import { NodeIndex } from './nodeindex.ts'
-import { EMPTY_SET, NodeSet, forEachBit } from './nodeset.ts'
+import { EMPTY_SET, NodeSet } from './nodeset.ts'
 import { RouteEntry, UNREACHABLE_HOPS, isFresher } from './route.ts'
 import { isUnreachableSeq, isValidSeq, nextOwnSeq, seqAdd, seqNewer } from './seq.ts'
 import type {
@@ -84,13 +84,22 @@ export class PhoenixCore {
   private readonly neighbourSet = new NodeSet()
   private readonly book: AddressBook
   private readonly hubs: PhysicalAddress[] = []
-  /** Entries that changed (or must reach a new neighbour) since the last send round. */
+  /** Entries that changed since the last send round. */
   private readonly dirty = new Set<RouteEntry>()
+  /** A neighbour joined since the last send round: every entry must be considered for it. */
+  private allDirty = false
+  /** Node index -> neighbour slot (-1: not a neighbour), for the hot paths of sending. */
+  private slotOfIndex = new Int32Array(64).fill(-1)
   /** Naive mode: neighbours that still need the whole table. */
   private readonly freshNeighbours = new Set<NodeId>()
   private readonly inbox: InboxItem[] = []
   /** Per neighbour, the number of its current connection (bumped on every connectionUp). */
   private readonly connectionOf = new Map<NodeId, number>()
+  /**
+   * Per neighbour, its last slot table and the node index of each slot: a sender's table changes
+   * only when its neighbours do, so most messages reuse the translation of the previous one.
+   */
+  private readonly senderSlots = new Map<NodeId, { table: readonly NodeId[]; map: Int32Array }>()
   private connectionsOpened = 0
   private inboxHead = 0
   /** name -> nodes whose freshest record claims it (usually one). */
@@ -165,7 +174,8 @@ export class PhoenixCore {
     // (it was named in a trans set we received, e.g. a hub's broadcast): that is where indexing
     // all known nodes, not only neighbours, saves a full table per connection.
     if (this.mode === 'naive') this.freshNeighbours.add(peer)
-    else for (const entry of this.table.values()) this.dirty.add(entry)
+    else this.allDirty = true
+    this.setSlotOfIndex(index, this.neighbours.slot(peer)!)
   }
 
   /** The connection to `peer` closed (crash, leave, network). Routes through it become unreachable. */
@@ -173,8 +183,10 @@ export class PhoenixCore {
     this.enter(nowMs)
     if (this.neighbours.remove(peer) === undefined) return
     this.connectionOf.delete(peer)
+    this.senderSlots.delete(peer)
     const index = this.nodeIndex.get(peer)!
     this.neighbourSet.delete(index)
+    this.setSlotOfIndex(index, -1)
     this.freshNeighbours.delete(peer)
     // It may come back with an empty table (a restart): nothing may count as already sent to it.
     for (const entry of this.table.values()) {
@@ -268,7 +280,7 @@ export class PhoenixCore {
     if (this.left) return false
     this.book.releaseBackoffs(nowMs)
     if (this.pendingCloses.length > 0 || this.book.hasDialReady() || this.inbox.length > this.inboxHead) return true
-    if (this.dirty.size === 0 && this.freshNeighbours.size === 0) return false
+    if (!this.hasPendingSends()) return false
     return this.sendHoldUntil(nowMs) === undefined
   }
 
@@ -295,7 +307,7 @@ export class PhoenixCore {
     }
 
     // Priority 3: send, one merged message per neighbour.
-    if (this.dirty.size > 0 || this.freshNeighbours.size > 0) {
+    if (this.hasPendingSends()) {
       const holdUntil = this.sendHoldUntil(nowMs)
       if (holdUntil !== undefined) return this.result('idle', [], holdUntil)
       return this.sendRound()
@@ -315,6 +327,33 @@ export class PhoenixCore {
     if (oldest === undefined) return undefined
     const until = oldest + this.timing.sendHoldForDialsMs
     return until > nowMs ? until : undefined
+  }
+
+  /** Sender slot -> our node index for `table`, reusing what changed least since its last message. */
+  private slotMapOf(from: NodeId, table: readonly NodeId[]): Int32Array {
+    const cached = this.senderSlots.get(from)
+    if (cached !== undefined && cached.table === table) return cached.map
+    const map = new Int32Array(table.length)
+    for (let i = 0; i < table.length; i++) {
+      const id = table[i]!
+      if (cached !== undefined && i < cached.table.length && cached.table[i] === id) map[i] = cached.map[i]!
+      else map[i] = id === '' ? -1 : (this.nodeIndex.intern(id) ?? -1)
+    }
+    this.senderSlots.set(from, { table, map })
+    return map
+  }
+
+  private hasPendingSends(): boolean {
+    return this.dirty.size > 0 || this.allDirty || this.freshNeighbours.size > 0
+  }
+
+  private setSlotOfIndex(index: number, slot: number): void {
+    if (index >= this.slotOfIndex.length) {
+      const grown = new Int32Array(Math.max(index + 1, this.slotOfIndex.length * 2)).fill(-1)
+      grown.set(this.slotOfIndex)
+      this.slotOfIndex = grown
+    }
+    this.slotOfIndex[index] = slot
   }
 
   private result(kind: StepKind, effects: Effect[], wakeAtMs: number | undefined): StepResult {
@@ -352,20 +391,9 @@ export class PhoenixCore {
       if (index < 0 || this.mode === 'naive') return undefined
       let set = translated[index]
       if (set !== undefined) return set
-      if (slotMap === undefined) {
-        slotMap = new Int32Array(message.neighbourSlots.length)
-        for (let i = 0; i < message.neighbourSlots.length; i++) {
-          const id = message.neighbourSlots[i]!
-          slotMap[i] = id === '' ? -1 : (this.nodeIndex.intern(id) ?? -1)
-        }
-      }
-      const map = slotMap
-      set = new NodeSet()
-      forEachBit(message.transSets[index]!, (bit) => {
-        const mine = bit < map.length ? map[bit]! : -1
-        if (mine >= 0) set!.add(mine)
-      })
-      translated[index] = set.freeze()
+      slotMap ??= this.slotMapOf(from, message.neighbourSlots)
+      set = NodeSet.translate(message.transSets[index]!, slotMap, this.nodeIndex.highWater)
+      translated[index] = set
       return set
     }
     // rcpt after a change: the sender plus everyone it sent the same entry to; one set per trans set.
@@ -374,7 +402,7 @@ export class PhoenixCore {
       const key = transIndex + 1
       let set = rcptAfterChange[key]
       if (set === undefined) {
-        set = new NodeSet()
+        set = new NodeSet(this.nodeIndex.highWater)
         set.add(fromIndex)
         const trans = transOf(transIndex)
         if (trans !== undefined) set.addAll(trans)
@@ -469,7 +497,8 @@ export class PhoenixCore {
     const set = trans !== undefined && senderHops <= entry.nhops ? trans() : undefined
     const holderCovered = senderHops <= entry.nhops + 1
     if (!holderCovered && set === undefined) return
-    if (holderCovered && set === undefined && entry.trans.has(fromIndex) && entry.rcpt.has(fromIndex)) return
+    const news = (s: NodeSet) => (holderCovered && !s.has(fromIndex)) || (set !== undefined && !s.containsAll(set))
+    if (!news(entry.trans) && !news(entry.rcpt)) return
     const newTrans = entry.trans.clone()
     const newRcpt = entry.rcpt.clone()
     if (holderCovered) {
@@ -522,7 +551,7 @@ export class PhoenixCore {
       // Entries whose trans and rcpt are the same (shared) sets get the same targets and the same
       // new trans: compute each pair once per round.
       const decided = new Map<NodeSet, Map<NodeSet, { slots: number[]; trans: NodeSet }>>()
-      for (const entry of this.dirty) {
+      for (const entry of this.allDirty ? this.table.values() : this.dirty) {
         let byRcpt = decided.get(entry.trans)
         if (byRcpt === undefined) decided.set(entry.trans, (byRcpt = new Map()))
         let decision = byRcpt.get(entry.rcpt)
@@ -532,7 +561,7 @@ export class PhoenixCore {
           NodeSet.forEachMissing(this.neighbourSet, entry.trans, entry.rcpt, (index) => {
             if (trans === entry.trans) trans = entry.trans.clone()
             trans.add(index)
-            slots.push(this.neighbours.slot(this.nodeIndex.id(index)!)!)
+            slots.push(this.slotOfIndex[index]!)
           })
           decision = { slots, trans: trans.frozen ? trans : trans.freeze() }
           byRcpt.set(entry.rcpt, decision)
@@ -542,6 +571,7 @@ export class PhoenixCore {
       }
     }
     this.dirty.clear()
+    this.allDirty = false
     return this.buildMessages(perNeighbour)
   }
 
@@ -557,9 +587,8 @@ export class PhoenixCore {
       if (bytes === undefined) {
         const slots = new NodeSet(slotTable.length)
         trans.forEach((index) => {
-          if (!this.neighbourSet.has(index)) return
-          const slot = this.neighbours.slot(this.nodeIndex.id(index)!)
-          if (slot !== undefined) slots.add(slot)
+          const slot = index < this.slotOfIndex.length ? this.slotOfIndex[index]! : -1
+          if (slot >= 0) slots.add(slot)
         })
         wireForm.set(trans, (bytes = slots.toBytes()))
       }
@@ -757,7 +786,7 @@ export class PhoenixCore {
     const cutoff = this.nowMs - this.timing.unreachableRetentionMs
     const forgotten: number[] = []
     for (const [destination, entry] of this.table) {
-      if (entry === this.own || entry.reachable || entry.changedAtMs > cutoff || this.dirty.has(entry)) continue
+      if (entry === this.own || entry.reachable || entry.changedAtMs > cutoff || this.dirty.has(entry) || this.allDirty) continue
       this.table.delete(destination)
       const previous = entry.names
       entry.names = []
@@ -776,6 +805,8 @@ export class PhoenixCore {
       }
     }
     for (const index of forgotten) this.nodeIndex.release(this.nodeIndex.id(index)!)
+    // A cached slot map could name a released index that is later reused for another node.
+    this.senderSlots.clear()
   }
 
   private checkNodeId(id: unknown, what: string): void {

@@ -8,6 +8,8 @@ export class NeighbourTable {
   private readonly slotOf = new Map<NodeId, number>()
   private readonly idAt: (NodeId | undefined)[] = []
   private readonly freeSlots: number[] = []
+  /** The wire form of the slots, rebuilt only after a change so receivers can recognise it. */
+  private cachedSlotTable: readonly NodeId[] | undefined
 
   get size(): number {
     return this.slotOf.size
@@ -33,6 +35,7 @@ export class NeighbourTable {
     const slot = this.freeSlots.pop() ?? this.idAt.length
     this.slotOf.set(id, slot)
     this.idAt[slot] = id
+    this.cachedSlotTable = undefined
     return slot
   }
 
@@ -42,6 +45,7 @@ export class NeighbourTable {
     this.slotOf.delete(id)
     this.idAt[slot] = undefined
     this.freeSlots.push(slot)
+    this.cachedSlotTable = undefined
     return slot
   }
 
@@ -49,12 +53,14 @@ export class NeighbourTable {
     return [...this.slotOf.keys()]
   }
 
-  /** The slot table as sent on the wire: index = slot, '' = free. */
-  slotTable(): NodeId[] {
+  /** The slot table as sent on the wire: index = slot, '' = free. The same array until the next change. */
+  slotTable(): readonly NodeId[] {
+    if (this.cachedSlotTable !== undefined) return this.cachedSlotTable
     let end = this.idAt.length
     while (end > 0 && this.idAt[end - 1] === undefined) end--
     const out: NodeId[] = new Array(end)
     for (let i = 0; i < end; i++) out[i] = this.idAt[i] ?? ''
+    this.cachedSlotTable = Object.freeze(out)
     return out
   }
 }

@@ -17,6 +17,11 @@ export class NodeIndex {
     return this.indexOf.size
   }
 
+  /** One more than the largest index ever handed out: how wide a set over these indices gets. */
+  get highWater(): number {
+    return this.idAt.length
+  }
+
   get(id: NodeId): number | undefined {
     return this.indexOf.get(id)
   }

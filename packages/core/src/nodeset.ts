@@ -71,6 +71,52 @@ export class NodeSet {
     for (let i = 0; i < other.words.length; i++) this.words[i]! |= other.words[i]!
   }
 
+  /** True if every member of `other` is in this set. */
+  containsAll(other: NodeSet): boolean {
+    const o = other.words
+    for (let i = 0; i < o.length; i++) {
+      const w = o[i]!
+      if (w !== 0 && (i >= this.words.length || (this.words[i]! & w) !== w)) return false
+    }
+    return true
+  }
+
+  /**
+   * A frozen set of `map[i]` for every bit i set in the wire bitset `bytes` (entries of `map`
+   * below 0 are skipped): the translation of a sender's trans set into our node indices, done
+   * byte by byte into words sized once.
+   */
+  static translate(bytes: Uint8Array, map: Int32Array, capacityBits: number): NodeSet {
+    const set = new NodeSet(capacityBits)
+    const words = set.words
+    const limit = Math.min(bytes.length, Math.ceil(map.length / 8))
+    for (let i = 0; i < limit; i++) {
+      let b = bytes[i]!
+      while (b !== 0) {
+        const bit = 31 - Math.clz32(b & -b)
+        b &= b - 1
+        const slot = i * 8 + bit
+        const index = slot < map.length ? map[slot]! : -1
+        if (index >= 0) {
+          if (index >>> 5 >= words.length) {
+            set.ensure(index)
+            return NodeSet.translateSlow(bytes, map, set)
+          }
+          words[index >>> 5]! |= 1 << (index & 31)
+        }
+      }
+    }
+    return set.freeze()
+  }
+
+  private static translateSlow(bytes: Uint8Array, map: Int32Array, set: NodeSet): NodeSet {
+    forEachBit(bytes, (slot) => {
+      const index = slot < map.length ? map[slot]! : -1
+      if (index >= 0) set.add(index)
+    })
+    return set.freeze()
+  }
+
   isEmpty(): boolean {
     for (let i = 0; i < this.words.length; i++) if (this.words[i] !== 0) return false
     return true
