@@ -47,6 +47,19 @@ export const DEFAULT_LIMITS = {
    * messages so that one frame stays under the wire codec's size limit.
    */
   entriesPerMessageMax: 1_024,
+  /**
+   * Destinations one neighbour may introduce into our table. A hub legitimately introduces a
+   * whole network, so this cannot be small; half the table keeps one peer from crowding out
+   * every other route with invented destinations.
+   */
+  destinationsPerNeighbourMax: 32_768,
+  /**
+   * Entries one neighbour may send us per second, on average (token bucket; the burst is
+   * `updateEntriesBurstMax`). Steady-state updates are a trickle; this stops a flood.
+   */
+  updateEntriesPerSecondMax: 50_000,
+  /** Burst of the same bucket: a full table for a new neighbour arrives at once. */
+  updateEntriesBurstMax: 70_000,
   /** Hops a forwarded message may take. Overlay shortest paths are a few hops; this bounds any
    *  transient loop (see "Loop freedom" in packages/core/README.md). */
   hopLimit: 16,

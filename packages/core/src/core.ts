@@ -37,6 +37,8 @@ export interface CoreConfig {
 }
 
 export interface CoreStats {
+  /** Neighbours disconnected for breaking a limit (too many destinations, too many updates). */
+  peersDropped: number
   messagesReceived: number
   entriesReceived: number
   messagesSent: number
@@ -56,6 +58,8 @@ interface InboxItem {
   /** Which connection to `from` it arrived on: news from a closed connection is stale. */
   readonly connection: number
   readonly message: UpdateMessage
+  /** Destinations it names that we did not know when it arrived (counted against the sender until applied). */
+  readonly unknownDestinations: number
 }
 
 /**
@@ -107,7 +111,11 @@ export class PhoenixCore {
   private nowMs = 0
   private nextExpiryScanMs = 0
   private left = false
-  private readonly counters = { messagesReceived: 0, entriesReceived: 0, messagesSent: 0, entriesSent: 0, destinationsRefused: 0, entriesExpired: 0 }
+  /** Per neighbour: destinations it introduced (still in the table), and its update token bucket. */
+  private readonly introducedBy = new Map<NodeId, number>()
+  private readonly introducingQueued = new Map<NodeId, number>()
+  private readonly updateBudget = new Map<NodeId, { tokens: number; atMs: number }>()
+  private readonly counters = { peersDropped: 0, messagesReceived: 0, entriesReceived: 0, messagesSent: 0, entriesSent: 0, destinationsRefused: 0, entriesExpired: 0 }
 
   constructor(config: CoreConfig) {
     this.limits = { ...DEFAULT_LIMITS, ...config.limits }
@@ -184,6 +192,7 @@ export class PhoenixCore {
     if (this.neighbours.remove(peer) === undefined) return
     this.connectionOf.delete(peer)
     this.senderSlots.delete(peer)
+    this.updateBudget.delete(peer)
     const index = this.nodeIndex.get(peer)!
     this.neighbourSet.delete(index)
     this.setSlotOfIndex(index, -1)
@@ -214,9 +223,11 @@ export class PhoenixCore {
     if (!this.neighbours.has(from)) {
       throw new PhoenixError('INVALID_INPUT', `update from ${JSON.stringify(from)}, which is not a neighbour`)
     }
-    this.checkMessage(message)
+    const unknown = this.checkMessage(message)
     if (this.inbox.length - this.inboxHead >= this.limits.inboxMessagesMax) return false
-    this.inbox.push({ from, connection: this.connectionOf.get(from)!, message })
+    this.policePeer(from, message.entries.length, unknown, nowMs)
+    this.inbox.push({ from, connection: this.connectionOf.get(from)!, message, unknownDestinations: unknown })
+    this.introducingQueued.set(from, (this.introducingQueued.get(from) ?? 0) + unknown)
     this.counters.messagesReceived++
     this.counters.entriesReceived += message.entries.length
     return true
@@ -370,6 +381,7 @@ export class PhoenixCore {
       this.inbox[this.inboxHead++] = undefined as unknown as InboxItem
       messages++
       entries += item.message.entries.length
+      this.introducingQueued.set(item.from, (this.introducingQueued.get(item.from) ?? 0) - item.unknownDestinations)
       // The connection it came on may have closed since (and maybe reopened, e.g. the sender
       // restarted): its news is then stale, and applying it could mark the new incarnation as
       // already holding entries it never got.
@@ -443,6 +455,8 @@ export class PhoenixCore {
       }
       entry = new RouteEntry(advert.destination)
       entry.seq = advert.seq
+      entry.introducedBy = from
+      this.introducedBy.set(from, (this.introducedBy.get(from) ?? 0) + 1)
       this.table.set(advert.destination, entry)
       this.adopt(entry, from, advert, candidateHops, rcptOf, true)
       return
@@ -788,6 +802,7 @@ export class PhoenixCore {
     for (const [destination, entry] of this.table) {
       if (entry === this.own || entry.reachable || entry.changedAtMs > cutoff || this.dirty.has(entry) || this.allDirty) continue
       this.table.delete(destination)
+      if (entry.introducedBy !== undefined) this.introducedBy.set(entry.introducedBy, (this.introducedBy.get(entry.introducedBy) ?? 1) - 1)
       const previous = entry.names
       entry.names = []
       this.indexNames(entry, previous)
@@ -840,7 +855,29 @@ export class PhoenixCore {
     return addresses as string[]
   }
 
-  private checkMessage(message: UpdateMessage): void {
+  /** Disconnects a neighbour that introduces too many destinations or sends too many entries. */
+  private policePeer(from: NodeId, entries: number, unknownDestinations: number, nowMs: number): void {
+    const drop = (why: string): never => {
+      this.counters.peersDropped++
+      this.pendingCloses.push({ type: 'close', peer: from, reason: why })
+      throw new PhoenixError('LIMIT_EXCEEDED', `peer ${from} dropped: ${why}`)
+    }
+    const introduced = (this.introducedBy.get(from) ?? 0) + (this.introducingQueued.get(from) ?? 0) + unknownDestinations
+    if (introduced > this.limits.destinationsPerNeighbourMax) {
+      drop(`it introduced ${introduced} destinations, more than destinationsPerNeighbourMax (${this.limits.destinationsPerNeighbourMax})`)
+    }
+    const budget = this.updateBudget.get(from) ?? { tokens: this.limits.updateEntriesBurstMax, atMs: nowMs }
+    budget.tokens = Math.min(this.limits.updateEntriesBurstMax, budget.tokens + ((nowMs - budget.atMs) * this.limits.updateEntriesPerSecondMax) / 1000)
+    budget.atMs = nowMs
+    budget.tokens -= entries
+    this.updateBudget.set(from, budget)
+    if (budget.tokens < 0) {
+      drop(`it sent more than updateEntriesPerSecondMax (${this.limits.updateEntriesPerSecondMax}) entries per second (burst ${this.limits.updateEntriesBurstMax})`)
+    }
+  }
+
+  /** Checks a whole update; returns how many of its destinations we do not know yet. */
+  private checkMessage(message: UpdateMessage): number {
     const bad = (why: string): never => {
       throw new PhoenixError('INVALID_INPUT', `malformed update: ${why}`)
     }
@@ -866,5 +903,6 @@ export class PhoenixCore {
     if (unknown > 0 && this.table.size + unknown > this.limits.destinationsMax) {
       throw new PhoenixError('LIMIT_EXCEEDED', `update would grow the table past destinationsMax (${this.limits.destinationsMax})`)
     }
+    return unknown
   }
 }

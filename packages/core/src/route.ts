@@ -16,6 +16,8 @@ export class RouteEntry {
   trans: NodeSet = EMPTY_SET
   /** Nodes that received, or will soon receive, an entry at least as good from someone else. Shared copy-on-write. */
   rcpt: NodeSet = EMPTY_SET
+  /** The neighbour that first told us of this destination (per-neighbour limits count against it). */
+  introducedBy: NodeId | undefined = undefined
   /** When fwd/nhops/seq last changed: how long an unreachable entry has been kept. */
   changedAtMs = 0
 

@@ -155,6 +155,33 @@ describe('receiving entries', () => {
   })
 })
 
+describe('a misbehaving neighbour', () => {
+  it('is dropped when it introduces more destinations than destinationsPerNeighbourMax', () => {
+    const core = new PhoenixCore({ id: 'u', limits: { destinationsPerNeighbourMax: 3 } })
+    core.connectionUp('a', 0)
+    core.connectionUp('b', 0)
+    core.receive('a', update([advert('v1', 2, 0), advert('v2', 2, 0)]), 0)
+    expect(() => core.receive('a', update([advert('v3', 2, 0), advert('v4', 2, 0)]), 0)).toThrow(/peer a dropped: it introduced 4 destinations/)
+    const effects = drain(core)
+    expect(effects).toContainEqual({ type: 'close', peer: 'a', reason: expect.stringMatching(/destinationsPerNeighbourMax/) })
+    // Another neighbour has its own allowance, and destinations already known do not count again.
+    core.receive('b', update([advert('v1', 2, 0), advert('w1', 2, 0), advert('w2', 2, 0), advert('w3', 2, 0)]), 0)
+    expect(core.stats().peersDropped).toBe(1)
+  })
+
+  it('is dropped when it floods updates faster than its token bucket refills', () => {
+    const core = new PhoenixCore({ id: 'u', limits: { updateEntriesPerSecondMax: 10, updateEntriesBurstMax: 20 } })
+    core.connectionUp('a', 0)
+    const ten = (t: number) => update(Array.from({ length: 10 }, (_, i) => advert(`v${i}`, t, 0)))
+    core.receive('a', ten(2), 0)
+    core.receive('a', ten(4), 0)
+    // One second later ten more tokens have arrived: still within the rate.
+    core.receive('a', ten(6), 1_000)
+    expect(() => core.receive('a', ten(8), 1_000)).toThrow(/updateEntriesPerSecondMax/)
+    expect(core.stats().peersDropped).toBe(1)
+  })
+})
+
 describe('trans and rcpt', () => {
   /** u's neighbours are a, b, c; a reports v with trans = {b} in a's slot numbering. */
   function receiveWithTrans(core: PhoenixCore, nhops: number, seq = 4) {
