@@ -60,6 +60,8 @@ export const DEFAULT_LIMITS = {
   updateEntriesPerSecondMax: 50_000,
   /** Burst of the same bucket: a full table for a new neighbour arrives at once. */
   updateEntriesBurstMax: 70_000,
+  /** Bytes in one record signature (Ed25519: 64; RSA-4096: 512). */
+  signatureBytesMax: 512,
   /** Hops a forwarded message may take. Overlay shortest paths are a few hops; this bounds any
    *  transient loop (see "Loop freedom" in packages/core/README.md). */
   hopLimit: 16,

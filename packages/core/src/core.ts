@@ -4,7 +4,8 @@ import { PhoenixError, invariant } from './errors.ts'
 import { NeighbourTable } from './neighbours.ts'
 import { NodeIndex } from './nodeindex.ts'
 import { EMPTY_SET, NodeSet } from './nodeset.ts'
-import { RouteEntry, UNREACHABLE_HOPS, isFresher } from './route.ts'
+import { type RecordAuthority, bytesEqual, recordPayload } from './records.ts'
+import { NO_SIGNATURE, RouteEntry, UNREACHABLE_HOPS, isFresher } from './route.ts'
 import { isUnreachableSeq, isValidSeq, nextOwnSeq, seqAdd, seqNewer } from './seq.ts'
 import type {
   Effect,
@@ -34,9 +35,17 @@ export interface CoreConfig {
   readonly initialSeq?: number
   readonly limits?: Partial<CoreLimits>
   readonly timing?: Partial<CoreTiming>
+  /**
+   * Sign our own record and verify everyone else's. Without it records are taken on trust (the
+   * simulator, tests of the routing rules); with it only a destination can make its route fresh
+   * or say what its names and addresses are.
+   */
+  readonly records?: RecordAuthority
 }
 
 export interface CoreStats {
+  /** Record signatures checked (each new record once; the simulator charges a measured cost per check). */
+  recordsVerified: number
   /** Neighbours disconnected for breaking a limit (too many destinations, too many updates). */
   peersDropped: number
   messagesReceived: number
@@ -77,6 +86,7 @@ export class PhoenixCore {
   readonly discovery: boolean
   readonly limits: Readonly<CoreLimits>
   readonly timing: Readonly<CoreTiming>
+  private readonly records: RecordAuthority | undefined
 
   private readonly table = new Map<NodeId, RouteEntry>()
   private readonly own: RouteEntry
@@ -115,7 +125,7 @@ export class PhoenixCore {
   private readonly introducedBy = new Map<NodeId, number>()
   private readonly introducingQueued = new Map<NodeId, number>()
   private readonly updateBudget = new Map<NodeId, { tokens: number; atMs: number }>()
-  private readonly counters = { peersDropped: 0, messagesReceived: 0, entriesReceived: 0, messagesSent: 0, entriesSent: 0, destinationsRefused: 0, entriesExpired: 0 }
+  private readonly counters = { recordsVerified: 0, peersDropped: 0, messagesReceived: 0, entriesReceived: 0, messagesSent: 0, entriesSent: 0, destinationsRefused: 0, entriesExpired: 0 }
 
   constructor(config: CoreConfig) {
     this.limits = { ...DEFAULT_LIMITS, ...config.limits }
@@ -134,6 +144,7 @@ export class PhoenixCore {
       throw new PhoenixError('INVALID_CONFIG', `mode must be 'optimized' or 'naive', got ${JSON.stringify(this.mode)}`)
     }
     this.discovery = config.discovery ?? true
+    this.records = config.records
     const initialSeq = config.initialSeq ?? 0
     if (!isValidSeq(initialSeq) || isUnreachableSeq(initialSeq)) {
       throw new PhoenixError('INVALID_CONFIG', `initialSeq must be an even integer in [0, 2^32), got ${initialSeq}`)
@@ -150,6 +161,7 @@ export class PhoenixCore {
     this.own.names = this.checkNames(config.names ?? [], 'config.names')
     this.table.set(this.id, this.own)
     this.indexNames(this.own, [])
+    this.signOwnRecord()
     for (const hub of this.checkAddresses(config.hubs ?? [], 'config.hubs', Number.POSITIVE_INFINITY)) {
       if (this.own.addresses.includes(hub)) continue
       this.hubs.push(hub)
@@ -226,6 +238,7 @@ export class PhoenixCore {
     const unknown = this.checkMessage(message)
     if (this.inbox.length - this.inboxHead >= this.limits.inboxMessagesMax) return false
     this.policePeer(from, message.entries.length, unknown, nowMs)
+    this.verifyRecords(from, message)
     this.inbox.push({ from, connection: this.connectionOf.get(from)!, message, unknownDestinations: unknown })
     this.introducingQueued.set(from, (this.introducingQueued.get(from) ?? 0) + unknown)
     this.counters.messagesReceived++
@@ -438,6 +451,7 @@ export class PhoenixCore {
       // to us was lost (odd). Issue a newer even number so our fresh route wins everywhere.
       if (seqNewer(advert.seq, this.own.seq)) {
         this.own.seq = nextOwnSeq(advert.seq)
+        this.signOwnRecord()
         this.own.changedAtMs = this.nowMs
         // Everyone, the sender included, holds an older record of us now.
         this.own.trans = EMPTY_SET
@@ -487,6 +501,7 @@ export class PhoenixCore {
     if (recordChanged) {
       entry.names = advert.names
       entry.addresses = advert.addresses
+      entry.signature = advert.signature ?? NO_SIGNATURE
       this.indexNames(entry, previousNames)
     }
     // The paper: on a change trans := ∅ and rcpt := {sender}. We also put e.trans into rcpt:
@@ -644,12 +659,18 @@ export class PhoenixCore {
       names: entry.names,
       addresses: entry.addresses,
       trans,
+      signature: entry.signature,
     }
   }
 
   // ---------------------------------------------------------------- names and forwarding
 
-  /** The node a message for `name` should go to next, or undefined if no owner is reachable. */
+  /**
+   * The node a message for `name` should go to next, or undefined if no owner is reachable.
+   * When several nodes claim the name, the reachable claimant with the smallest id wins: the
+   * same answer at every node that can reach it, so a name never means two nodes at once
+   * (`nameConflicts` reports the claims).
+   */
   resolve(name: string): { owner: NodeId; nextHop: NodeId; nhops: number } | undefined {
     const owners = this.nameOwners.get(name)
     if (owners === undefined) return undefined
@@ -657,8 +678,7 @@ export class PhoenixCore {
     for (const owner of owners) {
       const entry = this.table.get(owner)
       if (entry === undefined || !entry.reachable) continue
-      // Nearest owner wins; ties go to the smallest id, so every node picks the same one.
-      if (best === undefined || entry.nhops < best.nhops || (entry.nhops === best.nhops && owner < best.destination)) best = entry
+      if (best === undefined || owner < best.destination) best = entry
     }
     if (best === undefined) return undefined
     return { owner: best.destination, nextHop: best.fwd!, nhops: best.nhops }
@@ -704,6 +724,7 @@ export class PhoenixCore {
     this.own.addresses = addresses
     this.indexNames(this.own, previous)
     this.own.seq = nextOwnSeq(this.own.seq)
+    this.signOwnRecord()
     this.own.trans = EMPTY_SET
     this.own.rcpt = EMPTY_SET
     this.dirty.add(this.own)
@@ -855,6 +876,36 @@ export class PhoenixCore {
     return addresses as string[]
   }
 
+  /** Our record's signature must follow every change of our seq, names or addresses. */
+  private signOwnRecord(): void {
+    if (this.records === undefined) return
+    const evenSeq = this.own.seq - (this.own.seq % 2)
+    this.own.signature = this.records.sign(recordPayload(this.id, evenSeq, this.own.names, this.own.addresses))
+  }
+
+  /**
+   * Verifies the records in an update that we have not verified before (a record is checked once,
+   * when it first arrives, not on every copy). A forged record drops the sender.
+   */
+  private verifyRecords(from: NodeId, message: UpdateMessage): void {
+    const records = this.records
+    if (records === undefined) return
+    for (const advert of message.entries) {
+      const signature = advert.signature ?? NO_SIGNATURE
+      const evenSeq = advert.seq - (advert.seq % 2)
+      const known = this.table.get(advert.destination)
+      if (known !== undefined && known.seq - (known.seq % 2) === evenSeq && bytesEqual(known.signature, signature)) continue
+      this.counters.recordsVerified++
+      const payload = recordPayload(advert.destination, evenSeq, advert.names, advert.addresses)
+      if (signature.length === 0 || !records.verify(advert.destination, payload, signature)) {
+        this.counters.peersDropped++
+        const why = `it sent a record for ${advert.destination} (seq ${advert.seq}) whose signature does not verify`
+        this.pendingCloses.push({ type: 'close', peer: from, reason: why })
+        throw new PhoenixError('INVALID_INPUT', `peer ${from} dropped: ${why}`)
+      }
+    }
+  }
+
   /** Disconnects a neighbour that introduces too many destinations or sends too many entries. */
   private policePeer(from: NodeId, entries: number, unknownDestinations: number, nowMs: number): void {
     const drop = (why: string): never => {
@@ -898,6 +949,9 @@ export class PhoenixCore {
       if (!Array.isArray(entry.names) || !Array.isArray(entry.addresses)) bad('names or addresses missing')
       this.checkNames(entry.names, `entry for ${entry.destination}`)
       this.checkAddresses(entry.addresses, `entry for ${entry.destination}`)
+      if (entry.signature !== undefined && (!(entry.signature instanceof Uint8Array) || entry.signature.length > this.limits.signatureBytesMax)) {
+        bad(`signature for ${entry.destination} is not bytes or longer than signatureBytesMax (${this.limits.signatureBytesMax})`)
+      }
       if (!this.table.has(entry.destination)) unknown++
     }
     if (unknown > 0 && this.table.size + unknown > this.limits.destinationsMax) {

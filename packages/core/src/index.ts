@@ -3,6 +3,7 @@ export { DEFAULT_LIMITS, DEFAULT_TIMING, type CoreLimits, type CoreTiming } from
 export { PhoenixError, invariant, type PhoenixErrorCode } from './errors.ts'
 export { NodeSet, forEachBit } from './nodeset.ts'
 export { isFresher, UNREACHABLE_HOPS } from './route.ts'
+export { bytesEqual, recordPayload, type RecordAuthority } from './records.ts'
 export { SEQ_MODULUS, isUnreachableSeq, isValidSeq, nextOwnSeq, seqAdd, seqNewer } from './seq.ts'
 export { adjacencyOf, bfsDistances, checkLoopFree, checkRoutesAgainstBfs, type RouteCheckFailure, type RouteLookup, type ValidRoute } from './verify.ts'
 export type {

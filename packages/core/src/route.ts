@@ -2,6 +2,8 @@ import { EMPTY_SET, type NodeSet } from './nodeset.ts'
 import { isUnreachableSeq, seqNewer } from './seq.ts'
 import type { NodeId, PhysicalAddress } from './types.ts'
 
+export const NO_SIGNATURE = new Uint8Array(0)
+
 /** nhops of an unreachable entry. */
 export const UNREACHABLE_HOPS = Number.POSITIVE_INFINITY
 
@@ -12,6 +14,8 @@ export class RouteEntry {
   seq = 0
   names: readonly string[] = []
   addresses: readonly PhysicalAddress[] = []
+  /** The destination's signature over the record (names, addresses, even part of seq); empty when unsigned. */
+  signature: Uint8Array = NO_SIGNATURE
   /** Nodes this entry (as it is now) has been sent to, or who are known to hold it. Shared copy-on-write. */
   trans: NodeSet = EMPTY_SET
   /** Nodes that received, or will soon receive, an entry at least as good from someone else. Shared copy-on-write. */

@@ -16,6 +16,12 @@ export interface RouteAdvert {
   readonly addresses: readonly PhysicalAddress[]
   /** Index into `UpdateMessage.transSets`: the sender's trans for this entry after this send; -1 = empty. */
   readonly trans: number
+  /**
+   * The destination's signature over its record (id, even part of seq, names, addresses), when
+   * records are signed (`CoreConfig.records`); empty or absent otherwise. An odd seq is a
+   * retraction of the signed record seq - 1 and carries that record's signature unchanged.
+   */
+  readonly signature?: Uint8Array
 }
 
 /** One merged update from a node to one neighbour. Self-contained, so it may be reordered or duplicated. */

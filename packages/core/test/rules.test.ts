@@ -363,7 +363,7 @@ describe('discovery', () => {
 })
 
 describe('names and forwarding', () => {
-  it('resolves a name to its nearest owner, ties to the smallest id, and sees names change', () => {
+  it('resolves a name to its owner (the smallest id among claimants) and sees names change', () => {
     const core = coreWithNeighbours('u', ['a', 'b'])
     core.receive('a', update([advert('a', 2, 0, { names: ['rank-1', 'shared'] }), advert('x', 2, 2, { names: ['shared'] })]), 0)
     core.receive('b', update([advert('b', 2, 0, { names: ['shared'] })]), 0)

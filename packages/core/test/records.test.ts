@@ -1,0 +1,130 @@
+import { generateKeyPairSync, sign, verify, type KeyObject } from 'node:crypto'
+import { describe, expect, it } from 'vitest'
+import { PhoenixCore, PhoenixError, checkRoutesAgainstBfs, recordPayload, type RecordAuthority, type RouteAdvert, type UpdateMessage } from '../src/index.ts'
+import { TestNet, addressOf } from './net.ts'
+
+/** Ed25519 keys per node id; a node's id names its public key, as a libp2p peer id does. */
+class KeyRing {
+  private readonly keys = new Map<string, { publicKey: KeyObject; privateKey: KeyObject }>()
+  private key(id: string) {
+    let pair = this.keys.get(id)
+    if (pair === undefined) this.keys.set(id, (pair = generateKeyPairSync('ed25519')))
+    return pair
+  }
+  authority(id: string): RecordAuthority {
+    return {
+      sign: (payload) => new Uint8Array(sign(null, payload, this.key(id).privateKey)),
+      verify: (node, payload, signature) => this.keys.has(node) && verify(null, payload, this.key(node).publicKey, signature),
+    }
+  }
+  signRecord(id: string, seq: number, names: string[] = [], addresses: string[] = []): Uint8Array {
+    return this.authority(id).sign(recordPayload(id, seq - (seq % 2), names, addresses))
+  }
+}
+
+const update = (entries: RouteAdvert[]): UpdateMessage => ({ neighbourSlots: [], transSets: [], entries })
+const advert = (destination: string, seq: number, nhops: number, signature: Uint8Array, names: string[] = []): RouteAdvert => ({
+  destination,
+  seq,
+  nhops,
+  names,
+  addresses: [],
+  trans: -1,
+  signature,
+})
+
+function setup() {
+  const ring = new KeyRing()
+  for (const id of ['u', 'v', 'mallory']) ring.authority(id).sign(new Uint8Array(1))
+  const core = new PhoenixCore({ id: 'u', records: ring.authority('u') })
+  core.connectionUp('mallory', 0)
+  core.connectionUp('v', 0)
+  const drain = () => {
+    while (core.hasWork(0)) core.step(0)
+  }
+  return { ring, core, drain }
+}
+
+describe('signed origin records', () => {
+  it('accepts a record its owner signed', () => {
+    const { ring, core, drain } = setup()
+    core.receive('mallory', update([advert('v', 4, 1, ring.signRecord('v', 4, ['rank-1']), ['rank-1'])]), 0)
+    drain()
+    expect(core.route('v')).toMatchObject({ seq: 4, reachable: true, fwd: 'mallory' })
+    expect(core.resolve('rank-1')?.owner).toBe('v')
+  })
+
+  it('a forged sequence number is refused and its sender dropped', () => {
+    const { ring, core, drain } = setup()
+    core.receive('v', update([advert('v', 4, 0, ring.signRecord('v', 4))]), 0)
+    drain()
+    // mallory claims a fresher route to v, signing with its own key: the signature does not verify.
+    const forged = advert('v', 100, 0, ring.signRecord('mallory', 100))
+    expect(() => core.receive('mallory', update([forged]), 0)).toThrow(/peer mallory dropped: .*does not verify/)
+    expect(core.stats().peersDropped).toBe(1)
+    drain()
+    expect(core.route('v')).toMatchObject({ seq: 4, fwd: 'v' })
+  })
+
+  it('a stolen name is refused: names are part of what the owner signed', () => {
+    const { ring, core } = setup()
+    const genuine = ring.signRecord('v', 4, ['rank-1'])
+    expect(() => core.receive('mallory', update([advert('v', 4, 1, genuine, ['rank-1', 'rank-0'])]), 0)).toThrow(PhoenixError)
+    // Nor can a node put its name into someone else's record without their key.
+    expect(() => core.receive('mallory', update([advert('v', 6, 1, ring.signRecord('mallory', 6, ['rank-0']), ['rank-0'])]), 0)).toThrow(/does not verify/)
+  })
+
+  it('an unsigned record is refused', () => {
+    const { core } = setup()
+    expect(() => core.receive('mallory', update([advert('v', 4, 1, new Uint8Array(0))]), 0)).toThrow(/does not verify/)
+  })
+
+  it('a replayed old record verifies but loses to the fresher one', () => {
+    const { ring, core, drain } = setup()
+    core.receive('v', update([advert('v', 6, 0, ring.signRecord('v', 6))]), 0)
+    drain()
+    core.receive('mallory', update([advert('v', 2, 0, ring.signRecord('v', 2))]), 0)
+    drain()
+    expect(core.route('v')).toMatchObject({ seq: 6, fwd: 'v' })
+  })
+
+  it("route loss is a retraction of the owner's record: seq + 1 with the same signature, nothing higher", () => {
+    const { ring, core, drain } = setup()
+    const signature = ring.signRecord('v', 4)
+    core.receive('mallory', update([advert('v', 4, 1, signature)]), 0)
+    drain()
+    core.receive('mallory', update([advert('v', 5, 0, signature)]), 0)
+    drain()
+    expect(core.route('v')).toMatchObject({ seq: 5, reachable: false })
+    // A router cannot retract "past" the owner: seq 7 would claim a record seq 6 that v never signed.
+    expect(() => core.receive('mallory', update([advert('v', 7, 0, signature)]), 0)).toThrow(/does not verify/)
+  })
+
+  it('signs its own record and re-signs it on every change; verifies each record only once', () => {
+    const ring = new KeyRing()
+    const net = new TestNet({ seed: 3 })
+    const ids = ['a', 'b', 'c', 'd']
+    for (const id of ids) net.add({ id, hubs: id === 'a' ? [] : [addressOf('a')], records: ring.authority(id), names: [`rank-${id}`] })
+    net.runToQuiescence()
+    net.cores.get('c')!.addName('extra')
+    net.runToQuiescence()
+    expect(checkRoutesAgainstBfs(ids, net.connectionEdges(), net.lookup)).toEqual([])
+    for (const id of ids) expect(net.cores.get(id)!.resolve('extra')?.owner).toBe('c')
+    const verified = ids.reduce((sum, id) => sum + net.cores.get(id)!.stats().recordsVerified, 0)
+    const received = ids.reduce((sum, id) => sum + net.cores.get(id)!.stats().entriesReceived, 0)
+    expect(verified).toBeGreaterThan(0)
+    expect(verified).toBeLessThan(received)
+  })
+
+  it('resolves a name claimed twice to the same owner everywhere and reports it', () => {
+    const net = new TestNet({ seed: 9 })
+    const ids = ['a', 'b', 'c', 'd', 'e']
+    for (const id of ids) net.add({ id, hubs: id === 'a' ? [] : [addressOf('a')], names: id === 'b' || id === 'e' ? ['job'] : [] })
+    net.runToQuiescence()
+    for (const id of ids) {
+      const core = net.cores.get(id)!
+      expect(core.resolve('job')?.owner).toBe('b')
+      expect(core.nameConflicts()).toEqual([{ name: 'job', owners: ['b', 'e'] }])
+    }
+  })
+})
