@@ -41,6 +41,12 @@ export interface CoreConfig {
    * or say what its names and addresses are.
    */
   readonly records?: RecordAuthority
+  /**
+   * One `NodeIndex` shared by every core of a process (the simulator): trans sets then travel in
+   * that numbering beside their wire form and are not translated bit by bit. Purely a speed-up;
+   * the routing is the same. Never share it between cores that do not run in one process.
+   */
+  readonly sharedNodeIndex?: NodeIndex
 }
 
 export interface CoreStats {
@@ -87,6 +93,7 @@ export class PhoenixCore {
   readonly limits: Readonly<CoreLimits>
   readonly timing: Readonly<CoreTiming>
   private readonly records: RecordAuthority | undefined
+  private readonly sharedIndex: NodeIndex | undefined
 
   private readonly table = new Map<NodeId, RouteEntry>()
   private readonly own: RouteEntry
@@ -145,12 +152,13 @@ export class PhoenixCore {
     }
     this.discovery = config.discovery ?? true
     this.records = config.records
+    this.sharedIndex = config.sharedNodeIndex
     const initialSeq = config.initialSeq ?? 0
     if (!isValidSeq(initialSeq) || isUnreachableSeq(initialSeq)) {
       throw new PhoenixError('INVALID_CONFIG', `initialSeq must be an even integer in [0, 2^32), got ${initialSeq}`)
     }
     // Destinations plus neighbours plus room for nodes that are only named in trans sets so far.
-    this.nodeIndex = new NodeIndex(this.limits.destinationsMax + 2 * this.limits.neighboursMax)
+    this.nodeIndex = config.sharedNodeIndex ?? new NodeIndex(this.limits.destinationsMax + 2 * this.limits.neighboursMax)
     this.nodeIndex.intern(config.id)
     this.book = new AddressBook(this.limits.knownAddressesMax, this.limits.dialsInFlightMax, this.timing)
     this.own = new RouteEntry(this.id)
@@ -416,8 +424,13 @@ export class PhoenixCore {
       if (index < 0 || this.mode === 'naive') return undefined
       let set = translated[index]
       if (set !== undefined) return set
-      slotMap ??= this.slotMapOf(from, message.neighbourSlots)
-      set = NodeSet.translate(message.transSets[index]!, slotMap, this.nodeIndex.highWater)
+      const hint = message.sharedIndexSets
+      if (hint !== undefined && hint.space === this.nodeIndex && hint.sets[index] instanceof NodeSet) {
+        set = hint.sets[index] as NodeSet
+      } else {
+        slotMap ??= this.slotMapOf(from, message.neighbourSlots)
+        set = NodeSet.translate(message.transSets[index]!, slotMap, this.nodeIndex.highWater)
+      }
       translated[index] = set
       return set
     }
@@ -611,19 +624,36 @@ export class PhoenixCore {
     // On the wire a trans set names only our neighbours (by slot): the others are not ours to
     // vouch for. One wire form per distinct (shared) set per round.
     const wireForm = new Map<NodeSet, Uint8Array>()
+    // With a shared index: the same set in that numbering, restricted to our neighbours like the wire form.
+    const sharedForm = new Map<Uint8Array, NodeSet>()
     const wireFormOf = (trans: NodeSet): Uint8Array => {
       let bytes = wireForm.get(trans)
       if (bytes === undefined) {
         const slots = new NodeSet(slotTable.length)
+        const shared = this.sharedIndex === undefined ? undefined : new NodeSet(this.nodeIndex.highWater)
         trans.forEach((index) => {
           const slot = index < this.slotOfIndex.length ? this.slotOfIndex[index]! : -1
-          if (slot >= 0) slots.add(slot)
+          if (slot < 0) return
+          slots.add(slot)
+          shared?.add(index)
         })
         wireForm.set(trans, (bytes = slots.toBytes()))
+        if (shared !== undefined) sharedForm.set(bytes, shared.freeze())
       }
       return bytes
     }
-    for (const [slot, entries] of perNeighbour) {
+    // An entry goes to many neighbours in one round: one advert object per (entry, trans index).
+    const advertCache = new Map<RouteEntry, RouteAdvert>()
+    const advertFor = (entry: RouteEntry, transIndex: number): RouteAdvert => {
+      const cached = advertCache.get(entry)
+      if (cached !== undefined && cached.trans === transIndex) return cached
+      const advert = this.advertOf(entry, transIndex)
+      advertCache.set(entry, advert)
+      return advert
+    }
+    // Messages go out in neighbour-slot order (connection order), whatever the node numbering.
+    const bySlot = [...perNeighbour].sort((x, y) => x[0] - y[0])
+    for (const [slot, entries] of bySlot) {
       const to = this.neighbours.id(slot)
       invariant(to !== undefined, 'send target slot is occupied')
       for (let start = 0; start < entries.length; start += this.limits.entriesPerMessageMax) {
@@ -631,18 +661,22 @@ export class PhoenixCore {
         const transSets: Uint8Array[] = []
         const indexOfSet = new Map<Uint8Array, number>()
         const adverts = chunk.map((entry) => {
-          if (this.mode === 'naive') return this.advertOf(entry, -1)
+          if (this.mode === 'naive') return advertFor(entry, -1)
           const bytes = wireFormOf(entry.trans)
-          if (bytes.length === 0) return this.advertOf(entry, -1)
+          if (bytes.length === 0) return advertFor(entry, -1)
           let index = indexOfSet.get(bytes)
           if (index === undefined) {
             index = transSets.length
             transSets.push(bytes)
             indexOfSet.set(bytes, index)
           }
-          return this.advertOf(entry, index)
+          return advertFor(entry, index)
         })
-        effects.push({ type: 'send', to, message: { neighbourSlots: transSets.length > 0 ? slotTable : [], transSets, entries: adverts } })
+        const message: UpdateMessage = { neighbourSlots: transSets.length > 0 ? slotTable : [], transSets, entries: adverts }
+        if (this.sharedIndex !== undefined && transSets.length > 0) {
+          Object.assign(message, { sharedIndexSets: { space: this.sharedIndex, sets: transSets.map((bytes) => sharedForm.get(bytes)!) } })
+        }
+        effects.push({ type: 'send', to, message })
         entriesSent += adverts.length
       }
     }
@@ -840,7 +874,8 @@ export class PhoenixCore {
         entry.rcpt.forget(index)
       }
     }
-    for (const index of forgotten) this.nodeIndex.release(this.nodeIndex.id(index)!)
+    // A shared index is never released: other cores may still use the number.
+    if (this.sharedIndex === undefined) for (const index of forgotten) this.nodeIndex.release(this.nodeIndex.id(index)!)
     // A cached slot map could name a released index that is later reused for another node.
     this.senderSlots.clear()
   }
@@ -860,7 +895,10 @@ export class PhoenixCore {
         throw new PhoenixError('INVALID_INPUT', `${what}: a name must be a non-empty string of at most ${this.limits.nameLengthMax} characters`)
       }
     }
-    if (new Set(names).size !== names.length) throw new PhoenixError('INVALID_INPUT', `${what}: duplicate name`)
+    // Names per node are few: a quadratic scan beats allocating a Set for every entry received.
+    for (let i = 1; i < names.length; i++) {
+      for (let j = 0; j < i; j++) if (names[i] === names[j]) throw new PhoenixError('INVALID_INPUT', `${what}: duplicate name`)
+    }
     return names as string[]
   }
 

@@ -2,6 +2,7 @@ export { PhoenixCore, type CoreConfig, type CoreStats } from './core.ts'
 export { DEFAULT_LIMITS, DEFAULT_TIMING, type CoreLimits, type CoreTiming } from './constants.ts'
 export { PhoenixError, invariant, type PhoenixErrorCode } from './errors.ts'
 export { NodeSet, forEachBit } from './nodeset.ts'
+export { NodeIndex } from './nodeindex.ts'
 export { isFresher, UNREACHABLE_HOPS } from './route.ts'
 export { bytesEqual, recordPayload, type RecordAuthority } from './records.ts'
 export { SEQ_MODULUS, isUnreachableSeq, isValidSeq, nextOwnSeq, seqAdd, seqNewer } from './seq.ts'
@@ -17,4 +18,5 @@ export type {
   StepKind,
   StepResult,
   UpdateMessage,
+  NodeSetLike,
 } from './types.ts'

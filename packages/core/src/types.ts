@@ -31,6 +31,17 @@ export interface UpdateMessage {
   /** Distinct trans sets referenced by the entries, as little-endian bitsets over neighbourSlots. */
   readonly transSets: readonly Uint8Array[]
   readonly entries: readonly RouteAdvert[]
+  /**
+   * In-process only, never on the wire: when sender and receiver share one `NodeIndex` (many
+   * cores in one simulator), the same trans sets already in that shared numbering, so the
+   * receiver need not translate them bit by bit. Receivers that do not share `space` ignore it.
+   */
+  readonly sharedIndexSets?: { readonly space: object; readonly sets: readonly NodeSetLike[] }
+}
+
+/** Opaque to drivers: a `NodeSet` of the core. */
+export interface NodeSetLike {
+  readonly frozen: boolean
 }
 
 export type Effect =

@@ -1,6 +1,6 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { checkLoopFree, checkRoutesAgainstBfs, type NodeId, type RoutingMode } from '../src/index.ts'
+import { NodeIndex, checkLoopFree, checkRoutesAgainstBfs, type NodeId, type RoutingMode } from '../src/index.ts'
 import { TestNet, addressOf, prng, randomConnectedGraph } from './net.ts'
 
 // One seed for the whole file, printed so any failing run can be replayed: PHOENIX_SEED=<n>.
@@ -19,7 +19,7 @@ const scenario = fc.record({
 type Scenario = typeof scenario extends fc.Arbitrary<infer T> ? T : never
 
 /** Builds the firewalled network: only graph edges may connect; each node knows one hub (its tree parent). */
-function build(s: Scenario, mode: RoutingMode, extra: Partial<ConstructorParameters<typeof TestNet>[0]> = {}) {
+function build(s: Scenario, mode: RoutingMode, extra: Partial<ConstructorParameters<typeof TestNet>[0]> = {}, sharedNodeIndex?: NodeIndex) {
   const g = randomConnectedGraph(s.nodes, s.density, prng(s.graphSeed))
   const net = new TestNet({
     seed: s.scheduleSeed,
@@ -28,7 +28,7 @@ function build(s: Scenario, mode: RoutingMode, extra: Partial<ConstructorParamet
     reorder: s.reorder,
     ...extra,
   })
-  for (const id of g.nodes) net.add({ id, hubs: g.parent.has(id) ? [addressOf(g.parent.get(id)!)] : [], mode })
+  for (const id of g.nodes) net.add({ id, hubs: g.parent.has(id) ? [addressOf(g.parent.get(id)!)] : [], mode, ...(sharedNodeIndex ? { sharedNodeIndex } : {}) })
   return { g, net }
 }
 
@@ -152,6 +152,19 @@ describe('routing converges to shortest paths (fast-check)', () => {
           expect(failures, JSON.stringify({ churn: plan, failures: failures.slice(0, 4) })).toEqual([])
         },
       ),
+      runs(200),
+    )
+  })
+
+  it('a node index shared by all cores (the simulator speed-up) changes nothing: identical traces', () => {
+    fc.assert(
+      fc.property(scenario, (s) => {
+        const own = build(s, 'optimized', { trace: true }).net
+        const shared = build(s, 'optimized', { trace: true }, new NodeIndex(1 << 16)).net
+        own.runToQuiescence()
+        shared.runToQuiescence()
+        expect(shared.trace).toEqual(own.trace)
+      }),
       runs(200),
     )
   })
