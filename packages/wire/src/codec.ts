@@ -1,0 +1,175 @@
+import type { RouteAdvert, UpdateMessage } from '@phoenix-overlay/core'
+import { WIRE_LIMITS, type WireLimits } from './constants.ts'
+import { Frame as FrameMessage, Undeliverable as UndeliverableMessage, type RouteAdvert as AdvertMessage, type Update as UpdateWire } from './phoenix.ts'
+
+export interface DataFrame {
+  source: string
+  destination: string
+  name: string
+  hopLimit: number
+  /** uint32, chosen by the source; echoed by the ack. */
+  messageId: number
+  ackRequested: boolean
+  payload: Uint8Array
+}
+export interface AckFrame {
+  source: string
+  destination: string
+  hopLimit: number
+  messageId: number
+}
+export type UndeliverableReason = 'no-route' | 'hop-limit' | 'queue-full' | 'no-such-name'
+export interface UndeliverableFrame {
+  source: string
+  destination: string
+  hopLimit: number
+  messageId: number
+  reason: UndeliverableReason
+}
+export type Frame =
+  | { kind: 'update'; update: UpdateMessage }
+  | { kind: 'data'; data: DataFrame }
+  | { kind: 'ack'; ack: AckFrame }
+  | { kind: 'undeliverable'; undeliverable: UndeliverableFrame }
+
+export type WireErrorCode = 'FRAME_TOO_LARGE' | 'MALFORMED' | 'LIMIT_EXCEEDED'
+
+/** Everything decoding can throw: a code to switch on and a message naming the field. */
+export class WireError extends Error {
+  readonly code: WireErrorCode
+  constructor(code: WireErrorCode, message: string) {
+    super(message)
+    this.name = 'WireError'
+    this.code = code
+  }
+}
+
+const REASONS: Record<UndeliverableReason, UndeliverableMessage.Reason> = {
+  'no-route': UndeliverableMessage.Reason.NO_ROUTE,
+  'hop-limit': UndeliverableMessage.Reason.HOP_LIMIT,
+  'queue-full': UndeliverableMessage.Reason.QUEUE_FULL,
+  'no-such-name': UndeliverableMessage.Reason.NO_SUCH_NAME,
+}
+const REASON_OF = new Map(Object.entries(REASONS).map(([k, v]) => [v, k as UndeliverableReason]))
+const EMPTY = new Uint8Array(0)
+
+function advertToWire(a: RouteAdvert): AdvertMessage {
+  return {
+    destination: a.destination,
+    seq: a.seq,
+    nhops: a.nhops,
+    names: [...a.names],
+    addresses: [...a.addresses],
+    transPlusOne: a.trans + 1,
+    signature: (a.signature ?? EMPTY) as Uint8Array<ArrayBuffer>,
+  }
+}
+
+function updateToWire(u: UpdateMessage): UpdateWire {
+  return { neighbourSlots: [...u.neighbourSlots], transSets: [...u.transSets] as Uint8Array<ArrayBuffer>[], entries: u.entries.map(advertToWire) }
+}
+
+/** Encodes one frame. Throws WireError FRAME_TOO_LARGE if it would exceed the frame limit (see splitUpdate). */
+export function encodeFrame(frame: Frame, frameBytesMax: number = WIRE_LIMITS.frameBytesMax): Uint8Array {
+  let message: FrameMessage
+  switch (frame.kind) {
+    case 'update':
+      message = { update: updateToWire(frame.update) }
+      break
+    case 'data':
+      message = { data: { ...frame.data, payload: frame.data.payload as Uint8Array<ArrayBuffer> } }
+      break
+    case 'ack':
+      message = { ack: frame.ack }
+      break
+    case 'undeliverable':
+      message = { undeliverable: { ...frame.undeliverable, reason: REASONS[frame.undeliverable.reason] } }
+      break
+  }
+  const bytes = FrameMessage.encode(message)
+  if (bytes.length > frameBytesMax) throw new WireError('FRAME_TOO_LARGE', `${frame.kind} frame is ${bytes.length} bytes, more than frameBytesMax (${frameBytesMax})`)
+  return bytes
+}
+
+/** Decodes one frame of untrusted bytes, within `limits`. Throws only WireError. */
+export function decodeFrame(bytes: Uint8Array, overrides: Partial<WireLimits> = {}): Frame {
+  const limits: WireLimits = { ...WIRE_LIMITS, ...overrides }
+  if (bytes.length > limits.frameBytesMax) throw new WireError('FRAME_TOO_LARGE', `frame is ${bytes.length} bytes, more than frameBytesMax (${limits.frameBytesMax})`)
+  let decoded: FrameMessage
+  try {
+    decoded = FrameMessage.decode(bytes, {
+      limits: {
+        update: {
+          neighbourSlots: limits.neighbourSlotsMax,
+          transSets: limits.transSetsMax,
+          entries: limits.entriesPerUpdateMax,
+          entries$: { names: limits.namesPerNodeMax, addresses: limits.addressesPerEntryMax },
+        },
+      },
+    })
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error)
+    throw new WireError(/too many elements/.test(message) ? 'LIMIT_EXCEEDED' : 'MALFORMED', `cannot decode frame: ${message}`)
+  }
+  const kinds = (['update', 'data', 'ack', 'undeliverable'] as const).filter((k) => decoded[k] !== undefined)
+  if (kinds.length !== 1) throw new WireError('MALFORMED', `a frame must hold exactly one of update, data, ack, undeliverable; it holds ${kinds.length === 0 ? 'none' : kinds.join(' and ')}`)
+  const check = new Checker(limits)
+  if (decoded.update !== undefined) return { kind: 'update', update: check.update(decoded.update) }
+  if (decoded.data !== undefined) {
+    const d = decoded.data
+    check.id('data.source', d.source)
+    check.id('data.destination', d.destination)
+    check.chars('data.name', d.name, limits.nameCharsMax, true)
+    check.max('data.hopLimit', d.hopLimit, limits.hopLimitMax)
+    check.max('data.payload bytes', d.payload.length, limits.payloadBytesMax)
+    return { kind: 'data', data: { source: d.source, destination: d.destination, name: d.name, hopLimit: d.hopLimit, messageId: d.messageId, ackRequested: d.ackRequested, payload: d.payload } }
+  }
+  if (decoded.ack !== undefined) {
+    const a = decoded.ack
+    check.id('ack.source', a.source)
+    check.id('ack.destination', a.destination)
+    check.max('ack.hopLimit', a.hopLimit, limits.hopLimitMax)
+    return { kind: 'ack', ack: { source: a.source, destination: a.destination, hopLimit: a.hopLimit, messageId: a.messageId } }
+  }
+  const u = decoded.undeliverable!
+  check.id('undeliverable.source', u.source)
+  check.id('undeliverable.destination', u.destination)
+  check.max('undeliverable.hopLimit', u.hopLimit, limits.hopLimitMax)
+  const reason = REASON_OF.get(u.reason)
+  if (reason === undefined) throw new WireError('MALFORMED', `undeliverable.reason ${String(u.reason)} is not a known reason`)
+  return { kind: 'undeliverable', undeliverable: { source: u.source, destination: u.destination, hopLimit: u.hopLimit, messageId: u.messageId, reason } }
+}
+
+class Checker {
+  constructor(private readonly limits: WireLimits) {}
+
+  max(field: string, value: number, max: number): void {
+    if (value > max) throw new WireError('LIMIT_EXCEEDED', `${field} is ${value}, more than ${max}`)
+  }
+
+  chars(field: string, value: string, max: number, allowEmpty = false): void {
+    if (value.length > max) throw new WireError('LIMIT_EXCEEDED', `${field} has ${value.length} characters, more than ${max}`)
+    if (!allowEmpty && value.length === 0) throw new WireError('MALFORMED', `${field} is empty`)
+  }
+
+  id(field: string, value: string): void {
+    this.chars(field, value, this.limits.nodeIdCharsMax)
+  }
+
+  update(u: UpdateWire): UpdateMessage {
+    const slots = u.neighbourSlots.length
+    u.neighbourSlots.forEach((id, i) => this.chars(`update.neighbourSlots[${i}]`, id, this.limits.nodeIdCharsMax, true))
+    u.transSets.forEach((set, i) => this.max(`update.transSets[${i}] bytes`, set.length, Math.ceil(slots / 8)))
+    const entries = u.entries.map((e, i): RouteAdvert => {
+      const at = `update.entries[${i}]`
+      this.id(`${at}.destination`, e.destination)
+      this.max(`${at}.nhops`, e.nhops, this.limits.nhopsMax)
+      e.names.forEach((n, j) => this.chars(`${at}.names[${j}]`, n, this.limits.nameCharsMax))
+      e.addresses.forEach((a, j) => this.chars(`${at}.addresses[${j}]`, a, this.limits.addressCharsMax))
+      this.max(`${at}.signature bytes`, e.signature.length, this.limits.signatureBytesMax)
+      if (e.transPlusOne > u.transSets.length) throw new WireError('MALFORMED', `${at}.trans refers to trans set ${e.transPlusOne - 1}, but there are ${u.transSets.length}`)
+      return { destination: e.destination, seq: e.seq, nhops: e.nhops, names: e.names, addresses: e.addresses, trans: e.transPlusOne - 1, signature: e.signature }
+    })
+    return { neighbourSlots: u.neighbourSlots, transSets: u.transSets, entries }
+  }
+}

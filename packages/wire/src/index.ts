@@ -1,0 +1,13 @@
+export { WIRE_LIMITS, type WireLimits } from './constants.ts'
+export {
+  WireError,
+  decodeFrame,
+  encodeFrame,
+  type AckFrame,
+  type DataFrame,
+  type Frame,
+  type UndeliverableFrame,
+  type UndeliverableReason,
+  type WireErrorCode,
+} from './codec.ts'
+export { encodeUpdateFrames, encodedUpdateSize, splitUpdate } from './size.ts'

@@ -1,0 +1,111 @@
+import type { RouteAdvert, UpdateMessage } from '@phoenix-overlay/core'
+import { WIRE_LIMITS } from './constants.ts'
+import { WireError, encodeFrame } from './codec.ts'
+
+// Protobuf sizes by arithmetic, matching what protons writes (proto3: default-valued singular
+// fields are omitted; every field number here is below 16, so each tag is one byte). The
+// simulator counts bytes for millions of entries, so no frame is built to measure one.
+
+const varintBytes = (n: number): number => (n < 0x80 ? 1 : n < 0x4000 ? 2 : n < 0x200000 ? 3 : n < 0x10000000 ? 4 : 5)
+
+function utf8Bytes(s: string): number {
+  let bytes = 0
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i)
+    if (c < 0x80) bytes += 1
+    else if (c < 0x800) bytes += 2
+    else if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length) {
+      const next = s.charCodeAt(i + 1)
+      if (next >= 0xdc00 && next <= 0xdfff) {
+        bytes += 4
+        i++
+      } else bytes += 3
+    } else bytes += 3
+  }
+  return bytes
+}
+
+const lengthDelimited = (length: number): number => 1 + varintBytes(length) + length
+const stringField = (s: string): number => lengthDelimited(utf8Bytes(s))
+
+/** Adverts are shared by every message of a send round: measure each once. */
+const advertSizes = new WeakMap<RouteAdvert, number>()
+
+function advertBytes(a: RouteAdvert): number {
+  let size = advertSizes.get(a)
+  if (size !== undefined) return size
+  size = 0
+  if (a.destination !== '') size += stringField(a.destination)
+  if (a.seq !== 0) size += 1 + varintBytes(a.seq)
+  if (a.nhops !== 0) size += 1 + varintBytes(a.nhops)
+  for (const name of a.names) size += stringField(name)
+  for (const address of a.addresses) size += stringField(address)
+  if (a.trans + 1 !== 0) size += 1 + varintBytes(a.trans + 1)
+  if (a.signature !== undefined && a.signature.length > 0) size += lengthDelimited(a.signature.length)
+  advertSizes.set(a, size)
+  return size
+}
+
+function updateBytes(u: UpdateMessage): number {
+  let size = 0
+  for (const slot of u.neighbourSlots) size += stringField(slot)
+  for (const set of u.transSets) size += lengthDelimited(set.length)
+  for (const entry of u.entries) size += lengthDelimited(advertBytes(entry))
+  return size
+}
+
+/** Exactly `encodeFrame({ kind: 'update', update }).length`, computed without encoding. */
+export function encodedUpdateSize(update: UpdateMessage): number {
+  return lengthDelimited(updateBytes(update))
+}
+
+/**
+ * Splits an update whose frame would exceed `frameBytesMax` into updates that each fit. Each
+ * part keeps the neighbour table and only the trans sets its entries use, re-indexed.
+ */
+export function splitUpdate(update: UpdateMessage, frameBytesMax: number = WIRE_LIMITS.frameBytesMax): UpdateMessage[] {
+  if (encodedUpdateSize(update) <= frameBytesMax) return [update]
+  const base = update.neighbourSlots.reduce((sum, slot) => sum + stringField(slot), 0)
+  const parts: UpdateMessage[] = []
+  let entries: RouteAdvert[] = []
+  let sets: Uint8Array[] = []
+  let indexOf = new Map<number, number>()
+  let size = base
+  const flush = () => {
+    if (entries.length > 0) parts.push({ neighbourSlots: update.neighbourSlots, transSets: sets, entries })
+    entries = []
+    sets = []
+    indexOf = new Map()
+    size = base
+  }
+  for (const entry of update.entries) {
+    const set = entry.trans >= 0 ? update.transSets[entry.trans]! : undefined
+    const newSet = set !== undefined && !indexOf.has(entry.trans) ? lengthDelimited(set.length) : 0
+    const cost = lengthDelimited(advertBytes(entry)) + newSet
+    if (lengthDelimited(base + cost) > frameBytesMax) {
+      throw new WireError('FRAME_TOO_LARGE', `the entry for ${entry.destination} alone does not fit in ${frameBytesMax} bytes`)
+    }
+    if (lengthDelimited(size + cost) > frameBytesMax) flush()
+    let trans = -1
+    if (set !== undefined) {
+      let index = indexOf.get(entry.trans)
+      if (index === undefined) {
+        index = sets.length
+        sets.push(set)
+        indexOf.set(entry.trans, index)
+        size += lengthDelimited(set.length)
+      }
+      trans = index
+    }
+    const moved = trans === entry.trans ? entry : { ...entry, trans }
+    entries.push(moved)
+    size += lengthDelimited(advertBytes(moved))
+  }
+  flush()
+  return parts
+}
+
+/** Encodes an update as one frame or, if it is too large, several. */
+export function encodeUpdateFrames(update: UpdateMessage, frameBytesMax: number = WIRE_LIMITS.frameBytesMax): Uint8Array[] {
+  return splitUpdate(update, frameBytesMax).map((part) => encodeFrame({ kind: 'update', update: part }, frameBytesMax))
+}

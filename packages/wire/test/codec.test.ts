@@ -1,0 +1,133 @@
+import fc from 'fast-check'
+import { describe, expect, it } from 'vitest'
+import type { RouteAdvert, UpdateMessage } from '@phoenix-overlay/core'
+import { WIRE_LIMITS, WireError, decodeFrame, encodeFrame, encodedUpdateSize, splitUpdate, type Frame } from '../src/index.ts'
+
+const seed = Number(process.env.PHOENIX_SEED ?? Date.now() % 2 ** 31)
+console.log(`fast-check seed for wire properties: ${seed} (replay with PHOENIX_SEED=${seed})`)
+const runs = (numRuns: number) => ({ seed, numRuns })
+
+const id = fc.string({ minLength: 1, maxLength: 60 })
+const uint32 = fc.integer({ min: 0, max: 2 ** 32 - 1 })
+const bytes = (max: number) => fc.uint8Array({ maxLength: max })
+
+const updateArb: fc.Arbitrary<UpdateMessage> = fc
+  .record({
+    neighbourSlots: fc.array(fc.oneof(id, fc.constant('')), { maxLength: 40 }),
+    setCount: fc.integer({ min: 0, max: 5 }),
+    entries: fc.array(
+      fc.record({
+        destination: id,
+        seq: uint32,
+        nhops: fc.integer({ min: 0, max: 255 }),
+        names: fc.array(fc.string({ minLength: 1, maxLength: 20 }), { maxLength: 4 }),
+        addresses: fc.array(fc.string({ minLength: 1, maxLength: 40 }), { maxLength: 3 }),
+        transPick: fc.nat(),
+        signature: bytes(64),
+      }),
+      { maxLength: 30 },
+    ),
+  })
+  .chain((u) =>
+    fc.array(bytes(Math.ceil(u.neighbourSlots.length / 8)), { minLength: u.setCount, maxLength: u.setCount }).map((transSets) => ({
+      neighbourSlots: u.neighbourSlots,
+      transSets,
+      entries: u.entries.map(({ transPick, ...e }): RouteAdvert => ({ ...e, trans: transSets.length === 0 ? -1 : (transPick % (transSets.length + 1)) - 1 })),
+    })),
+  )
+
+const frameArb: fc.Arbitrary<Frame> = fc.oneof(
+  updateArb.map((update) => ({ kind: 'update' as const, update })),
+  fc.record({ source: id, destination: id, name: fc.string({ maxLength: 30 }), hopLimit: fc.integer({ min: 0, max: 255 }), messageId: uint32, ackRequested: fc.boolean(), payload: bytes(200) }).map((data) => ({ kind: 'data' as const, data })),
+  fc.record({ source: id, destination: id, hopLimit: fc.integer({ min: 0, max: 255 }), messageId: uint32 }).map((ack) => ({ kind: 'ack' as const, ack })),
+  fc
+    .record({ source: id, destination: id, hopLimit: fc.integer({ min: 0, max: 255 }), messageId: uint32, reason: fc.constantFrom('no-route' as const, 'hop-limit' as const, 'queue-full' as const, 'no-such-name' as const) })
+    .map((undeliverable) => ({ kind: 'undeliverable' as const, undeliverable })),
+)
+
+/** Decoding must return a frame or throw WireError, nothing else. */
+function decodesSafely(input: Uint8Array): void {
+  try {
+    decodeFrame(input)
+  } catch (error) {
+    if (!(error instanceof WireError)) throw new Error(`decode threw ${String(error)} instead of a WireError`)
+  }
+}
+
+describe('wire codec', () => {
+  it('round-trips every kind of frame exactly', () => {
+    fc.assert(
+      fc.property(frameArb, (frame) => {
+        expect(decodeFrame(encodeFrame(frame))).toEqual(frame)
+      }),
+      runs(1_000),
+    )
+  })
+
+  it('encodedUpdateSize equals the encoded length', () => {
+    fc.assert(
+      fc.property(updateArb, (update) => {
+        expect(encodedUpdateSize(update)).toBe(encodeFrame({ kind: 'update', update }).length)
+      }),
+      runs(1_000),
+    )
+  })
+
+  it('splits an update too large for one frame into parts that fit and lose nothing', () => {
+    fc.assert(
+      fc.property(updateArb, fc.integer({ min: 400, max: 3_000 }), (update, frameBytesMax) => {
+        const parts = splitUpdate(update, frameBytesMax)
+        for (const part of parts) expect(encodedUpdateSize(part)).toBeLessThanOrEqual(frameBytesMax)
+        const flat = parts.flatMap((p) => p.entries.map((e) => ({ ...e, trans: e.trans < 0 ? undefined : [...p.transSets[e.trans]!] })))
+        expect(flat).toEqual(update.entries.map((e) => ({ ...e, trans: e.trans < 0 ? undefined : [...update.transSets[e.trans]!] })))
+      }),
+      runs(300),
+    )
+  })
+
+  it('refuses what is over a limit, naming the field', () => {
+    const advert = (over: Partial<RouteAdvert>): RouteAdvert => ({ destination: 'v', seq: 2, nhops: 1, names: [], addresses: [], trans: -1, ...over })
+    const update = (entries: RouteAdvert[], extra: Partial<UpdateMessage> = {}): Frame => ({ kind: 'update', update: { neighbourSlots: [], transSets: [], entries, ...extra } })
+    const cases: [Frame, RegExp][] = [
+      [update([advert({ names: Array.from({ length: 65 }, (_, i) => `n${i}`) })]), /too many elements/],
+      [update([advert({ destination: 'x'.repeat(129) })]), /entries\[0\]\.destination has 129 characters/],
+      [update([advert({ nhops: 256 })]), /entries\[0\]\.nhops is 256/],
+      [update([advert({ names: ['y'.repeat(257)] })]), /names\[0\] has 257 characters/],
+      [update([advert({ trans: 0 })]), /refers to trans set 0, but there are 0/],
+      [update([], { neighbourSlots: ['a'], transSets: [Uint8Array.of(1, 2)] }), /transSets\[0\] bytes is 2, more than 1/],
+      [update(Array.from({ length: WIRE_LIMITS.entriesPerUpdateMax + 1 }, (_, i) => advert({ destination: `d${i}` }))), /too many elements/],
+      [{ kind: 'data', data: { source: 's', destination: 'd', name: 'n', hopLimit: 300, messageId: 1, ackRequested: false, payload: new Uint8Array(0) } }, /data\.hopLimit is 300/],
+      [{ kind: 'data', data: { source: '', destination: 'd', name: 'n', hopLimit: 3, messageId: 1, ackRequested: false, payload: new Uint8Array(0) } }, /data\.source is empty/],
+    ]
+    for (const [frame, message] of cases) expect(() => decodeFrame(encodeFrame(frame))).toThrow(message)
+    expect(() => decodeFrame(new Uint8Array(WIRE_LIMITS.frameBytesMax + 1))).toThrow(/frameBytesMax/)
+    expect(() => encodeFrame({ kind: 'data', data: { source: 's', destination: 'd', name: '', hopLimit: 1, messageId: 1, ackRequested: false, payload: new Uint8Array(200) } }, 100)).toThrow(WireError)
+    expect(() => decodeFrame(new Uint8Array(0))).toThrow(/exactly one of/)
+  })
+
+  it('a truncated frame is refused with a WireError', () => {
+    fc.assert(
+      fc.property(frameArb, fc.nat(), (frame, cut) => {
+        const encoded = encodeFrame(frame)
+        const truncated = encoded.subarray(0, cut % Math.max(1, encoded.length))
+        decodesSafely(truncated)
+      }),
+      runs(1_000),
+    )
+  })
+
+  it('fuzz: 10,000 random byte strings and mutated valid frames decode to a frame or a WireError, quickly', () => {
+    const started = performance.now()
+    fc.assert(fc.property(fc.uint8Array({ maxLength: 512 }), (input) => decodesSafely(input)), runs(5_000))
+    fc.assert(
+      fc.property(frameArb, fc.array(fc.tuple(fc.nat(), fc.integer({ min: 0, max: 255 })), { minLength: 1, maxLength: 8 }), fc.nat(), (frame, flips, splice) => {
+        const mutated = encodeFrame(frame).slice()
+        for (const [at, value] of flips) if (mutated.length > 0) mutated[at % mutated.length] = value
+        decodesSafely(mutated)
+        decodesSafely(new Uint8Array([...mutated.subarray(0, splice % (mutated.length + 1)), ...mutated]))
+      }),
+      runs(5_000),
+    )
+    expect(performance.now() - started).toBeLessThan(30_000)
+  })
+})
