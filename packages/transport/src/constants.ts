@@ -1,0 +1,34 @@
+/** Every queue and buffer of a transport node, with its reason. All can be changed per node (`PhoenixInit.limits`). */
+export const TRANSPORT_LIMITS = {
+  /**
+   * Bytes queued for one neighbour and not yet taken by its stream. A full routing table is a
+   * few hundred KiB; 16 MiB absorbs bursts of large messages while one slow neighbour cannot
+   * hold much of the process's memory.
+   */
+  outboundBytesMaxPerNeighbour: 16 * 1024 * 1024,
+  /** Frames queued for one neighbour (bounds per-frame overhead when frames are tiny). */
+  outboundFramesMaxPerNeighbour: 65_536,
+  /** Bytes one neighbour's stream may buffer unread before it is paused (libp2p's read buffer). */
+  inboundBytesMaxPerNeighbour: 8 * 1024 * 1024,
+  /** Sends waiting for an end-to-end acknowledgement at once; each holds a timer and a promise. */
+  pendingAcksMax: 16_384,
+  /** Sends waiting for a route to appear at once. */
+  pendingRouteWaitsMax: 16_384,
+  /** Messages buffered per `messages()` iterator whose consumer is slow; past it the iterator fails. */
+  receiveBufferMax: 4_096,
+} as const
+
+export type TransportLimits = { -readonly [K in keyof typeof TRANSPORT_LIMITS]: number }
+
+export const TRANSPORT_TIMING = {
+  /** How long `send` waits for a route to a name to appear while tables converge. */
+  routeWaitMs: 10_000,
+  /** How long `send({ ack: true })` waits for the acknowledgement. */
+  ackTimeoutMs: 10_000,
+  /** How long a dial may take before it counts as failed (a firewall that drops SYNs never answers). */
+  dialTimeoutMs: 5_000,
+} as const
+
+export type TransportTiming = { -readonly [K in keyof typeof TRANSPORT_TIMING]: number }
+
+export const PHOENIX_PROTOCOL = '/phoenix/overlay/1.0.0'

@@ -1,0 +1,72 @@
+import { noise } from '@chainsafe/libp2p-noise'
+import { yamux } from '@chainsafe/libp2p-yamux'
+import { generateKeyPair } from '@libp2p/crypto/keys'
+import type { ConnectionGater, PrivateKey } from '@libp2p/interface'
+import { tcp } from '@libp2p/tcp'
+import type { Multiaddr } from '@multiformats/multiaddr'
+import { createLibp2p, type Libp2p } from 'libp2p'
+import { phoenix, type PhoenixInit, type PhoenixNode } from './phoenix.ts'
+
+export interface OverlayNodeOptions extends PhoenixInit {
+  /** Listen multiaddrs, e.g. /ip4/127.0.0.1/tcp/0. */
+  listen: string[]
+  /** The node's identity; a new Ed25519 key if absent. */
+  privateKey?: PrivateKey
+  /** Who may dial whom (an emulated firewall); everything is allowed if absent. */
+  connectionGater?: ConnectionGater
+}
+
+/**
+ * A libp2p node (TCP, Noise, Yamux) running the Phoenix service, with the settings that let
+ * dozens of nodes share one host:
+ * - `inboundConnectionThreshold`: libp2p accepts at most 5 inbound connections per second from
+ *   one host by default, against connection floods. Every local node shares 127.0.0.1, and at
+ *   start-up every node dials the hubs at once, so the limit is raised to 10,000/s.
+ * - `maxIncomingPendingConnections`: connections being upgraded at once (default 10); a hub
+ *   receives a connection from every node at start, so 1,024.
+ * - `maxConnections`: open connections (default 300), raised to 2,048 so a clique of a few
+ *   hundred nodes plus dials in flight fits.
+ * - the connection monitor pings every connection and closes those that do not answer; Phoenix
+ *   needs no liveness probe beyond TCP and its own streams, and our nodes run no ping service,
+ *   so it is off.
+ */
+export async function createPhoenixLibp2p(options: OverlayNodeOptions): Promise<{ libp2p: Libp2p<{ phoenix: PhoenixNode }>; phoenix: PhoenixNode }> {
+  const { listen, privateKey, connectionGater, ...init } = options
+  const libp2p = await createLibp2p({
+    privateKey: privateKey ?? (await generateKeyPair('Ed25519')),
+    addresses: { listen },
+    transports: [tcp()],
+    connectionEncrypters: [noise()],
+    streamMuxers: [yamux()],
+    ...(connectionGater !== undefined ? { connectionGater } : {}),
+    connectionManager: {
+      inboundConnectionThreshold: 10_000,
+      maxIncomingPendingConnections: 1_024,
+      maxConnections: 2_048,
+    },
+    connectionMonitor: { enabled: false },
+    services: { phoenix: phoenix(init) },
+  })
+  return { libp2p, phoenix: libp2p.services.phoenix }
+}
+
+export interface SubnetPlacement {
+  readonly subnet: string
+  /** Gateways are the only nodes of a subnet that accept connections from other subnets. */
+  readonly gateway: boolean
+}
+
+/**
+ * The paper's firewall, emulated in one process: inside a subnet every node may dial every
+ * other; across subnets only gateways accept. `placementOf` maps a dialled address to where that
+ * node sits (e.g. by port); unknown addresses are denied. A denied dial fails at once here; the
+ * network-namespace tests have the real thing, where forbidden SYNs are dropped.
+ */
+export function subnetFirewall(own: SubnetPlacement, placementOf: (address: Multiaddr) => SubnetPlacement | undefined): ConnectionGater {
+  return {
+    denyDialMultiaddr: (address) => {
+      const target = placementOf(address)
+      return target === undefined || (target.subnet !== own.subnet && !target.gateway)
+    },
+  }
+}
