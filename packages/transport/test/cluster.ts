@@ -1,5 +1,7 @@
 import { checkRoutesAgainstBfs, type NodeId } from '@phoenix-overlay/core'
 import type { Multiaddr } from '@multiformats/multiaddr'
+import { generateKeyPair } from '@libp2p/crypto/keys'
+import type { PrivateKey } from '@libp2p/interface'
 import type { Libp2p } from 'libp2p'
 import { createPhoenixLibp2p, subnetFirewall, type PhoenixNode } from '../src/index.ts'
 
@@ -10,6 +12,8 @@ export interface ClusterNode {
   libp2p: Libp2p<{ phoenix: PhoenixNode }>
   phoenix: PhoenixNode
   port: number
+  /** Kept so a restart comes back with the same identity. */
+  privateKey: PrivateKey
 }
 
 /**
@@ -58,15 +62,16 @@ export class Cluster {
     return this.nodes[0]!.libp2p.getMultiaddrs()[0]!.decapsulate('/ip4').encapsulate(address)
   }
 
-  private async create(p: { label: string; subnet: string; gateway: boolean; port: number }, hubs: string[], names: string[], privateKey?: Parameters<typeof createPhoenixLibp2p>[0]['privateKey']): Promise<ClusterNode> {
+  private async create(p: { label: string; subnet: string; gateway: boolean; port: number }, hubs: string[], names: string[], key?: PrivateKey): Promise<ClusterNode> {
+    const privateKey = key ?? (await generateKeyPair('Ed25519'))
     const { libp2p, phoenix } = await createPhoenixLibp2p({
       listen: [`/ip4/127.0.0.1/tcp/${p.port}`],
       hubs,
       names,
       connectionGater: subnetFirewall({ subnet: p.subnet, gateway: p.gateway }, this.placementOf),
-      ...(privateKey ? { privateKey } : {}),
+      privateKey,
     })
-    return { ...p, libp2p, phoenix }
+    return { label: p.label, subnet: p.subnet, gateway: p.gateway, port: p.port, libp2p, phoenix, privateKey }
   }
 
   node(label: string): ClusterNode {
@@ -136,7 +141,7 @@ export class Cluster {
   async restart(label: string): Promise<void> {
     const n = this.node(label)
     const key = n.libp2p.peerId
-    const fresh = await this.create(n, n.gateway ? [] : this.hubAddresses(), n.phoenix.names.length > 0 ? [...n.phoenix.names] : [label], (n.libp2p as unknown as { components: { privateKey: never } }).components?.privateKey)
+    const fresh = await this.create(n, n.gateway ? [] : this.hubAddresses(), [label], n.privateKey)
     if (fresh.libp2p.peerId.toString() !== key.toString()) throw new Error('restart must keep the identity')
     Object.assign(n, { libp2p: fresh.libp2p, phoenix: fresh.phoenix })
   }
