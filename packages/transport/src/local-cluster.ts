@@ -3,7 +3,8 @@ import type { Multiaddr } from '@multiformats/multiaddr'
 import { generateKeyPair } from '@libp2p/crypto/keys'
 import type { PrivateKey } from '@libp2p/interface'
 import type { Libp2p } from 'libp2p'
-import { createPhoenixLibp2p, subnetFirewall, type PhoenixNode } from '../src/index.ts'
+import { createPhoenixLibp2p, subnetFirewall } from './node.ts'
+import type { PhoenixNode } from './phoenix.ts'
 
 export interface ClusterNode {
   readonly label: string
@@ -21,7 +22,7 @@ export interface ClusterNode {
  * each a gateway (and a hub, the only addresses anyone knows at start). Ports are fixed per node
  * so the firewall can tell subnets apart by port and a restarted node comes back at its address.
  */
-export class Cluster {
+export class LocalCluster {
   readonly nodes: ClusterNode[] = []
   private readonly placement = new Map<number, { subnet: string; gateway: boolean }>()
 
