@@ -105,18 +105,26 @@ export class AddressBook {
    */
   takeDials(nowMs: number, skipOwner: (owner: NodeId) => boolean): { address: PhysicalAddress; owner: NodeId | undefined }[] {
     const out: { address: PhysicalAddress; owner: NodeId | undefined }[] = []
+    // Another address of a node already being dialled waits its turn: if that dial fails, this
+    // one is next (a dual-stacked node's IPv6 address may be unreachable from here, its IPv4 not).
+    const waiting: PhysicalAddress[] = []
     while (this.queueHead < this.queue.length && this.inFlight.size < this.maxInFlight) {
       const address = this.queue[this.queueHead++]!
       const state = this.addresses.get(address)
       if (state === undefined) continue
+      if (state.owner !== undefined && this.ownersDialling.has(state.owner) && !skipOwner(state.owner)) {
+        waiting.push(address)
+        continue
+      }
       state.queued = false
-      if (state.owner !== undefined && (skipOwner(state.owner) || this.ownersDialling.has(state.owner))) continue
+      if (state.owner !== undefined && skipOwner(state.owner)) continue
       state.dialStartedAtMs = nowMs
       this.inFlight.add(address)
       if (state.owner !== undefined) this.ownersDialling.set(state.owner, (this.ownersDialling.get(state.owner) ?? 0) + 1)
       this.dialsStarted++
       out.push({ address, owner: state.owner })
     }
+    this.queue.push(...waiting)
     // Compact the consumed prefix so the queue's memory follows what is pending, not history.
     if (this.queueHead > 1024 && this.queueHead * 2 > this.queue.length) {
       this.queue.splice(0, this.queueHead)
@@ -125,9 +133,14 @@ export class AddressBook {
     return out
   }
 
-  /** True if some dial could start now. */
+  /** True if some dial could start now (an address whose owner is not being dialled already). */
   hasDialReady(): boolean {
-    return this.queueHead < this.queue.length && this.inFlight.size < this.maxInFlight
+    if (this.inFlight.size >= this.maxInFlight) return false
+    for (let i = this.queueHead; i < this.queue.length; i++) {
+      const owner = this.addresses.get(this.queue[i]!)?.owner
+      if (owner === undefined || !this.ownersDialling.has(owner)) return true
+    }
+    return false
   }
 
   /** Start time of the oldest dial still in flight. */

@@ -336,6 +336,18 @@ describe('discovery', () => {
     expect(core.dialBackoff('addr:v')?.retryAtMs).toBe(320)
   })
 
+  it("tries a node's other address when the first fails (a dual-stacked node), one at a time", () => {
+    const core = new PhoenixCore({ id: 'u' })
+    core.connectionUp('a', 0)
+    core.receive('a', update([advert('v', 2, 1, { addresses: ['/ip6/v', '/ip4/v'] })]), 0)
+    const dialsNow = (t: number) => drain(core, t).flatMap((e) => (e.type === 'dial' ? [e.address] : []))
+    expect(dialsNow(0)).toEqual(['/ip6/v'])
+    core.dialFailed('/ip6/v', 1)
+    expect(dialsNow(1)).toEqual(['/ip4/v'])
+    core.connectionUp('v', 2, '/ip4/v')
+    expect(dialsNow(5_000)).toEqual([])
+  })
+
   it('does not dial a node it is already connected to, nor itself', () => {
     const core = new PhoenixCore({ id: 'u', addresses: ['addr:u'] })
     core.connectionUp('a', 0)

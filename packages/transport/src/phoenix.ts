@@ -16,6 +16,8 @@ export interface PhoenixInit {
   names?: string[]
   /** 'optimized' (default) or 'naive' DSDV. */
   mode?: RoutingMode
+  /** Dial addresses learned from routing updates (default true). Off: only the hubs are dialled (an "offline" configuration that lists every connection). */
+  discovery?: boolean
   /** Sign our record and verify everyone's with their peer ids' keys (default true). */
   signRecords?: boolean
   protocol?: string
@@ -114,6 +116,7 @@ export class PhoenixNode extends EventTarget implements Startable {
       hubs: this.init.hubs ?? [],
       names: this.init.names ?? [],
       mode: this.init.mode ?? 'optimized',
+      discovery: this.init.discovery ?? true,
       ...(this.init.signRecords === false ? {} : { records: this.recordAuthority() }),
       ...(this.init.core?.limits ? { limits: this.init.core.limits } : {}),
       ...(this.init.core?.timing ? { timing: this.init.core.timing } : {}),

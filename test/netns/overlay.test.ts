@@ -1,0 +1,84 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { Overlay } from './overlay.ts'
+import { DEFAULT_SUBNETS, killHalfAndRestart, timedRun } from './scenario.ts'
+import { buildTopology, missingPrerequisite, type Topology } from './topology.ts'
+
+// 30 `phoenix node` processes in 30 network namespaces: A 14 and B 10 on IPv4, C 6 on IPv6 only
+// behind a dual-stacked gateway. No skipping: without root this fails with the reason.
+describe('phoenix node processes in real firewalled subnets', () => {
+  let topology: Topology
+  let overlay: Overlay
+
+  beforeAll(async () => {
+    const missing = missingPrerequisite()
+    if (missing !== undefined) throw new Error(`netns tests cannot run here: ${missing}`)
+    topology = await buildTopology(DEFAULT_SUBNETS, { prefix: `phxo${process.pid % 10000}-` })
+    overlay = await Overlay.prepare(topology)
+  }, 60_000)
+
+  afterAll(async () => {
+    await overlay?.destroy()
+    await topology?.destroy()
+  }, 60_000)
+
+  it('converges knowing only the gateways: direct links inside subnets, gateways across, shortest paths', async () => {
+    expect(overlay.nodes.length).toBeGreaterThanOrEqual(30)
+    const run = await timedRun(overlay, 'discovery', 120_000)
+    console.log(`discovery: converged ${run.convergedMs.toFixed(0)} ms after the last of ${overlay.nodes.length} processes was up; 90% reachable at ${run.reachable90Ms.toFixed(0)} ms`)
+    const s = await overlay.snapshot()
+    expect(s.missingLinks).toEqual([])
+    expect(s.routeFailures).toBe(0)
+    // A non-gateway of A reaches the IPv6-only subnet through two gateways' worth of routing: 2 hops via C0.
+    const a1 = overlay.byId('A1')
+    const c3 = overlay.byId('C3')
+    const route = ((await overlay.call(a1, 'GET', '/routes')).json as { destination: string; nhops: number; fwd: string }[]).find((r) => r.destination === c3.peerId)
+    expect(route).toMatchObject({ nhops: 2, fwd: overlay.byId('C0').peerId })
+  }, 180_000)
+
+  it('delivers a message between every pair of logical names, across address families, acknowledged', async () => {
+    const alive = overlay.alive()
+    const jobs = alive.flatMap((from) => alive.filter((to) => to !== from).map((to) => ({ from, to })))
+    const failures: string[] = []
+    for (let i = 0; i < jobs.length; i += 60) {
+      await Promise.all(
+        jobs.slice(i, i + 60).map(async ({ from, to }) => {
+          const r = await overlay.call(from, 'POST', `/send?name=${to.node.id}&ack=1&waitMs=5000`, new TextEncoder().encode(`${from.node.id}->${to.node.id}`))
+          if (r.status !== 200) failures.push(`${from.node.id}->${to.node.id}: ${JSON.stringify(r.json)}`)
+        }),
+      )
+    }
+    expect(failures).toEqual([])
+    expect(jobs.length).toBe(alive.length * (alive.length - 1))
+  }, 180_000)
+
+  it('dials the firewall forbids fail (dropped SYN), are counted, and did not hold up convergence', async () => {
+    // Wait past the transport's dial timeout so every forbidden dial of the first round has failed.
+    await new Promise((r) => setTimeout(r, 6_000))
+    for (const id of ['A1', 'B2']) {
+      const metrics = await overlay.metrics(overlay.byId(id))
+      const failed = Number(metrics.match(/^phoenix_dials_failed_total (\d+)$/m)?.[1] ?? 0)
+      // A1 learns every non-gateway of B (9) and of C (5, IPv6: no route); B2 likewise: all forbidden.
+      expect(failed).toBeGreaterThanOrEqual(id === 'A1' ? 14 : 18)
+    }
+    const s = await overlay.snapshot()
+    expect(s.routeFailures).toBe(0)
+  }, 60_000)
+
+  it('recovers when half the nodes are killed and restarted (the paper, Figure 6)', async () => {
+    const r = await killHalfAndRestart(overlay, 5_000, 120_000)
+    console.log(`recovery: ${r.killed} killed and restarted; converged ${r.convergedMs.toFixed(0)} ms after they were up`)
+    const s = await overlay.snapshot()
+    expect(s.missingLinks).toEqual([])
+    expect(s.routeFailures).toBe(0)
+    expect(s.reachableFraction).toBe(1)
+  }, 240_000)
+
+  it('an offline run given the complete connection list converges to the same routes', async () => {
+    await overlay.stopAll()
+    const run = await timedRun(overlay, 'offline', 120_000)
+    console.log(`offline: converged ${run.convergedMs.toFixed(0)} ms after the last process was up`)
+    const s = await overlay.snapshot()
+    expect(s.missingLinks).toEqual([])
+    expect(s.routeFailures).toBe(0)
+  }, 180_000)
+})

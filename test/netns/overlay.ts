@@ -1,0 +1,198 @@
+/**
+ * Phoenix overlay nodes as separate `phoenix node` processes, one per network namespace of a
+ * `Topology`, observed through their control endpoints (unix sockets: the filesystem is shared
+ * across namespaces, so the test process reaches every node without entering its namespace).
+ */
+import { generateKeyPair, privateKeyToProtobuf } from '@libp2p/crypto/keys'
+import { peerIdFromPrivateKey } from '@libp2p/peer-id'
+import { checkRoutesAgainstBfs, type RouteView } from '@phoenix-overlay/core'
+import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { request } from 'node:http'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { startInNamespace, type NamespaceProcess } from './processes.ts'
+import type { NetnsNode, Topology } from './topology.ts'
+
+const PHOENIX_BIN = fileURLToPath(new URL('../../packages/cli/bin/phoenix.js', import.meta.url))
+
+export interface OverlayNode {
+  readonly node: NetnsNode
+  readonly peerId: string
+  readonly keyFile: string
+  readonly socket: string
+  /** Multiaddrs this node listens on (one per address family it has). */
+  readonly listen: string[]
+  process: NamespaceProcess | undefined
+}
+
+/** Whether `a` may open a connection to `b`: same subnet, or `b` is a gateway, over an address family both have. */
+export function mayDial(a: NetnsNode, b: NetnsNode): boolean {
+  const commonFamily = (a.ipv4 !== undefined && b.ipv4 !== undefined) || (a.ipv6 !== undefined && b.ipv6 !== undefined)
+  return commonFamily && (a.subnet === b.subnet || b.gateway)
+}
+
+/** Which pairs end up connected: one of them may dial the other. */
+export function mayConnect(a: NetnsNode, b: NetnsNode): boolean {
+  return mayDial(a, b) || mayDial(b, a)
+}
+
+/** In the complete configuration, who opens the connection between `a` and `b`: one allowed to, the smaller id if both are. */
+function dialler(a: NetnsNode, b: NetnsNode): NetnsNode {
+  if (mayDial(a, b) && mayDial(b, a)) return a.id < b.id ? a : b
+  return mayDial(a, b) ? a : b
+}
+
+export class Overlay {
+  readonly nodes: OverlayNode[] = []
+  private constructor(
+    readonly topology: Topology,
+    private readonly dir: string,
+  ) {}
+
+  static async prepare(topology: Topology): Promise<Overlay> {
+    const dir = await mkdtemp(join(tmpdir(), 'phoenix-netns-'))
+    const overlay = new Overlay(topology, dir)
+    for (const node of topology.nodes) {
+      const key = await generateKeyPair('Ed25519')
+      const keyFile = join(dir, `${node.id}.key`)
+      await writeFile(keyFile, privateKeyToProtobuf(key), { mode: 0o600 })
+      const listen = [
+        ...(node.ipv4 !== undefined ? [`/ip4/${node.ipv4}/tcp/${topology.gatewayPort}`] : []),
+        ...(node.ipv6 !== undefined ? [`/ip6/${node.ipv6}/tcp/${topology.gatewayPort}`] : []),
+      ]
+      overlay.nodes.push({ node, peerId: peerIdFromPrivateKey(key).toString(), keyFile, socket: join(dir, `${node.id}.sock`), listen, process: undefined })
+    }
+    return overlay
+  }
+
+  byId(id: string): OverlayNode {
+    const n = this.nodes.find((x) => x.node.id === id)
+    if (n === undefined) throw new Error(`no node ${id}`)
+    return n
+  }
+
+  private addressesOf(n: OverlayNode): string[] {
+    return n.listen.map((a) => `${a}/p2p/${n.peerId}`)
+  }
+
+  /**
+   * Starts `node`. Discovery: it knows only the gateways' addresses. Offline: it is given the
+   * complete list of connections to open (each allowed pair once, opened by the smaller id) and
+   * dials nothing else.
+   */
+  async start(n: OverlayNode, mode: 'discovery' | 'offline'): Promise<void> {
+    let hubs: string[]
+    if (mode === 'discovery') hubs = this.nodes.filter((g) => g.node.gateway && g !== n).flatMap((g) => this.addressesOf(g))
+    else hubs = this.nodes.filter((m) => m !== n && mayConnect(n.node, m.node) && dialler(n.node, m.node) === n.node).flatMap((m) => this.addressesOf(m))
+    const args = [PHOENIX_BIN, 'node', ...n.listen.flatMap((l) => ['--listen', l]), ...hubs.flatMap((h) => ['--hub', h]), '--name', n.node.id, '--key', n.keyFile, '--control', n.socket]
+    if (mode === 'offline') args.push('--no-discovery')
+    n.process = startInNamespace(n.node.namespace, process.execPath, args)
+    await n.process.waitForLine(/^control endpoint on/, 60_000)
+  }
+
+  async startAll(mode: 'discovery' | 'offline'): Promise<void> {
+    // Gateways first, so the others' first dials find them listening.
+    await Promise.all(this.nodes.filter((n) => n.node.gateway).map((n) => this.start(n, mode)))
+    await Promise.all(this.nodes.filter((n) => !n.node.gateway).map((n) => this.start(n, mode)))
+  }
+
+  async kill(n: OverlayNode): Promise<void> {
+    await n.process?.kill('SIGKILL')
+    n.process = undefined
+  }
+
+  async stopAll(): Promise<void> {
+    await Promise.all(this.nodes.map((n) => this.kill(n)))
+  }
+
+  async destroy(): Promise<void> {
+    await this.stopAll()
+    await rm(this.dir, { recursive: true, force: true })
+  }
+
+  alive(): OverlayNode[] {
+    return this.nodes.filter((n) => n.process !== undefined)
+  }
+
+  /** Calls a node's control endpoint. */
+  call(n: OverlayNode, method: string, path: string, body?: Uint8Array): Promise<{ status: number; json: unknown }> {
+    return new Promise((resolve, reject) => {
+      const req = request({ socketPath: n.socket, method, path, timeout: 30_000 }, (res) => {
+        const chunks: Buffer[] = []
+        res.on('data', (c: Buffer) => chunks.push(c))
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8')
+          try {
+            resolve({ status: res.statusCode ?? 0, json: JSON.parse(text) })
+          } catch {
+            resolve({ status: res.statusCode ?? 0, json: text })
+          }
+        })
+      })
+      req.on('error', reject)
+      req.on('timeout', () => req.destroy(new Error(`control call ${path} to ${n.node.id} timed out`)))
+      req.end(body)
+    })
+  }
+
+  async metrics(n: OverlayNode): Promise<string> {
+    return (await this.call(n, 'GET', '/metrics')).json as string
+  }
+
+  /** Every live node's routes and neighbours, and what they say about the whole overlay. */
+  async snapshot(): Promise<{ reachableFraction: number; meanHops: number; missingLinks: string[]; routeFailures: number; detail: string }> {
+    const alive = this.alive()
+    const state = await Promise.all(
+      alive.map(async (n) => {
+        const [routes, peers] = await Promise.all([this.call(n, 'GET', '/routes'), this.call(n, 'GET', '/peers')])
+        return { n, routes: routes.json as RouteView[], peers: peers.json as string[] }
+      }),
+    )
+    const idOf = new Map(alive.map((n) => [n.peerId, n]))
+    let reachable = 0
+    let hops = 0
+    const edges = new Set<string>()
+    for (const s of state) {
+      for (const r of s.routes) {
+        if (r.reachable && idOf.has(r.destination)) {
+          reachable++
+          hops += r.nhops
+        }
+      }
+      for (const p of s.peers) if (idOf.has(p)) edges.add([s.n.peerId, p].sort().join('|'))
+    }
+    const missingLinks: string[] = []
+    for (const a of alive) for (const b of alive) if (a.node.id < b.node.id && mayConnect(a.node, b.node) && !edges.has([a.peerId, b.peerId].sort().join('|'))) missingLinks.push(`${a.node.id}-${b.node.id}`)
+    const routesOf = new Map(state.map((s) => [s.n.peerId, new Map(s.routes.map((r) => [r.destination, r]))]))
+    const failures = checkRoutesAgainstBfs(
+      alive.map((n) => n.peerId),
+      [...edges].map((e) => e.split('|') as [string, string]),
+      (u, v) => {
+        const r = routesOf.get(u)?.get(v)
+        return r?.reachable && r.fwd !== undefined ? { fwd: r.fwd, nhops: r.nhops } : undefined
+      },
+    )
+    const pairs = alive.length * (alive.length - 1)
+    const detail = failures.slice(0, 3).map((f) => `${idOf.get(f.node)?.node.id}→${idOf.get(f.destination)?.node.id}: ${f.problem}`).join('; ')
+    return { reachableFraction: pairs === 0 ? 1 : reachable / pairs, meanHops: reachable === 0 ? 0 : hops / reachable, missingLinks, routeFailures: failures.length, detail }
+  }
+
+  /**
+   * Polls until every allowed link is open and every table is on BFS shortest paths. Returns the
+   * time that took and when 90% of node pairs first became reachable (both from `sinceMs`).
+   */
+  async converge(sinceMs: number, timeoutMs: number): Promise<{ convergedMs: number; reachable90Ms: number }> {
+    let reachable90Ms: number | undefined
+    let last = ''
+    while (performance.now() - sinceMs < timeoutMs) {
+      const s = await this.snapshot()
+      const at = performance.now() - sinceMs
+      if (reachable90Ms === undefined && s.reachableFraction >= 0.9) reachable90Ms = at
+      if (s.missingLinks.length === 0 && s.routeFailures === 0) return { convergedMs: at, reachable90Ms: reachable90Ms ?? at }
+      last = `reachable ${(s.reachableFraction * 100).toFixed(1)}%, missing links ${s.missingLinks.length} (${s.missingLinks.slice(0, 4).join(' ')}), route failures ${s.routeFailures} (${s.detail})`
+      await new Promise((r) => setTimeout(r, 100))
+    }
+    throw new Error(`no convergence within ${timeoutMs} ms: ${last}`)
+  }
+}

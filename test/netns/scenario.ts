@@ -1,0 +1,79 @@
+/**
+ * The paper's experiment on real firewalled subnets, with each node its own `phoenix node`
+ * process: three subnets (one IPv6-only behind a dual-stacked gateway), only gateways accept
+ * connections from other subnets, every node knows only the gateways. Measures convergence with
+ * discovery against an "offline" run given the complete connection list, the time to 90% of
+ * pairs reachable, and recovery after killing half the nodes and restarting them (Figure 6).
+ *
+ *   sudo npx tsx test/netns/scenario.ts [--a 14 --b 10 --c 6]
+ */
+import { buildTopology, type SubnetSpec, type Topology } from './topology.ts'
+import { Overlay, type OverlayNode } from './overlay.ts'
+
+export interface ScenarioResult {
+  nodes: number
+  discovery: { convergedMs: number; reachable90Ms: number; startupMs: number }
+  offline: { convergedMs: number; reachable90Ms: number; startupMs: number }
+  recovery: { killed: number; convergedMs: number; reachable90Ms: number }
+}
+
+export const DEFAULT_SUBNETS: SubnetSpec[] = [
+  { name: 'A', family: 'ipv4', size: 14 },
+  { name: 'B', family: 'ipv4', size: 10 },
+  { name: 'C', family: 'ipv6', size: 6 },
+]
+
+/** Starts every node, then times convergence from the moment the last one is up. */
+export async function timedRun(overlay: Overlay, mode: 'discovery' | 'offline', timeoutMs: number) {
+  const t0 = performance.now()
+  await overlay.startAll(mode)
+  const up = performance.now()
+  const result = await overlay.converge(up, timeoutMs)
+  return { ...result, startupMs: up - t0 }
+}
+
+/** Kills half the non-gateway nodes, waits `downMs` (the paper: 5 s), restarts them and times the recovery. */
+export async function killHalfAndRestart(overlay: Overlay, downMs: number, timeoutMs: number, log: (line: string) => void = () => {}) {
+  const victims: OverlayNode[] = overlay.nodes.filter((n) => !n.node.gateway).filter((_, i) => i % 2 === 0)
+  await Promise.all(victims.map((n) => overlay.kill(n)))
+  log(`killed ${victims.map((n) => n.node.id).join(' ')}`)
+  await overlay.converge(performance.now(), timeoutMs)
+  await new Promise((r) => setTimeout(r, downMs))
+  await Promise.all(victims.map((n) => overlay.start(n, 'discovery')))
+  const up = performance.now()
+  const result = await overlay.converge(up, timeoutMs)
+  return { killed: victims.length, ...result }
+}
+
+export async function runScenario(subnets: SubnetSpec[], log: (line: string) => void): Promise<ScenarioResult> {
+  let topology: Topology | undefined
+  let overlay: Overlay | undefined
+  try {
+    topology = await buildTopology(subnets)
+    overlay = await Overlay.prepare(topology)
+    log(`${topology.nodes.length} nodes in namespaces; starting with discovery (gateways known only)`)
+    const discovery = await timedRun(overlay, 'discovery', 120_000)
+    log(`discovery: converged ${discovery.convergedMs.toFixed(0)} ms after the last process was up (90% reachable at ${discovery.reachable90Ms.toFixed(0)} ms)`)
+    const recovery = await killHalfAndRestart(overlay, 5_000, 120_000, log)
+    log(`recovery: converged ${recovery.convergedMs.toFixed(0)} ms after the ${recovery.killed} restarted processes were up`)
+    await overlay.stopAll()
+    const offline = await timedRun(overlay, 'offline', 120_000)
+    log(`offline (complete connection list): converged ${offline.convergedMs.toFixed(0)} ms after the last process was up`)
+    return { nodes: topology.nodes.length, discovery, offline, recovery }
+  } finally {
+    await overlay?.destroy()
+    await topology?.destroy()
+  }
+}
+
+const isMain = process.argv[1] !== undefined && /scenario\.ts$/.test(process.argv[1])
+if (isMain) {
+  const { parseArgs } = await import('node:util')
+  const { values } = parseArgs({ args: process.argv.slice(2).filter((a) => a !== '--'), options: { a: { type: 'string', default: '14' }, b: { type: 'string', default: '10' }, c: { type: 'string', default: '6' } } })
+  const subnets = DEFAULT_SUBNETS.map((s) => ({ ...s, size: Number(values[s.name.toLowerCase() as 'a' | 'b' | 'c']) }))
+  for (const s of subnets) if (!Number.isInteger(s.size) || s.size < 1) throw new Error(`--${s.name.toLowerCase()} must be a positive integer`)
+  const result = await runScenario(subnets, (line) => console.log(line))
+  console.log(JSON.stringify(result, null, 2))
+  console.log(`convergence, discovery / offline: ${(result.discovery.convergedMs / result.offline.convergedMs).toFixed(2)}x`)
+  console.log(`90% of pairs reachable at ${(result.discovery.reachable90Ms / result.discovery.convergedMs * 100).toFixed(0)}% of the discovery run's convergence time`)
+}
