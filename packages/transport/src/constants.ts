@@ -8,8 +8,11 @@ export const TRANSPORT_LIMITS = {
   outboundBytesMaxPerNeighbour: 16 * 1024 * 1024,
   /** Frames queued for one neighbour (bounds per-frame overhead when frames are tiny). */
   outboundFramesMaxPerNeighbour: 65_536,
-  /** Bytes one neighbour's stream may buffer unread before it is paused (libp2p's read buffer). */
-  inboundBytesMaxPerNeighbour: 8 * 1024 * 1024,
+  /**
+   * Bytes one neighbour can have in flight to us: yamux's largest stream window (16 MiB), which
+   * is what bounds a single delivery. The frame decoder holds this plus one partial frame.
+   */
+  inboundBytesMaxPerNeighbour: 16 * 1024 * 1024,
   /** Sends waiting for an end-to-end acknowledgement at once; each holds a timer and a promise. */
   pendingAcksMax: 16_384,
   /** Sends waiting for a route to appear at once. */

@@ -35,8 +35,11 @@ export class NeighbourLink {
     /** Handles one frame; false = cannot take it now (pause and retry it on `resume`). */
     private readonly onFrame: (frame: Uint8Array) => boolean,
     private readonly onClose: (link: NeighbourLink, reason: string) => void,
+    /** The outbound queue emptied: frames held elsewhere for want of room here may move now. */
+    private readonly onDrained: () => void = () => {},
   ) {
-    this.decoder = new LengthPrefixedDecoder({ maxDataLength: WIRE_LIMITS.frameBytesMax, maxBufferSize: limits.inboundBytesMax })
+    // One delivery can carry a whole flow-control window; the decoder keeps that plus a partial frame.
+    this.decoder = new LengthPrefixedDecoder({ maxDataLength: WIRE_LIMITS.frameBytesMax, maxBufferSize: limits.inboundBytesMax + WIRE_LIMITS.frameBytesMax })
     stream.maxReadBufferLength = limits.inboundBytesMax
     stream.addEventListener('message', (event) => this.receive(event.data))
     stream.addEventListener('close', (event) => this.shutDown(event.error?.message ?? 'stream closed'))
@@ -49,6 +52,11 @@ export class NeighbourLink {
 
   get queuedFrames(): number {
     return this.queue.length
+  }
+
+  /** True if a frame of `bytes` would fit in the outbound queue now. */
+  hasRoomFor(bytes: number): boolean {
+    return !this.closed && this.queue.length < this.limits.outboundFramesMax && this.queuedBytes + bytes + 8 <= this.limits.outboundBytesMax
   }
 
   /** Queues a frame; false if the queue is full (the caller decides what that means). */
@@ -75,6 +83,7 @@ export class NeighbourLink {
         this.bytesSent += bytes.length
         if (!this.stream.send(bytes)) await this.stream.onDrain()
       }
+      if (this.queue.length === 0) this.onDrained()
     } catch (error) {
       this.shutDown(`write failed: ${(error as Error).message}`)
     } finally {

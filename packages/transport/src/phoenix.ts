@@ -295,6 +295,7 @@ export class PhoenixNode extends EventTarget implements Startable {
       this.log,
       (bytes): boolean => this.onFrame(link, bytes),
       (closed, reason) => this.onLinkClosed(closed, reason),
+      () => this.scheduleDrain(),
     )
     this.links.set(peer, link)
     core.connectionUp(peer, this.now(), dialledAddress)
@@ -344,9 +345,18 @@ export class PhoenixNode extends EventTarget implements Startable {
         this.scheduleDrain()
         return true
       }
-      case 'data':
+      case 'data': {
+        // Hop-by-hop backpressure: while the queue toward the next hop is full, stop reading
+        // from this neighbour (the frame is retried when that queue drains), so a fast sender
+        // meets QUEUE_FULL at its own first hop instead of losing frames in the middle.
+        const decision = core.forward(frame.data.destination, frame.data.hopLimit)
+        if (decision.action === 'forward') {
+          const next = this.links.get(decision.nextHop)
+          if (next !== undefined && !next.hasRoomFor(bytes.length)) return false
+        }
         this.routeData(frame.data, link.peer)
         return true
+      }
       case 'ack':
       case 'undeliverable':
         this.routeControl(frame)
@@ -390,7 +400,14 @@ export class PhoenixNode extends EventTarget implements Startable {
     const decision = this.routing.forward(header.destination, header.hopLimit)
     if (decision.action === 'deliver') {
       const pending = this.pendingAcks.get(header.messageId)
-      if (pending === undefined) return
+      if (pending === undefined) {
+        // A send without an acknowledgement was dropped on the way: say so rather than nothing.
+        if (frame.kind === 'undeliverable') {
+          this.metrics.count('sends_undeliverable')
+          this.dispatchEvent(new CustomEvent<UndeliverableFrame>('undeliverable', { detail: frame.undeliverable }))
+        }
+        return
+      }
       this.pendingAcks.delete(header.messageId)
       clearTimeout(pending.timer)
       if (frame.kind === 'ack') pending.resolve()

@@ -93,6 +93,32 @@ describe('real libp2p nodes in three firewalled subnets (loopback)', () => {
     expect(new TextDecoder().decode((await got).payload)).toBe('welcome back')
   }, 90_000)
 
+  it('a sustained stream of 64 KiB messages arrives whole (regression: a large delivery once broke the framing)', async () => {
+    const to = cluster.node('A3')
+    let received = 0
+    const listener = () => void received++
+    to.phoenix.addEventListener('message', listener)
+    const payload = new Uint8Array(64 * 1024)
+    try {
+      for (let i = 0; i < 400; i++) {
+        for (;;) {
+          try {
+            await cluster.node('A2').phoenix.send('A3', payload)
+            break
+          } catch (error) {
+            if ((error as PhoenixTransportError).code !== 'QUEUE_FULL') throw error
+            await new Promise((r) => setImmediate(r))
+          }
+        }
+      }
+      const deadline = performance.now() + 20_000
+      while (received < 400 && performance.now() < deadline) await new Promise((r) => setTimeout(r, 20))
+      expect(received).toBe(400)
+    } finally {
+      to.phoenix.removeEventListener('message', listener)
+    }
+  }, 60_000)
+
   it('exposes metrics in Prometheus text format', () => {
     const metrics = cluster.node('A0').phoenix.metricsText()
     expect(metrics).toMatch(/^# TYPE phoenix_\w+ (counter|gauge)$/m)
