@@ -66,7 +66,7 @@ function callControl(endpoint: ControlEndpoint, method: string, path: string, bo
   })
 }
 
-async function runNode(options: { listen: string[]; hub: string[]; name: string[]; key?: string; control?: ControlEndpoint; mode: 'optimized' | 'naive'; sign: boolean }): Promise<void> {
+async function runNode(options: { listen: string[]; hub: string[]; name: string[]; key?: string; control?: ControlEndpoint; mode: 'optimized' | 'naive'; sign: boolean; discovery: boolean }): Promise<void> {
   const privateKey = options.key !== undefined ? await loadOrCreateKey(options.key) : await generateKeyPair('Ed25519')
   const { libp2p, phoenix } = await createPhoenixLibp2p({
     listen: options.listen,
@@ -74,6 +74,7 @@ async function runNode(options: { listen: string[]; hub: string[]; name: string[
     names: options.name,
     mode: options.mode,
     signRecords: options.sign,
+    discovery: options.discovery,
     privateKey,
   })
   console.log(`phoenix node ${libp2p.peerId.toString()} listening on ${libp2p.getMultiaddrs().map(String).join(' ')}`)
@@ -142,7 +143,8 @@ export function registerNodeCommands(program: Command): void {
     .option('--control <port|socket>', 'serve the control endpoint on 127.0.0.1:<port> or a unix socket path', parseControl)
     .addOption(new Option('--mode <mode>', 'routing mode').choices(['optimized', 'naive']).default('optimized'))
     .option('--no-sign', 'do not sign and verify origin records')
-    .action(async (options: { listen: string[]; hub: string[]; name: string[]; key?: string; control?: ControlEndpoint; mode: 'optimized' | 'naive'; sign: boolean }) => {
+    .option('--no-discovery', 'dial only the --hub addresses (give it every connection it should open)')
+    .action(async (options: { listen: string[]; hub: string[]; name: string[]; key?: string; control?: ControlEndpoint; mode: 'optimized' | 'naive'; sign: boolean; discovery: boolean }) => {
       if (options.listen.length === 0) options.listen = ['/ip4/127.0.0.1/tcp/0']
       await runNode(options)
     })

@@ -1,0 +1,120 @@
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { SingleBar, Presets } from 'cli-progress'
+import { InvalidArgumentError, type Command } from 'commander'
+import { DISCOVERIES, STRATEGIES, SimulationError, parseScenario, resultToJson, samplesToCsv, scaleScenario, simulate, type Discovery, type Scenario, type Strategy } from '@phoenix-overlay/sim'
+
+function integer(name: string, min: number, max: number) {
+  return (value: string): number => {
+    const n = Number(value)
+    if (!Number.isInteger(n) || n < min || n > max) throw new InvalidArgumentError(`${name} must be an integer in [${min}, ${max}], got ${JSON.stringify(value)}`)
+    return n
+  }
+}
+
+function choice<T extends string>(name: string, allowed: readonly T[]) {
+  return (value: string): T => {
+    if (!allowed.includes(value as T)) throw new InvalidArgumentError(`${name} must be one of ${allowed.join(', ')}, got ${JSON.stringify(value)}`)
+    return value as T
+  }
+}
+
+export interface SimCommandOptions {
+  seed?: number
+  nodes?: number
+  strategy?: Strategy
+  discovery?: Discovery
+  sendHold?: number
+  out?: string
+  dumpTables?: string
+  progress?: boolean
+}
+
+/** Loads the scenario file and applies the command-line overrides. */
+export function loadScenario(file: string, options: SimCommandOptions): Scenario {
+  let text: string
+  try {
+    text = readFileSync(file, 'utf8')
+  } catch (error) {
+    throw new SimulationError('INVALID_SCENARIO', `cannot read scenario ${file}: ${(error as Error).message}`)
+  }
+  let json: unknown
+  try {
+    json = JSON.parse(text)
+  } catch (error) {
+    throw new SimulationError('INVALID_SCENARIO', `${file} is not valid JSON: ${(error as Error).message}`)
+  }
+  let scenario = parseScenario(json)
+  if (options.nodes !== undefined) scenario = scaleScenario(scenario, options.nodes)
+  return {
+    ...scenario,
+    ...(options.seed !== undefined ? { seed: options.seed } : {}),
+    ...(options.strategy !== undefined ? { strategy: options.strategy } : {}),
+    ...(options.discovery !== undefined ? { discovery: options.discovery } : {}),
+    ...(options.sendHold !== undefined ? { coreTiming: { ...scenario.coreTiming, sendHoldForDialsMs: options.sendHold } } : {}),
+  }
+}
+
+export function registerSimCommand(program: Command): void {
+  program
+    .command('sim')
+    .description('run a discrete-event simulation of a scenario file and check every routing table against BFS')
+    .argument('<scenario>', 'scenario JSON file (see packages/sim/README.md)')
+    .option('--seed <n>', 'PRNG seed (overrides the file)', integer('--seed', 0, 2 ** 32 - 1))
+    .option('--nodes <n>', 'scale the scenario to this many nodes, keeping subnet proportions', integer('--nodes', 1, 20_000))
+    .option('--strategy <name>', `one of ${STRATEGIES.join(', ')}`, choice('--strategy', STRATEGIES))
+    .option('--discovery <mode>', 'hubs: only gateways known at start; all: every address given', choice('--discovery', DISCOVERIES))
+    .option('--send-hold <ms>', "core timing sendHoldForDialsMs (overrides the file's coreTiming)", integer('--send-hold', 0, 3_600_000))
+    .option('--out <dir>', 'write result.json and samples.csv here (otherwise the result goes to stdout)')
+    .option('--dump-tables <file>', 'write the final nodes, connections and tables as JSON')
+    .option('--progress', 'when stderr is not a terminal, print a progress line every 5 s (on a terminal the bar is always shown)')
+    .action((file: string, options: SimCommandOptions) => {
+      const code = runSim(file, options)
+      if (code !== 0) process.exitCode = code
+    })
+}
+
+/** Runs the command; returns the exit code (1 when a table is wrong or the run did not converge). */
+export function runSim(file: string, options: SimCommandOptions): number {
+  const scenario = loadScenario(file, options)
+  // The run is one synchronous loop, so the bar is redrawn from the progress callback, never from
+  // a timer: on a terminal by cli-progress, elsewhere (with --progress) as a line every 5 s.
+  const isTty = process.stderr.isTTY === true
+  const bar = isTty ? new SingleBar({ stream: process.stderr, format: 'sim |{bar}| {value}/{total} virtual ms | {events} events', hideCursor: true }, Presets.shades_classic) : undefined
+  const lines = !isTty && options.progress === true
+  let lastLineMs = 0
+  bar?.start(scenario.endMs, 0, { events: 0 })
+  const wallStart = performance.now()
+  const { sim, result } = simulate(scenario, {
+    onProgress: (virtualMs, events) => {
+      bar?.update(Math.min(scenario.endMs, Math.round(virtualMs)), { events })
+      if (lines && performance.now() - lastLineMs >= 5000) {
+        lastLineMs = performance.now()
+        process.stderr.write(`sim: ${(virtualMs / 1000).toFixed(3)} s virtual, ${events} events, ${((lastLineMs - wallStart) / 1000).toFixed(0)} s wall, rss ${(process.memoryUsage().rss / 2 ** 20).toFixed(0)} MiB\n`)
+      }
+    },
+  })
+  bar?.stop()
+  const wallMs = performance.now() - wallStart
+  const json = resultToJson(result)
+  if (options.out !== undefined) {
+    mkdirSync(options.out, { recursive: true })
+    writeFileSync(join(options.out, 'result.json'), json)
+    writeFileSync(join(options.out, 'samples.csv'), samplesToCsv(result))
+  } else {
+    process.stdout.write(json)
+  }
+  if (options.dumpTables !== undefined) writeFileSync(options.dumpTables, `${JSON.stringify(sim.dumpTables())}\n`)
+  // Wall time and memory vary from run to run, so they go to stderr, never into the result file.
+  process.stderr.write(
+    `${result.scenario}: ${result.nodes} nodes, ${result.strategy}/${result.discovery}: ` +
+      `${result.converged ? `converged at ${result.convergenceMs} ms virtual` : 'DID NOT CONVERGE'}, ` +
+      `${result.messages} messages, ${result.entries} entries (${result.entriesOverLowerBound}x N(N-1)), ${result.bytes} bytes; ` +
+      `tables ${result.check.ok ? 'match BFS' : 'WRONG'}; wall ${(wallMs / 1000).toFixed(1)} s, rss ${(process.memoryUsage().rss / 2 ** 20).toFixed(0)} MiB\n`,
+  )
+  if (!result.check.ok) {
+    for (const f of result.check.failures.slice(0, 10)) process.stderr.write(`  ${f.node} -> ${f.destination}: ${f.problem}\n`)
+    return 1
+  }
+  return 0
+}

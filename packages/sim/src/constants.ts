@@ -1,0 +1,68 @@
+/**
+ * Every table, queue and buffer of the simulator is bounded; each limit says why it is what it is.
+ * A run that would exceed one stops with a SimulationError naming the limit, never silently.
+ */
+
+/** Nodes in one scenario. 10,000 is the largest size we study; twice that leaves headroom while
+ *  keeping a typo (`1e7`) from allocating gigabytes of cores. */
+export const NODES_MAX = 20_000
+
+/** Subnets in one scenario. Addresses are 10.<subnet>.x.y, so the second octet bounds it. */
+export const SUBNETS_MAX = 250
+
+/** Scheduled scenario events (joins, crashes, ...). They are data written by hand or by a script. */
+export const SCENARIO_EVENTS_MAX = 10_000
+
+/**
+ * Pending events in the event queue. A 10,000-node run keeps a few million messages and dials in
+ * flight at its peak (each node has at most one merged message per neighbour in flight per
+ * round); 40 M events of ~100 bytes is the most memory (4 GiB) we allow the queue to take.
+ */
+export const EVENT_QUEUE_MAX = 40_000_000
+
+/**
+ * Events processed in one run. Bounds a run that never settles (say, a routing bug that keeps
+ * messages circulating) so it fails with a clear error instead of running forever.
+ */
+export const EVENTS_PER_RUN_MAX = 2_000_000_000
+
+/**
+ * Messages refused by a full core inbox and held on one link direction. The core's inbox takes
+ * thousands of messages; a link holds at most what its sender produced in the meantime, one
+ * merged message per send round, so a few thousand means something is wrong.
+ */
+export const HELD_MESSAGES_PER_LINK_MAX = 10_000
+
+/** Dials one master-strategy process keeps in flight: the core's default dialsInFlightMax, so the
+ *  baseline and our core open sockets at the same rate. */
+export const MASTER_DIALS_IN_FLIGHT_MAX = 64
+
+/**
+ * Node pairs examined per reachability sample (Figures 5-6). All pairs up to this, a fixed seeded
+ * sample beyond: sampling is O(pairs x hops), and at 2,000 nodes all 4 M pairs every sample
+ * would cost more than the simulation itself.
+ */
+export const SAMPLE_PAIRS_DEFAULT = 20_000
+export const SAMPLE_PAIRS_MAX = 1_000_000
+
+/** Samples kept per run: the time series is written to CSV; beyond this the run stops sampling
+ *  (and says so in the result) rather than grow without bound. */
+export const SAMPLES_MAX = 100_000
+
+/** Route-check failures reported in the result: the first hundred show the pattern. */
+export const CHECK_FAILURES_MAX = 100
+
+/** Hops followed when walking a route for a sample: the core's default hopLimit. */
+export const SAMPLE_HOPS_MAX = 16
+
+/** Below this many nodes the final check runs core's reference `checkRoutesAgainstBfs` (O(N·E));
+ *  above, the equivalent twin-class checker (tested against the reference). */
+export const REFERENCE_CHECK_NODES_MAX = 300
+
+/** How often the run checks whether it is over: fine enough that the end is found within 0.1 s of
+ *  virtual time; each check is O(nodes). */
+export const QUIET_CHECK_EVERY_MS = 100
+
+/** Once the connection graph is complete, this long without routing activity (beyond any send
+ *  hold) means every table is final: nothing is in flight and no core has anything left to send. */
+export const QUIET_COMPLETE_MS = 100

@@ -1,0 +1,144 @@
+import type { RouteCheckFailure, ValidRoute } from '@phoenix-overlay/core'
+
+/**
+ * An undirected graph over node numbers 0..n-1 in compressed sparse rows, with sorted neighbour
+ * lists (adjacency tests by binary search) and its true-twin classes: nodes with the same closed
+ * neighbourhood N[v] have the same distance to every other node, so one BFS serves the whole
+ * class. In the paper's topologies (cliques joined at gateways) that turns N BFS runs into a
+ * handful, which is what makes checking every table at 2,000+ nodes cheap.
+ */
+export class Graph {
+  readonly start: Int32Array
+  readonly adjacent: Int32Array
+  /** Class number of each node; classRep[c] is its first member. */
+  readonly classOf: Int32Array
+  readonly classRep: number[] = []
+
+  constructor(
+    readonly n: number,
+    edges: readonly (readonly [number, number])[],
+  ) {
+    const degree = new Int32Array(n)
+    for (const [a, b] of edges) {
+      degree[a]!++
+      degree[b]!++
+    }
+    this.start = new Int32Array(n + 1)
+    for (let i = 0; i < n; i++) this.start[i + 1] = this.start[i]! + degree[i]!
+    this.adjacent = new Int32Array(this.start[n]!)
+    const fill = this.start.slice(0, n)
+    for (const [a, b] of edges) {
+      this.adjacent[fill[a]!++] = b
+      this.adjacent[fill[b]!++] = a
+    }
+    for (let i = 0; i < n; i++) this.adjacent.subarray(this.start[i]!, this.start[i + 1]!).sort()
+    this.classOf = new Int32Array(n)
+    const classByKey = new Map<string, number>()
+    for (let v = 0; v < n; v++) {
+      const closed = Array.from(this.neighbours(v))
+      closed.push(v)
+      closed.sort((x, y) => x - y)
+      const key = closed.join(',')
+      let c = classByKey.get(key)
+      if (c === undefined) {
+        c = this.classRep.length
+        classByKey.set(key, c)
+        this.classRep.push(v)
+      }
+      this.classOf[v] = c
+    }
+  }
+
+  neighbours(v: number): Int32Array {
+    return this.adjacent.subarray(this.start[v]!, this.start[v + 1]!)
+  }
+
+  isAdjacent(u: number, w: number): boolean {
+    let lo = this.start[u]!
+    let hi = this.start[u + 1]! - 1
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1
+      const x = this.adjacent[mid]!
+      if (x === w) return true
+      if (x < w) lo = mid + 1
+      else hi = mid - 1
+    }
+    return false
+  }
+
+  /** BFS from `source`: hop distance to every node (-1 = other component) and a BFS parent. */
+  bfs(source: number): { dist: Int32Array; parent: Int32Array } {
+    const dist = new Int32Array(this.n).fill(-1)
+    const parent = new Int32Array(this.n).fill(-1)
+    const queue = new Int32Array(this.n)
+    dist[source] = 0
+    queue[0] = source
+    let tail = 1
+    for (let head = 0; head < tail; head++) {
+      const u = queue[head]!
+      const d = dist[u]! + 1
+      for (let i = this.start[u]!; i < this.start[u + 1]!; i++) {
+        const w = this.adjacent[i]!
+        if (dist[w] !== -1) continue
+        dist[w] = d
+        parent[w] = u
+        queue[tail++] = w
+      }
+    }
+    return { dist, parent }
+  }
+
+  /**
+   * Calls `visit(v, distTo)` for every node v, where distTo(u) is the hop distance from u to v
+   * (-1: unreachable), reusing one BFS per twin class.
+   */
+  forEachDestination(visit: (v: number, distTo: (u: number) => number, nextHopTo: (u: number) => number) => void): void {
+    const byClass: number[][] = this.classRep.map(() => [])
+    for (let v = 0; v < this.n; v++) byClass[this.classOf[v]!]!.push(v)
+    for (let c = 0; c < byClass.length; c++) {
+      const rep = this.classRep[c]!
+      const { dist, parent } = this.bfs(rep)
+      for (const v of byClass[c]!) {
+        // Twins are adjacent; for any other u, d(u, v) = d(u, rep).
+        const distTo = (u: number): number => (u === v ? 0 : u === rep ? 1 : dist[u]!)
+        const nextHopTo = (u: number): number => (u === v ? v : u === rep || dist[u] === 1 ? v : parent[u]!)
+        visit(v, distTo, nextHopTo)
+      }
+    }
+  }
+}
+
+/**
+ * The same check as core's `checkRoutesAgainstBfs`, over node numbers and one BFS per twin class
+ * instead of one per node: every u has a route to every v of its component whose nhops is the BFS
+ * distance and whose next hop is a neighbour one step closer, and no route to other components.
+ */
+export function checkRoutesFast(
+  graph: Graph,
+  ids: readonly string[],
+  route: (u: number, v: number) => { fwd: number; nhops: number } | undefined,
+  maxFailures: number,
+): RouteCheckFailure[] {
+  const failures: RouteCheckFailure[] = []
+  graph.forEachDestination((v, distTo) => {
+    if (failures.length >= maxFailures) return
+    for (let u = 0; u < graph.n && failures.length < maxFailures; u++) {
+      if (u === v) continue
+      const r = route(u, v)
+      const expected = distTo(u)
+      const node = ids[u]!
+      const destination = ids[v]!
+      if (expected === -1) {
+        if (r !== undefined) failures.push({ node, destination, problem: `reachable route via ${ids[r.fwd] ?? r.fwd} to a node outside its component` })
+        continue
+      }
+      if (r === undefined) failures.push({ node, destination, problem: `no route (BFS distance ${expected})` })
+      else if (r.nhops !== expected) failures.push({ node, destination, problem: `nhops ${r.nhops}, BFS distance ${expected}` })
+      else if (r.fwd < 0 || !graph.isAdjacent(u, r.fwd)) failures.push({ node, destination, problem: `next hop ${ids[r.fwd] ?? r.fwd} is not a neighbour` })
+      else if (distTo(r.fwd) !== expected - 1) failures.push({ node, destination, problem: `next hop ${ids[r.fwd]!} is ${distTo(r.fwd)} hops away, expected ${expected - 1}` })
+    }
+  })
+  return failures
+}
+
+export type { ValidRoute }

@@ -1,0 +1,224 @@
+import { readFileSync } from 'node:fs'
+import fc from 'fast-check'
+import { describe, expect, it } from 'vitest'
+import { EventQueue, Simulation, SimulationError, parseScenario, resultToJson, scaleScenario, simulate, type Scenario } from '../src/index.ts'
+
+const scenarioFile = (name: string): unknown => JSON.parse(readFileSync(new URL(`../../../simulations/scenarios/${name}`, import.meta.url), 'utf8'))
+
+/** A small three-subnet scenario in the paper's proportions. */
+function threeSubnets(nodes: number, overrides: Record<string, unknown> = {}): Scenario {
+  return scaleScenario(parseScenario({ ...(scenarioFile('paper-3-subnets.json') as object), ...overrides }), nodes)
+}
+
+describe('event queue', () => {
+  it('pops in time order, equal times in insertion order', () => {
+    const seed = Date.now() >>> 0
+    console.log(`event queue property seed: ${seed}`)
+    fc.assert(
+      fc.property(fc.array(fc.integer({ min: 0, max: 20 }), { maxLength: 300 }), (times) => {
+        const q = new EventQueue<number>()
+        times.forEach((t, i) => q.push(t, i))
+        const out: [number, number][] = []
+        while (q.size > 0) {
+          const { timeMs, item } = q.pop()
+          out.push([timeMs, item])
+        }
+        const expected = times.map((t, i) => [t, i] as [number, number]).sort((a, b) => a[0] - b[0] || a[1] - b[1])
+        expect(out).toEqual(expected)
+      }),
+      { seed, numRuns: 200 },
+    )
+  })
+})
+
+describe('determinism', () => {
+  it('the same seed gives a byte-identical result file; another seed does not', () => {
+    const scenario = { ...threeSubnets(40), startSpreadMs: 20 }
+    const a = resultToJson(simulate(scenario).result)
+    const b = resultToJson(simulate(scenario).result)
+    const c = resultToJson(simulate({ ...scenario, seed: scenario.seed + 1 }).result)
+    expect(a).toBe(b)
+    expect(c).not.toBe(a)
+  })
+})
+
+describe('firewall', () => {
+  it('a forbidden dial fails after the SYN timeout, a dial to a gateway succeeds after a round trip and set-up', () => {
+    // Two subnets of two; every address given, so B-001 dials A-001, which the firewall forbids.
+    const scenario = parseScenario({
+      subnets: [
+        { name: 'A', nodes: 2, gateways: 1 },
+        { name: 'B', nodes: 2, gateways: 1 },
+      ],
+      discovery: 'all',
+      network: { synTimeoutMs: 3000, interSubnet: { latencyUs: 2000, bandwidthMbps: 100 }, connectSetupUs: 1000 },
+      // The run would end once the graph is complete; a no-op event keeps it going past the SYN timeout.
+      events: [{ atMs: 4000, type: 'linkHeal', between: ['A-000', 'B-000'] }],
+    })
+    const lines: [number, string][] = []
+    const { result } = simulate(scenario, { trace: (t, line) => lines.push([t, line]) })
+    const forbidden = lines.find(([, l]) => l === 'dial B-001 -> A-001 failed')
+    expect(forbidden).toBeDefined()
+    // Started at t=0 plus the dialler's CPU for the dial: fails a SYN timeout later, not at once.
+    expect(forbidden![0]).toBeGreaterThanOrEqual(3000)
+    expect(forbidden![0]).toBeLessThan(3001)
+    const toGateway = lines.find(([, l]) => l === 'dial B-001 -> A-000 up')
+    expect(toGateway).toBeDefined()
+    expect(toGateway![0]).toBeGreaterThanOrEqual(2 * 2 + 1)
+    expect(toGateway![0]).toBeLessThan(10)
+    expect(result.check.ok).toBe(true)
+    // A-001 and B-001 may never connect: they reach each other through the gateways.
+    expect(result.connections).toBe(5)
+    expect(result.connectionsMissing).toBe(0)
+  })
+
+  it("a rejecting firewall fails the dial after one round trip", () => {
+    const scenario = parseScenario({
+      subnets: [
+        { name: 'A', nodes: 2, gateways: 1 },
+        { name: 'B', nodes: 2, gateways: 1 },
+      ],
+      discovery: 'all',
+      network: { firewall: 'reject', interSubnet: { latencyUs: 2000, bandwidthMbps: 100 } },
+    })
+    const lines: [number, string][] = []
+    simulate(scenario, { trace: (t, line) => lines.push([t, line]) })
+    const forbidden = lines.find(([, l]) => l === 'dial B-001 -> A-001 failed')
+    expect(forbidden![0]).toBeGreaterThanOrEqual(4)
+    expect(forbidden![0]).toBeLessThan(10)
+  })
+})
+
+describe('final table check', () => {
+  const { sim, result } = simulate(threeSubnets(30))
+
+  it('passes on the real tables, with both checkers', () => {
+    expect(result.check.ok).toBe(true)
+    expect(sim.checkTables(undefined, 'reference').failures).toEqual([])
+    expect(sim.checkTables(undefined, 'twin-classes').failures).toEqual([])
+  })
+
+  it('catches a corrupted entry (wrong hops, wrong next hop, missing route) with both checkers, identically', () => {
+    const seed = Date.now() >>> 0
+    console.log(`corruption property seed: ${seed}`)
+    const ids = sim.nodes.map((n) => n.id)
+    fc.assert(
+      fc.property(fc.nat(ids.length - 1), fc.nat(ids.length - 1), fc.constantFrom('hops', 'fwd', 'drop'), (i, j, how) => {
+        fc.pre(i !== j)
+        const [u, v] = [ids[i]!, ids[j]!]
+        const corrupt = (a: string, b: string, r: { fwd: string; nhops: number } | undefined) => {
+          if (a !== u || b !== v || r === undefined) return r
+          if (how === 'hops') return { ...r, nhops: r.nhops + 1 }
+          if (how === 'fwd') return { ...r, fwd: r.fwd === ids[0] ? ids[1]! : ids[0]! }
+          return undefined
+        }
+        const reference = sim.checkTables(corrupt, 'reference')
+        const fast = sim.checkTables(corrupt, 'twin-classes')
+        expect(fast.failures).toEqual(reference.failures)
+        // A different next hop can be just as good (another neighbour one step closer); the other two never are.
+        if (how !== 'fwd') {
+          expect(reference.ok).toBe(false)
+          expect(reference.failures[0]).toMatchObject({ node: u, destination: v })
+        }
+      }),
+      { seed, numRuns: 60 },
+    )
+  })
+})
+
+describe('strategies converge to correct tables', () => {
+  for (const strategy of ['optimized', 'naive', 'offline', 'master'] as const) {
+    for (const discovery of ['hubs', 'all'] as const) {
+      if ((strategy === 'offline' || strategy === 'master') && discovery === 'all') continue
+      it(`${strategy} (${discovery}) on three subnets of 36`, () => {
+        const { result } = simulate({ ...threeSubnets(36), strategy, discovery, network: { ...threeSubnets(36).network, firewall: 'reject' } })
+        expect(result.converged).toBe(true)
+        expect(result.check).toMatchObject({ ok: true, failures: [] })
+        expect(result.connectionsMissing).toBe(0)
+        expect(result.samples.at(-1)!.reachableFraction).toBe(1)
+        expect(result.entries).toBeGreaterThanOrEqual(strategy === 'master' ? 35 * 36 : 1)
+      })
+    }
+  }
+
+  it('optimized sends fewer entries than naive DSDV', () => {
+    const optimized = simulate({ ...threeSubnets(40), strategy: 'optimized' }).result
+    const naive = simulate({ ...threeSubnets(40), strategy: 'naive' }).result
+    expect(naive.entries).toBeGreaterThan(2 * optimized.entries)
+  })
+})
+
+describe('churn', () => {
+  it('recovers from crashing half the nodes and restarting them', () => {
+    const base = parseScenario(scenarioFile('paper-fig6-churn.json'))
+    const scenario = {
+      ...scaleScenario(base, 40),
+      events: [
+        { atMs: 1000, type: 'crash' as const, nodes: { fraction: 0.5 } },
+        { atMs: 2000, type: 'restart' as const, nodes: { fraction: 0.5 } },
+      ],
+    }
+    const { result } = simulate(scenario)
+    expect(result.converged).toBe(true)
+    expect(result.check.ok).toBe(true)
+    expect(result.lastScenarioEventMs).toBe(2000)
+    expect(result.connectionsMissing).toBe(0)
+    // After the crash and before the restart some sample shows the dead half unreachable from the living: all live pairs
+    // are reachable again only once tables caught up; at the end everything is reachable.
+    const between = result.samples.filter((s) => s.tMs > 1000 && s.tMs < 2000)
+    expect(between.some((s) => s.pairs < result.samples[0]!.pairs || s.reachableFraction < 1)).toBe(true)
+    expect(result.samples.at(-1)!.reachableFraction).toBe(1)
+  })
+
+  it('graceful leave and link failure/heal end in correct tables', () => {
+    const scenario = parseScenario({
+      subnets: [{ name: 'A', nodes: 12, gateways: 1 }],
+      events: [
+        { atMs: 500, type: 'leave', nodes: ['A-003'] },
+        { atMs: 600, type: 'linkFail', between: ['A-001', 'A-002'] },
+        { atMs: 9000, type: 'linkHeal', between: ['A-001', 'A-002'] },
+      ],
+    })
+    const lines: string[] = []
+    const { sim, result } = simulate(scenario, { trace: (_t, line) => lines.push(line) })
+    expect(result.check.ok).toBe(true)
+    expect(sim.nodes.find((n) => n.id === 'A-003')!.alive).toBe(false)
+    expect(lines).toContain('close A-001 A-002')
+    // After the heal the pair reconnects (a retried dial), so the graph is complete again.
+    expect(result.connectionsMissing).toBe(0)
+    expect(result.connections).toBe((11 * 10) / 2)
+  })
+})
+
+describe('scenario validation', () => {
+  const bad: [unknown, string][] = [
+    [{ subnets: [] }, 'scenario.subnets: must be a non-empty list'],
+    [{ subnets: [{ name: 'A', nodes: 4 }, { name: 'B', nodes: -1 }] }, 'scenario.subnets[1].nodes'],
+    [{ subnets: [{ name: 'A', nodes: 4 }], network: { synTimeoutMs: 'x' } }, 'scenario.network.synTimeoutMs'],
+    [{ subnets: [{ name: 'A', nodes: 4 }], network: { intraSubnet: { latencyUs: 1, bandwith: 3 } } }, 'scenario.network.intraSubnet.bandwith: unknown field'],
+    [{ subnets: [{ name: 'A', nodes: 4 }], strategy: 'fast' }, 'scenario.strategy'],
+    [{ subnets: [{ name: 'A', nodes: 4 }], events: [{ atMs: 1, type: 'crash', nodes: { fraction: 0.5, subnet: 'Z' } }] }, 'scenario.events[0].nodes.subnet'],
+    [{ subnets: [{ name: 'A', nodes: 4 }], events: [{ atMs: 5, type: 'crash', nodes: ['A-001'] }, { atMs: 1, type: 'restart', nodes: ['A-001'] }] }, 'scenario.events[1].atMs'],
+    [{ subnets: [{ name: 'A', nodes: 4 }], coreTiming: { sendHoldForDialMs: 5 } }, 'scenario.coreTiming.sendHoldForDialMs: unknown field'],
+    [{ subnets: [{ name: 'A', nodes: 4, gateways: 0 }, { name: 'B', nodes: 4, gateways: 0 }] }, 'no gateway'],
+  ]
+  for (const [input, message] of bad) {
+    it(`rejects ${JSON.stringify(input).slice(0, 90)}`, () => {
+      expect(() => parseScenario(input)).toThrowError(SimulationError)
+      expect(() => parseScenario(input)).toThrowError(message)
+    })
+  }
+
+  it('names an event node id that does not exist', () => {
+    const scenario = parseScenario({ subnets: [{ name: 'A', nodes: 4 }], events: [{ atMs: 1, type: 'crash', nodes: ['A-001', 'A-009'] }] })
+    expect(() => new Simulation(scenario)).toThrowError('scenario.events[0].nodes[1]: no node "A-009"')
+  })
+
+  it('scales the paper scenario keeping 224:128:48', () => {
+    const base = parseScenario(scenarioFile('paper-3-subnets.json'))
+    expect(scaleScenario(base, 400).subnets.map((s) => s.nodes)).toEqual([224, 128, 48])
+    expect(scaleScenario(base, 2000).subnets.map((s) => s.nodes)).toEqual([1120, 640, 240])
+    expect(scaleScenario(base, 101).subnets.map((s) => s.nodes).reduce((a, b) => a + b)).toBe(101)
+    expect(() => scaleScenario(base, 2)).toThrowError('--nodes 2 is too few')
+  })
+})
