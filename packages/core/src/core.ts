@@ -44,7 +44,7 @@ export interface CoreConfig {
   /**
    * One `NodeIndex` shared by every core of a process (the simulator): trans sets then travel in
    * that numbering beside their wire form and are not translated bit by bit. Purely a speed-up;
-   * the routing is the same. Never share it between cores that do not run in one process.
+   * the routing is the same. Share it only among cores that run side by side in one simulator.
    */
   readonly sharedNodeIndex?: NodeIndex
 }
