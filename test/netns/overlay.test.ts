@@ -24,7 +24,7 @@ describe('phoenix node processes in real firewalled subnets', () => {
   it('converges knowing only the gateways: direct links inside subnets, gateways across, shortest paths', async () => {
     expect(overlay.nodes.length).toBeGreaterThanOrEqual(30)
     const run = await timedRun(overlay, 'discovery', 120_000)
-    console.log(`discovery: converged ${run.convergedMs.toFixed(0)} ms after the last of ${overlay.nodes.length} processes was up; 90% reachable at ${run.reachable90Ms.toFixed(0)} ms`)
+    console.log(`discovery: converged ${run.convergedMs.toFixed(0)} ms after the ${overlay.nodes.length} running processes were given the gateways; 90% reachable at ${run.reachable90Ms.toFixed(0)} ms`)
     const s = await overlay.snapshot()
     expect(s.missingLinks).toEqual([])
     expect(s.routeFailures).toBe(0)
@@ -76,7 +76,7 @@ describe('phoenix node processes in real firewalled subnets', () => {
   it('an offline run given the complete connection list converges to the same routes', async () => {
     await overlay.stopAll()
     const run = await timedRun(overlay, 'offline', 120_000)
-    console.log(`offline: converged ${run.convergedMs.toFixed(0)} ms after the last process was up`)
+    console.log(`offline: converged ${run.convergedMs.toFixed(0)} ms after the running processes were given their connection lists`)
     const s = await overlay.snapshot()
     expect(s.missingLinks).toEqual([])
     expect(s.routeFailures).toBe(0)

@@ -81,20 +81,40 @@ export class Overlay {
    * complete list of connections to open (each allowed pair once, opened by the smaller id) and
    * dials nothing else.
    */
-  async start(n: OverlayNode, mode: 'discovery' | 'offline'): Promise<void> {
-    let hubs: string[]
-    if (mode === 'discovery') hubs = this.nodes.filter((g) => g.node.gateway && g !== n).flatMap((g) => this.addressesOf(g))
-    else hubs = this.nodes.filter((m) => m !== n && mayConnect(n.node, m.node) && dialler(n.node, m.node) === n.node).flatMap((m) => this.addressesOf(m))
+  /** What `n` is told at start: the gateways (discovery) or every connection it should open (offline). */
+  hubsOf(n: OverlayNode, mode: 'discovery' | 'offline'): string[] {
+    if (mode === 'discovery') return this.nodes.filter((g) => g.node.gateway && g !== n).flatMap((g) => this.addressesOf(g))
+    return this.nodes.filter((m) => m !== n && mayConnect(n.node, m.node) && dialler(n.node, m.node) === n.node).flatMap((m) => this.addressesOf(m))
+  }
+
+  /**
+   * `deferHubs`: start the process knowing nothing; `go` hands out the hubs later, so a run can be
+   * timed from one instant without the processes' start-up in it.
+   */
+  async start(n: OverlayNode, mode: 'discovery' | 'offline', deferHubs = false): Promise<void> {
+    const hubs = deferHubs ? [] : this.hubsOf(n, mode)
     const args = [PHOENIX_BIN, 'node', ...n.listen.flatMap((l) => ['--listen', l]), ...hubs.flatMap((h) => ['--hub', h]), '--name', n.node.id, '--key', n.keyFile, '--control', n.socket]
     if (mode === 'offline') args.push('--no-discovery')
     n.process = startInNamespace(n.node.namespace, process.execPath, args)
     await n.process.waitForLine(/^control endpoint on/, 60_000)
   }
 
-  async startAll(mode: 'discovery' | 'offline'): Promise<void> {
+  async startAll(mode: 'discovery' | 'offline', deferHubs = false): Promise<void> {
     // Gateways first, so the others' first dials find them listening.
-    await Promise.all(this.nodes.filter((n) => n.node.gateway).map((n) => this.start(n, mode)))
-    await Promise.all(this.nodes.filter((n) => !n.node.gateway).map((n) => this.start(n, mode)))
+    await Promise.all(this.nodes.filter((n) => n.node.gateway).map((n) => this.start(n, mode, deferHubs)))
+    await Promise.all(this.nodes.filter((n) => !n.node.gateway).map((n) => this.start(n, mode, deferHubs)))
+  }
+
+  /** Gives every live node its hubs (or its connection list) at once: the start of a timed run. */
+  async go(mode: 'discovery' | 'offline'): Promise<void> {
+    await Promise.all(
+      this.alive().map(async (n) => {
+        const query = this.hubsOf(n, mode).map((h) => `add=${encodeURIComponent(h)}`).join('&')
+        if (query === '') return
+        const r = await this.call(n, 'POST', `/hubs?${query}`)
+        if (r.status !== 200) throw new Error(`${n.node.id}: /hubs answered ${r.status} ${JSON.stringify(r.json)}`)
+      }),
+    )
   }
 
   async kill(n: OverlayNode): Promise<void> {

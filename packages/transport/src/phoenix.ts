@@ -532,6 +532,17 @@ export class PhoenixNode extends EventTarget implements Startable {
     }
   }
 
+  /** Adds a hub (or, with discovery off, a connection to open) at run time. */
+  addHub(address: string): void {
+    try {
+      multiaddr(address)
+    } catch (error) {
+      throw new PhoenixTransportError('INVALID_INPUT', `hub ${JSON.stringify(address)} is not a multiaddr: ${(error as Error).message}`)
+    }
+    this.routing.addHub(address)
+    this.scheduleDrain()
+  }
+
   addName(name: string): void {
     this.routing.addName(name)
     this.scheduleDrain()

@@ -97,12 +97,17 @@ async function runNode(options: { listen: string[]; hub: string[]; name: string[
           await phoenix.send(name, await readBody(req), { ack: url.searchParams.get('ack') === '1', routeWaitMs: Number(url.searchParams.get('waitMs') ?? 10_000) })
           return reply(res, 200, { sent: true, name, ms: +(performance.now() - t0).toFixed(2), route: phoenix.resolve(name) })
         }
+        if (req.method === 'POST' && url.pathname === '/hubs') {
+          const added = url.searchParams.getAll('add')
+          for (const hub of added) phoenix.addHub(hub)
+          return reply(res, 200, { added: added.length })
+        }
         if (req.method === 'POST' && url.pathname === '/names') {
           for (const name of url.searchParams.getAll('add')) phoenix.addName(name)
           for (const name of url.searchParams.getAll('remove')) phoenix.removeName(name)
           return reply(res, 200, { names: phoenix.names })
         }
-        reply(res, 404, { error: 'NOT_FOUND', message: 'GET /routes /peers /metrics /status, POST /send?name=&ack=1, POST /names?add=&remove=' })
+        reply(res, 404, { error: 'NOT_FOUND', message: 'GET /routes /peers /metrics /status, POST /send?name=&ack=1, POST /names?add=&remove=, POST /hubs?add=' })
       } catch (error) {
         const code = error instanceof PhoenixTransportError ? error.code : 'ERROR'
         reply(res, code === 'NO_ROUTE' ? 404 : code === 'QUEUE_FULL' ? 503 : 400, { error: code, message: (error as Error).message })
