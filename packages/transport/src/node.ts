@@ -2,6 +2,7 @@ import { noise } from '@chainsafe/libp2p-noise'
 import { yamux } from '@chainsafe/libp2p-yamux'
 import { generateKeyPair } from '@libp2p/crypto/keys'
 import type { ConnectionGater, PrivateKey } from '@libp2p/interface'
+import { preSharedKey } from '@libp2p/pnet'
 import { tcp } from '@libp2p/tcp'
 import type { Multiaddr } from '@multiformats/multiaddr'
 import { createLibp2p, type Libp2p } from 'libp2p'
@@ -14,6 +15,27 @@ export interface OverlayNodeOptions extends PhoenixInit {
   privateKey?: PrivateKey
   /** Who may dial whom (an emulated firewall); everything is allowed if absent. */
   connectionGater?: ConnectionGater
+  /**
+   * A private network: the pre-shared key (libp2p pnet's swarm-key format, as made by
+   * `generateKey` from `@libp2p/pnet`). A node without the same key cannot complete a handshake,
+   * so it can neither join nor be routed through.
+   */
+  privateNetworkKey?: Uint8Array
+  /** Peer ids allowed to connect, in either direction; absent = anyone (with the key, if one is set). */
+  allowedPeers?: string[]
+}
+
+/** The caller's gater, narrowed to `allowedPeers` when a list is given. */
+function membershipGater(gater: ConnectionGater | undefined, allowedPeers: string[] | undefined): ConnectionGater | undefined {
+  if (allowedPeers === undefined) return gater
+  const allowed = new Set(allowedPeers)
+  const outsider = (peer: { toString(): string }) => !allowed.has(peer.toString())
+  return {
+    ...gater,
+    denyDialPeer: async (peer) => outsider(peer) || ((await gater?.denyDialPeer?.(peer)) ?? false),
+    denyInboundEncryptedConnection: async (peer, conn) => outsider(peer) || ((await gater?.denyInboundEncryptedConnection?.(peer, conn)) ?? false),
+    denyOutboundEncryptedConnection: async (peer, conn) => outsider(peer) || ((await gater?.denyOutboundEncryptedConnection?.(peer, conn)) ?? false),
+  }
 }
 
 /**
@@ -31,14 +53,16 @@ export interface OverlayNodeOptions extends PhoenixInit {
  *   so it is off.
  */
 export async function createPhoenixLibp2p(options: OverlayNodeOptions): Promise<{ libp2p: Libp2p<{ phoenix: PhoenixNode }>; phoenix: PhoenixNode }> {
-  const { listen, privateKey, connectionGater, ...init } = options
+  const { listen, privateKey, connectionGater, privateNetworkKey, allowedPeers, ...init } = options
+  const gater = membershipGater(connectionGater, allowedPeers)
   const libp2p = await createLibp2p({
     privateKey: privateKey ?? (await generateKeyPair('Ed25519')),
     addresses: { listen },
     transports: [tcp()],
     connectionEncrypters: [noise()],
     streamMuxers: [yamux()],
-    ...(connectionGater !== undefined ? { connectionGater } : {}),
+    ...(gater !== undefined ? { connectionGater: gater } : {}),
+    ...(privateNetworkKey !== undefined ? { connectionProtector: preSharedKey({ psk: privateNetworkKey }) } : {}),
     connectionManager: {
       inboundConnectionThreshold: 10_000,
       maxIncomingPendingConnections: 1_024,

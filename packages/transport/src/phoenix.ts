@@ -364,9 +364,22 @@ export class PhoenixNode extends EventTarget implements Startable {
     }
   }
 
+  /**
+   * The core's forwarding decision, except that a node we have a link to is reachable in one hop
+   * even before its record has reached our table (it connected a moment ago): an ack to a node
+   * that just sent us its first message must not be dropped for want of a route.
+   */
+  private decide(destination: string, hopLimit: number): ReturnType<PhoenixCore['forward']> {
+    const decision = this.routing.forward(destination, hopLimit)
+    if (decision.action === 'drop' && decision.reason === 'no-route' && hopLimit > 0 && this.links.has(destination)) {
+      return { action: 'forward', nextHop: destination, hopLimit: hopLimit - 1 }
+    }
+    return decision
+  }
+
   /** A data frame here: deliver it if it is for us, else pass it on or say why not. */
   private routeData(data: DataFrame, fromPeer: string | undefined): void {
-    const decision = this.routing.forward(data.destination, data.hopLimit)
+    const decision = this.decide(data.destination, data.hopLimit)
     if (decision.action === 'deliver') {
       if (data.name !== '' && !this.routing.names.includes(data.name)) return this.bounce(data, 'no-such-name')
       if (!this.deliver({ from: data.source, name: data.name, payload: data.payload, hops: this.routing.limits.hopLimit - data.hopLimit })) return this.bounce(data, 'queue-full')
@@ -397,7 +410,7 @@ export class PhoenixNode extends EventTarget implements Startable {
   /** Acks and undeliverable notices travel like data, toward the original source; they are never bounced. */
   private routeControl(frame: Extract<Frame, { kind: 'ack' | 'undeliverable' }>): void {
     const header: AckFrame | UndeliverableFrame = frame.kind === 'ack' ? frame.ack : frame.undeliverable
-    const decision = this.routing.forward(header.destination, header.hopLimit)
+    const decision = this.decide(header.destination, header.hopLimit)
     if (decision.action === 'deliver') {
       const pending = this.pendingAcks.get(header.messageId)
       if (pending === undefined) {

@@ -66,8 +66,29 @@ function callControl(endpoint: ControlEndpoint, method: string, path: string, bo
   })
 }
 
-async function runNode(options: { listen: string[]; hub: string[]; name: string[]; key?: string; control?: ControlEndpoint; mode: 'optimized' | 'naive'; sign: boolean; discovery: boolean }): Promise<void> {
+interface NodeOptions {
+  listen: string[]
+  hub: string[]
+  name: string[]
+  key?: string
+  control?: ControlEndpoint
+  mode: 'optimized' | 'naive'
+  sign: boolean
+  discovery: boolean
+  psk?: string
+  allow: string[]
+}
+
+async function runNode(options: NodeOptions): Promise<void> {
   const privateKey = options.key !== undefined ? await loadOrCreateKey(options.key) : await generateKeyPair('Ed25519')
+  let privateNetworkKey: Uint8Array | undefined
+  if (options.psk !== undefined) {
+    try {
+      privateNetworkKey = new Uint8Array(await readFile(options.psk))
+    } catch (error) {
+      throw new Error(`--psk ${options.psk}: cannot read the private network key (${(error as Error).message})`)
+    }
+  }
   const { libp2p, phoenix } = await createPhoenixLibp2p({
     listen: options.listen,
     hubs: options.hub,
@@ -76,6 +97,8 @@ async function runNode(options: { listen: string[]; hub: string[]; name: string[
     signRecords: options.sign,
     discovery: options.discovery,
     privateKey,
+    ...(privateNetworkKey !== undefined ? { privateNetworkKey } : {}),
+    ...(options.allow.length > 0 ? { allowedPeers: options.allow } : {}),
   })
   console.log(`phoenix node ${libp2p.peerId.toString()} listening on ${libp2p.getMultiaddrs().map(String).join(' ')}`)
   console.log(`names: ${phoenix.names.join(', ') || '(none)'}; hubs: ${options.hub.length}`)
@@ -149,7 +172,9 @@ export function registerNodeCommands(program: Command): void {
     .addOption(new Option('--mode <mode>', 'routing mode').choices(['optimized', 'naive']).default('optimized'))
     .option('--no-sign', 'do not sign and verify origin records')
     .option('--no-discovery', 'dial only the --hub addresses (give it every connection it should open)')
-    .action(async (options: { listen: string[]; hub: string[]; name: string[]; key?: string; control?: ControlEndpoint; mode: 'optimized' | 'naive'; sign: boolean; discovery: boolean }) => {
+    .option('--psk <file>', 'join only the private network with this pre-shared key (libp2p pnet swarm key)')
+    .option('--allow <peerId>', 'accept and dial only these peers (repeatable)', collect, [] as string[])
+    .action(async (options: NodeOptions) => {
       if (options.listen.length === 0) options.listen = ['/ip4/127.0.0.1/tcp/0']
       await runNode(options)
     })
