@@ -6,10 +6,6 @@ export class Metrics {
     this.counters.set(name, (this.counters.get(name) ?? 0) + by)
   }
 
-  add(name: string, by: number): void {
-    this.count(name, by)
-  }
-
   get(name: string): number {
     return this.counters.get(name) ?? 0
   }

@@ -228,7 +228,6 @@ export class PhoenixNode extends EventTarget implements Startable {
         if (link === undefined) continue // gone already: the core hears connectionDown
         for (const frame of encodeUpdateFrames(effect.message)) {
           this.metrics.count('updates_sent')
-          this.metrics.count('update_entries_sent', 0)
           if (!link.send(frame)) {
             // Routing updates are never dropped: a neighbour that cannot take them is disconnected,
             // and the core resends its table when the connection comes back.
@@ -304,8 +303,8 @@ export class PhoenixNode extends EventTarget implements Startable {
   }
 
   private onLinkClosed(link: NeighbourLink, reason: string): void {
-    this.metrics.add('bytes_sent', link.bytesSent)
-    this.metrics.add('bytes_received', link.bytesReceived)
+    this.metrics.count('bytes_sent', link.bytesSent)
+    this.metrics.count('bytes_received', link.bytesReceived)
     if (this.links.get(link.peer) !== link) return
     this.links.delete(link.peer)
     this.log('neighbour %s down: %s', link.peer, reason)
