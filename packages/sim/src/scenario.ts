@@ -37,6 +37,14 @@ export interface ProcessingSpec {
   readonly perEntryUs: number
   /** CPU a node spends on each connection it opens or accepts. */
   readonly perConnectionUs: number
+  /**
+   * CPU to sign this node's own origin record, and to verify a record received for the first
+   * time. Both 0 (the default) leaves records unsigned, as in the paper; any non-zero value gives
+   * every core a modelled record authority, so the core decides exactly when to sign and verify
+   * and the simulator charges these costs (measured: packages/transport/bench/records.ts).
+   */
+  readonly perRecordSignUs: number
+  readonly perRecordVerifyUs: number
 }
 
 /** Nodes an event applies to: explicit ids, or a share of the non-gateway nodes (optionally of one subnet). */
@@ -76,7 +84,7 @@ export const DEFAULT_NETWORK: NetworkSpec = {
   crashDetectMs: 1000,
   firewall: 'drop',
 }
-export const DEFAULT_PROCESSING: ProcessingSpec = { perMessageUs: 50, perEntryUs: 2, perConnectionUs: 200 }
+export const DEFAULT_PROCESSING: ProcessingSpec = { perMessageUs: 50, perEntryUs: 2, perConnectionUs: 200, perRecordSignUs: 0, perRecordVerifyUs: 0 }
 
 const CORE_TIMING_KEYS = ['dialBackoffInitialMs', 'dialBackoffMaxMs', 'sendHoldForDialsMs', 'unreachableRetentionMs']
 
@@ -170,7 +178,7 @@ export function parseScenario(input: Json): Scenario {
   checkKeys(network, 'network', ['intraSubnet', 'interSubnet', 'connectSetupUs', 'synTimeoutMs', 'crashDetectMs', 'firewall'])
   const processing = input.processing ?? {}
   if (!isObject(processing)) fail('processing', 'must be an object')
-  checkKeys(processing, 'processing', ['perMessageUs', 'perEntryUs', 'perConnectionUs'])
+  checkKeys(processing, 'processing', ['perMessageUs', 'perEntryUs', 'perConnectionUs', 'perRecordSignUs', 'perRecordVerifyUs'])
   const coreTimingIn = input.coreTiming ?? {}
   if (!isObject(coreTimingIn)) fail('coreTiming', 'must be an object')
   checkKeys(coreTimingIn, 'coreTiming', CORE_TIMING_KEYS)
@@ -216,6 +224,8 @@ export function parseScenario(input: Json): Scenario {
       perMessageUs: optNum(processing, 'perMessageUs', 'processing', DEFAULT_PROCESSING.perMessageUs, 0, 1_000_000),
       perEntryUs: optNum(processing, 'perEntryUs', 'processing', DEFAULT_PROCESSING.perEntryUs, 0, 1_000_000),
       perConnectionUs: optNum(processing, 'perConnectionUs', 'processing', DEFAULT_PROCESSING.perConnectionUs, 0, 60_000_000),
+      perRecordSignUs: optNum(processing, 'perRecordSignUs', 'processing', DEFAULT_PROCESSING.perRecordSignUs, 0, 1_000_000),
+      perRecordVerifyUs: optNum(processing, 'perRecordVerifyUs', 'processing', DEFAULT_PROCESSING.perRecordVerifyUs, 0, 1_000_000),
     },
     startSpreadMs: optNum(input, 'startSpreadMs', '', 0, 0, 3_600_000),
     sampleEveryMs: optNum(input, 'sampleEveryMs', '', 250, 1, 3_600_000),

@@ -148,6 +148,29 @@ describe('strategies converge to correct tables', () => {
   })
 })
 
+describe('signed records (modelled cost)', () => {
+  it('each node verifies every other record once, signs its own, and pays for it in convergence time', () => {
+    const unsigned = simulate(threeSubnets(40)).result
+    const scenario = threeSubnets(40)
+    const signed = simulate({ ...scenario, processing: { ...scenario.processing, perRecordSignUs: 90, perRecordVerifyUs: 5000 } }).result
+    expect(unsigned.recordVerifications).toBe(0)
+    expect(signed.check.ok).toBe(true)
+    // The core checks a record when it first arrives, not on every copy: one verification per
+    // (node, other node) pair and no more; a node re-signs only if its seq changes (none here).
+    expect(signed.recordVerifications).toBe(40 * 39)
+    expect(signed.recordSigns).toBe(40)
+    // Same routing work, so the same entries; the 64-byte signatures make the bytes larger.
+    expect(signed.entries).toBe(unsigned.entries)
+    expect(signed.bytes).toBeGreaterThan(unsigned.bytes)
+    // 39 verifications at 5 ms each must delay every node by well over 100 ms.
+    expect(signed.convergenceMs).toBeGreaterThan(unsigned.convergenceMs + 100)
+  })
+
+  it('rejects a negative cost', () => {
+    expect(() => parseScenario({ ...(scenarioFile('paper-1-subnet.json') as object), processing: { perRecordVerifyUs: -1 } })).toThrow(/perRecordVerifyUs/)
+  })
+})
+
 describe('churn', () => {
   it('recovers from crashing half the nodes and restarting them', () => {
     const base = parseScenario(scenarioFile('paper-fig6-churn.json'))

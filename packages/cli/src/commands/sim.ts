@@ -25,6 +25,8 @@ export interface SimCommandOptions {
   strategy?: Strategy
   discovery?: Discovery
   sendHold?: number
+  signUs?: number
+  verifyUs?: number
   out?: string
   dumpTables?: string
   progress?: boolean
@@ -52,6 +54,11 @@ export function loadScenario(file: string, options: SimCommandOptions): Scenario
     ...(options.strategy !== undefined ? { strategy: options.strategy } : {}),
     ...(options.discovery !== undefined ? { discovery: options.discovery } : {}),
     ...(options.sendHold !== undefined ? { coreTiming: { ...scenario.coreTiming, sendHoldForDialsMs: options.sendHold } } : {}),
+    processing: {
+      ...scenario.processing,
+      ...(options.signUs !== undefined ? { perRecordSignUs: options.signUs } : {}),
+      ...(options.verifyUs !== undefined ? { perRecordVerifyUs: options.verifyUs } : {}),
+    },
   }
 }
 
@@ -65,6 +72,8 @@ export function registerSimCommand(program: Command): void {
     .option('--strategy <name>', `one of ${STRATEGIES.join(', ')}`, choice('--strategy', STRATEGIES))
     .option('--discovery <mode>', 'hubs: only gateways known at start; all: every address given', choice('--discovery', DISCOVERIES))
     .option('--send-hold <ms>', "core timing sendHoldForDialsMs (overrides the file's coreTiming)", integer('--send-hold', 0, 3_600_000))
+    .option('--sign-us <µs>', 'CPU to sign an origin record (processing.perRecordSignUs; with --verify-us, 0 = unsigned records)', integer('--sign-us', 0, 1_000_000))
+    .option('--verify-us <µs>', 'CPU to verify a received origin record (processing.perRecordVerifyUs); measure with packages/transport/bench/records.ts', integer('--verify-us', 0, 1_000_000))
     .option('--out <dir>', 'write result.json and samples.csv here (otherwise the result goes to stdout)')
     .option('--dump-tables <file>', 'write the final nodes, connections and tables as JSON')
     .option('--progress', 'when stderr is not a terminal, print a progress line every 5 s (on a terminal the bar is always shown)')
