@@ -73,8 +73,8 @@ interface InboxItem {
   /** Which connection to `from` it arrived on: news from a closed connection is stale. */
   readonly connection: number
   readonly message: UpdateMessage
-  /** Destinations it names that we did not know when it arrived (counted against the sender until applied). */
-  readonly unknownDestinations: number
+  /** Distinct destinations it names that we did not know when it arrived (counted against the sender until applied). */
+  readonly unknownDestinations: readonly NodeId[]
 }
 
 /**
@@ -130,7 +130,12 @@ export class PhoenixCore {
   private left = false
   /** Per neighbour: destinations it introduced (still in the table), and its update token bucket. */
   private readonly introducedBy = new Map<NodeId, number>()
-  private readonly introducingQueued = new Map<NodeId, number>()
+  /**
+   * Per neighbour, the unknown destinations named by its updates still in the inbox, each with the
+   * number of queued updates naming it: a destination counts once against the neighbour however
+   * often it is repeated before it is applied. Bounded by the inbox (inboxMessagesMax).
+   */
+  private readonly introducingQueued = new Map<NodeId, Map<NodeId, number>>()
   private readonly updateBudget = new Map<NodeId, { tokens: number; atMs: number }>()
   private readonly counters = { recordsVerified: 0, peersDropped: 0, messagesReceived: 0, entriesReceived: 0, messagesSent: 0, entriesSent: 0, destinationsRefused: 0, entriesExpired: 0 }
 
@@ -245,10 +250,16 @@ export class PhoenixCore {
     }
     const unknown = this.checkMessage(message)
     if (this.inbox.length - this.inboxHead >= this.limits.inboxMessagesMax) return false
-    this.policePeer(from, message.entries.length, unknown, nowMs)
+    let queued = this.introducingQueued.get(from)
+    let fresh = 0
+    for (const destination of unknown) if (queued?.has(destination) !== true) fresh++
+    this.policePeer(from, message.entries.length, (queued?.size ?? 0) + fresh, nowMs)
     this.verifyRecords(from, message)
     this.inbox.push({ from, connection: this.connectionOf.get(from)!, message, unknownDestinations: unknown })
-    this.introducingQueued.set(from, (this.introducingQueued.get(from) ?? 0) + unknown)
+    if (unknown.length > 0) {
+      if (queued === undefined) this.introducingQueued.set(from, (queued = new Map()))
+      for (const destination of unknown) queued.set(destination, (queued.get(destination) ?? 0) + 1)
+    }
     this.counters.messagesReceived++
     this.counters.entriesReceived += message.entries.length
     return true
@@ -394,6 +405,17 @@ export class PhoenixCore {
 
   // ---------------------------------------------------------------- applying updates
 
+  private dequeueIntroductions(item: InboxItem): void {
+    if (item.unknownDestinations.length === 0) return
+    const queued = this.introducingQueued.get(item.from)!
+    for (const destination of item.unknownDestinations) {
+      const count = queued.get(destination)! - 1
+      if (count === 0) queued.delete(destination)
+      else queued.set(destination, count)
+    }
+    if (queued.size === 0) this.introducingQueued.delete(item.from)
+  }
+
   private applyInbox(maxMessages: number): { messages: number; entries: number } {
     let messages = 0
     let entries = 0
@@ -402,7 +424,7 @@ export class PhoenixCore {
       this.inbox[this.inboxHead++] = undefined as unknown as InboxItem
       messages++
       entries += item.message.entries.length
-      this.introducingQueued.set(item.from, (this.introducingQueued.get(item.from) ?? 0) - item.unknownDestinations)
+      this.dequeueIntroductions(item)
       // The connection it came on may have closed since (and maybe reopened, e.g. the sender
       // restarted): its news is then stale, and applying it could mark the new incarnation as
       // already holding entries it never got.
@@ -945,13 +967,13 @@ export class PhoenixCore {
   }
 
   /** Disconnects a neighbour that introduces too many destinations or sends too many entries. */
-  private policePeer(from: NodeId, entries: number, unknownDestinations: number, nowMs: number): void {
+  private policePeer(from: NodeId, entries: number, pendingIntroductions: number, nowMs: number): void {
     const drop = (why: string): never => {
       this.counters.peersDropped++
       this.pendingCloses.push({ type: 'close', peer: from, reason: why })
       throw new PhoenixError('LIMIT_EXCEEDED', `peer ${from} dropped: ${why}`)
     }
-    const introduced = (this.introducedBy.get(from) ?? 0) + (this.introducingQueued.get(from) ?? 0) + unknownDestinations
+    const introduced = (this.introducedBy.get(from) ?? 0) + pendingIntroductions
     if (introduced > this.limits.destinationsPerNeighbourMax) {
       drop(`it introduced ${introduced} destinations, more than destinationsPerNeighbourMax (${this.limits.destinationsPerNeighbourMax})`)
     }
@@ -965,8 +987,8 @@ export class PhoenixCore {
     }
   }
 
-  /** Checks a whole update; returns how many of its destinations we do not know yet. */
-  private checkMessage(message: UpdateMessage): number {
+  /** Checks a whole update; returns its distinct destinations that we do not know yet. */
+  private checkMessage(message: UpdateMessage): NodeId[] {
     const bad = (why: string): never => {
       throw new PhoenixError('INVALID_INPUT', `malformed update: ${why}`)
     }
@@ -977,7 +999,7 @@ export class PhoenixCore {
     for (const id of message.neighbourSlots) if (typeof id !== 'string' || id.length > this.limits.nodeIdLengthMax) bad('neighbour slot is not a node id')
     const maxTransBytes = Math.ceil(message.neighbourSlots.length / 8)
     for (const set of message.transSets) if (!(set instanceof Uint8Array) || set.length > maxTransBytes) bad('trans set wider than the neighbour slots')
-    let unknown = 0
+    let unknown: Set<NodeId> | undefined
     for (const entry of message.entries) {
       if (typeof entry !== 'object' || entry === null) bad('entry is not an object')
       this.checkNodeId(entry.destination, 'entry destination')
@@ -990,11 +1012,12 @@ export class PhoenixCore {
       if (entry.signature !== undefined && (!(entry.signature instanceof Uint8Array) || entry.signature.length > this.limits.signatureBytesMax)) {
         bad(`signature for ${entry.destination} is not bytes or longer than signatureBytesMax (${this.limits.signatureBytesMax})`)
       }
-      if (!this.table.has(entry.destination)) unknown++
+      if (!this.table.has(entry.destination)) (unknown ??= new Set()).add(entry.destination)
     }
-    if (unknown > 0 && this.table.size + unknown > this.limits.destinationsMax) {
+    if (unknown === undefined) return []
+    if (this.table.size + unknown.size > this.limits.destinationsMax) {
       throw new PhoenixError('LIMIT_EXCEEDED', `update would grow the table past destinationsMax (${this.limits.destinationsMax})`)
     }
-    return unknown
+    return [...unknown]
   }
 }

@@ -169,6 +169,23 @@ describe('a misbehaving neighbour', () => {
     expect(core.stats().peersDropped).toBe(1)
   })
 
+  it('counts a new destination once, however often it is repeated before being applied (found by the inbound fuzz)', () => {
+    const core = new PhoenixCore({ id: 'u', limits: { destinationsPerNeighbourMax: 2 } })
+    core.connectionUp('a', 0)
+    // One destination three times in one update, then again in a second update still queued.
+    core.receive('a', update([advert('v1', 2, 0), advert('v1', 2, 1), advert('v1', 2, 2)]), 0)
+    core.receive('a', update([advert('v1', 4, 0), advert('v2', 2, 0)]), 0)
+    expect(core.stats().peersDropped).toBe(0)
+    // A third distinct one is still too many, queued or applied.
+    expect(() => core.receive('a', update([advert('v3', 2, 0)]), 0)).toThrow(/introduced 3 destinations/)
+    const again = new PhoenixCore({ id: 'u', limits: { destinationsPerNeighbourMax: 2 } })
+    again.connectionUp('a', 0)
+    again.receive('a', update([advert('v1', 2, 0), advert('v2', 2, 0)]), 0)
+    drain(again)
+    again.receive('a', update([advert('v1', 4, 0), advert('v2', 4, 0)]), 0)
+    expect(() => again.receive('a', update([advert('v3', 2, 0)]), 0)).toThrow(/introduced 3 destinations/)
+  })
+
   it('is dropped when it floods updates faster than its token bucket refills', () => {
     const core = new PhoenixCore({ id: 'u', limits: { updateEntriesPerSecondMax: 10, updateEntriesBurstMax: 20 } })
     core.connectionUp('a', 0)

@@ -35,6 +35,8 @@ export class NeighbourLink {
     /** Handles one frame; false = cannot take it now (pause and retry it on `resume`). */
     private readonly onFrame: (frame: Uint8Array) => boolean,
     private readonly onClose: (link: NeighbourLink, reason: string) => void,
+    /** The byte stream cannot be split into frames (bad length prefix): the neighbour misbehaves. */
+    private readonly onBadFraming: (link: NeighbourLink, reason: string) => void,
     /** The outbound queue emptied: frames held elsewhere for want of room here may move now. */
     private readonly onDrained: () => void = () => {},
   ) {
@@ -92,9 +94,12 @@ export class NeighbourLink {
   }
 
   private receive(data: Uint8Array | Uint8ArrayList): void {
+    // A neighbour dropped for a bad frame is heard no more, not even the rest of the same delivery.
+    if (this.closed) return
     this.bytesReceived += data.byteLength
     try {
       for (const frame of this.decoder.decode(data)) {
+        if (this.closed) return
         const bytes = frame.subarray()
         if (this.held.length > 0 || !this.onFrame(bytes)) {
           this.held.push(bytes)
@@ -102,13 +107,17 @@ export class NeighbourLink {
         }
       }
     } catch (error) {
-      this.abort(`undecodable framing: ${(error as Error).message}`)
+      this.onBadFraming(this, `undecodable framing: ${(error as Error).message}`)
     }
   }
 
   /** Retries the frames held back while paused; resumes reading once all are taken. */
   resume(): void {
-    while (this.held.length > 0) {
+    if (this.closed) {
+      this.held.length = 0
+      return
+    }
+    while (this.held.length > 0 && !this.closed) {
       if (!this.onFrame(this.held[0]!)) return
       this.held.shift()
     }
@@ -133,6 +142,7 @@ export class NeighbourLink {
     this.closed = true
     this.queue.length = 0
     this.queuedBytes = 0
+    this.held.length = 0
     this.onClose(this, reason)
   }
 }

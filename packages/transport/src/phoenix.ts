@@ -46,6 +46,14 @@ export interface ReceivedMessage {
   readonly hops: number
 }
 
+/** Why a neighbour was disconnected for breaking the protocol (the `peer:dropped` event). */
+export interface PeerDropped {
+  readonly peer: string
+  /** 'wire': bytes that are not a valid frame; 'routing': an update the core refused (a forged or unsigned record, a flood, a malformed entry). */
+  readonly kind: 'wire' | 'routing'
+  readonly reason: string
+}
+
 export interface SendOptions {
   /** Resolve only once the destination acknowledges receipt (default false: once handed to the next hop). */
   ack?: boolean
@@ -294,6 +302,7 @@ export class PhoenixNode extends EventTarget implements Startable {
       this.log,
       (bytes): boolean => this.onFrame(link, bytes),
       (closed, reason) => this.onLinkClosed(closed, reason),
+      (bad, reason) => this.dropPeer(bad, 'wire', reason),
       () => this.scheduleDrain(),
     )
     this.links.set(peer, link)
@@ -317,15 +326,28 @@ export class PhoenixNode extends EventTarget implements Startable {
 
   // ------------------------------------------------------------------ frames in
 
+  /**
+   * Disconnects a neighbour that broke the protocol, saying why in the log, in the metrics
+   * (`peers_dropped`, and `frames_rejected` for bytes that did not decode) and in a `peer:dropped`
+   * event. It may connect again; the core polices it afresh (its limits and its records).
+   */
+  private dropPeer(link: NeighbourLink, kind: PeerDropped['kind'], reason: string): void {
+    if (!link.isOpen) return
+    this.metrics.count('peers_dropped')
+    if (kind === 'wire') this.metrics.count('frames_rejected')
+    this.log.error('dropping neighbour %s (%s): %s', link.peer, kind, reason)
+    link.abort(reason)
+    this.dispatchEvent(new CustomEvent<PeerDropped>('peer:dropped', { detail: { peer: link.peer, kind, reason } }))
+  }
+
   private onFrame(link: NeighbourLink, bytes: Uint8Array): boolean {
     const core = this.core
-    if (core === undefined || core.hasLeft) return true
+    if (core === undefined || core.hasLeft || !link.isOpen) return true
     let frame: Frame
     try {
       frame = decodeFrame(bytes)
     } catch (error) {
-      this.metrics.count('frames_rejected')
-      link.abort(`undecodable frame: ${error instanceof WireError ? error.message : String(error)}`)
+      this.dropPeer(link, 'wire', `undecodable frame: ${error instanceof WireError ? error.message : String(error)}`)
       return true
     }
     switch (frame.kind) {
@@ -334,9 +356,7 @@ export class PhoenixNode extends EventTarget implements Startable {
         try {
           accepted = core.receive(link.peer, frame.update, this.now())
         } catch (error) {
-          this.metrics.count('peers_dropped')
-          this.log.error('dropping %s: %s', link.peer, (error as Error).message)
-          link.abort(error instanceof PhoenixError ? error.message : String(error))
+          this.dropPeer(link, 'routing', error instanceof PhoenixError ? error.message : String(error))
           return true
         }
         if (!accepted) return false
