@@ -119,7 +119,7 @@ export function decodeFrame(bytes: Uint8Array, overrides: Partial<WireLimits> = 
     const d = decoded.data
     check.id('data.source', d.source)
     check.id('data.destination', d.destination)
-    check.chars('data.name', d.name, limits.nameCharsMax, true)
+    check.text('data.name', d.name, limits.nameBytesMax, true)
     check.max('data.hopLimit', d.hopLimit, limits.hopLimitMax)
     check.max('data.payload bytes', d.payload.length, limits.payloadBytesMax)
     return { kind: 'data', data: { source: d.source, destination: d.destination, name: d.name, hopLimit: d.hopLimit, messageId: d.messageId, ackRequested: d.ackRequested, payload: d.payload } }
@@ -147,29 +147,49 @@ class Checker {
     if (value > max) throw new WireError('LIMIT_EXCEEDED', `${field} is ${value}, more than ${max}`)
   }
 
-  chars(field: string, value: string, max: number, allowEmpty = false): void {
-    if (value.length > max) throw new WireError('LIMIT_EXCEEDED', `${field} has ${value.length} characters, more than ${max}`)
+  /** A string field, measured in the UTF-8 bytes it took on the wire. */
+  text(field: string, value: string, maxBytes: number, allowEmpty = false): void {
+    // Each UTF-16 unit is 1 to 3 UTF-8 bytes: only strings near the limit need counting.
+    if (value.length * 3 > maxBytes) {
+      const bytes = utf8Bytes(value)
+      if (bytes > maxBytes) throw new WireError('LIMIT_EXCEEDED', `${field} is ${bytes} bytes of UTF-8, more than ${maxBytes}`)
+    }
     if (!allowEmpty && value.length === 0) throw new WireError('MALFORMED', `${field} is empty`)
   }
 
   id(field: string, value: string): void {
-    this.chars(field, value, this.limits.nodeIdCharsMax)
+    this.text(field, value, this.limits.nodeIdBytesMax)
   }
 
   update(u: UpdateWire): UpdateMessage {
     const slots = u.neighbourSlots.length
-    u.neighbourSlots.forEach((id, i) => this.chars(`update.neighbourSlots[${i}]`, id, this.limits.nodeIdCharsMax, true))
+    u.neighbourSlots.forEach((id, i) => this.text(`update.neighbourSlots[${i}]`, id, this.limits.nodeIdBytesMax, true))
     u.transSets.forEach((set, i) => this.max(`update.transSets[${i}] bytes`, set.length, Math.ceil(slots / 8)))
     const entries = u.entries.map((e, i): RouteAdvert => {
       const at = `update.entries[${i}]`
       this.id(`${at}.destination`, e.destination)
       this.max(`${at}.nhops`, e.nhops, this.limits.nhopsMax)
-      e.names.forEach((n, j) => this.chars(`${at}.names[${j}]`, n, this.limits.nameCharsMax))
-      e.addresses.forEach((a, j) => this.chars(`${at}.addresses[${j}]`, a, this.limits.addressCharsMax))
+      e.names.forEach((n, j) => this.text(`${at}.names[${j}]`, n, this.limits.nameBytesMax))
+      e.addresses.forEach((a, j) => this.text(`${at}.addresses[${j}]`, a, this.limits.addressBytesMax))
       this.max(`${at}.signature bytes`, e.signature.length, this.limits.signatureBytesMax)
       if (e.transPlusOne > u.transSets.length) throw new WireError('MALFORMED', `${at}.trans refers to trans set ${e.transPlusOne - 1}, but there are ${u.transSets.length}`)
       return { destination: e.destination, seq: e.seq, nhops: e.nhops, names: e.names, addresses: e.addresses, trans: e.transPlusOne - 1, signature: e.signature }
     })
     return { neighbourSlots: u.neighbourSlots, transSets: u.transSets, entries }
   }
+}
+
+/** UTF-8 length of a decoded string (a lone surrogate was decoded as U+FFFD, 3 bytes). */
+function utf8Bytes(value: string): number {
+  let bytes = 0
+  for (let i = 0; i < value.length; i++) {
+    const unit = value.charCodeAt(i)
+    if (unit < 0x80) bytes += 1
+    else if (unit < 0x800) bytes += 2
+    else if (unit >= 0xd800 && unit <= 0xdbff && i + 1 < value.length && (value.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
+      bytes += 4
+      i++
+    } else bytes += 3
+  }
+  return bytes
 }

@@ -14,12 +14,15 @@ export const WIRE_LIMITS = {
   namesPerNodeMax: DEFAULT_LIMITS.namesPerNodeMax,
   /** Addresses in one entry (core's addressesPerNodeMax). */
   addressesPerEntryMax: DEFAULT_LIMITS.addressesPerNodeMax,
-  /** Characters in a node id (core's nodeIdLengthMax; a libp2p peer id is 52 or 59). */
-  nodeIdCharsMax: DEFAULT_LIMITS.nodeIdLengthMax,
-  /** Characters in a logical name (core's nameLengthMax). */
-  nameCharsMax: DEFAULT_LIMITS.nameLengthMax,
-  /** Characters in a physical address (core's addressLengthMax). */
-  addressCharsMax: DEFAULT_LIMITS.addressLengthMax,
+  /**
+   * UTF-8 bytes in a node id, a logical name and a physical address. The core counts these in
+   * UTF-16 code units (nodeIdLengthMax 128, nameLengthMax 256, addressLengthMax 512); one unit
+   * takes at most 3 UTF-8 bytes, so 3x the core's limit is the least that never refuses on the
+   * wire what the core accepts. The core then checks the characters, and drops a peer over them.
+   */
+  nodeIdBytesMax: 3 * DEFAULT_LIMITS.nodeIdLengthMax,
+  nameBytesMax: 3 * DEFAULT_LIMITS.nameLengthMax,
+  addressBytesMax: 3 * DEFAULT_LIMITS.addressLengthMax,
   /** Bytes in a record signature (core's signatureBytesMax). */
   signatureBytesMax: DEFAULT_LIMITS.signatureBytesMax,
   /** Bytes of application payload in one data frame: the frame less room for its header. */

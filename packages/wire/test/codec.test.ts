@@ -1,6 +1,6 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import type { RouteAdvert, UpdateMessage } from '@phoenix-overlay/core'
+import { DEFAULT_LIMITS, type RouteAdvert, type UpdateMessage } from '@phoenix-overlay/core'
 import { WIRE_LIMITS, WireError, decodeFrame, encodeFrame, encodedUpdateSize, splitUpdate, type Frame } from '../src/index.ts'
 
 const seed = Number(process.env.PHOENIX_SEED ?? Date.now() % 2 ** 31)
@@ -90,9 +90,10 @@ describe('wire codec', () => {
     const update = (entries: RouteAdvert[], extra: Partial<UpdateMessage> = {}): Frame => ({ kind: 'update', update: { neighbourSlots: [], transSets: [], entries, ...extra } })
     const cases: [Frame, RegExp][] = [
       [update([advert({ names: Array.from({ length: 65 }, (_, i) => `n${i}`) })]), /too many elements/],
-      [update([advert({ destination: 'x'.repeat(129) })]), /entries\[0\]\.destination has 129 characters/],
+      [update([advert({ destination: 'x'.repeat(385) })]), /entries\[0\]\.destination is 385 bytes of UTF-8, more than 384/],
       [update([advert({ nhops: 256 })]), /entries\[0\]\.nhops is 256/],
-      [update([advert({ names: ['y'.repeat(257)] })]), /names\[0\] has 257 characters/],
+      [update([advert({ names: ['€'.repeat(257)] })]), /names\[0\] is 771 bytes of UTF-8, more than 768/],
+      [update([advert({ addresses: ['/dns4/' + '😀'.repeat(384)] })]), /addresses\[0\] is 1542 bytes of UTF-8, more than 1536/],
       [update([advert({ trans: 0 })]), /refers to trans set 0, but there are 0/],
       [update([], { neighbourSlots: ['a'], transSets: [Uint8Array.of(1, 2)] }), /transSets\[0\] bytes is 2, more than 1/],
       [update(Array.from({ length: WIRE_LIMITS.entriesPerUpdateMax + 1 }, (_, i) => advert({ destination: `d${i}` }))), /too many elements/],
@@ -103,6 +104,12 @@ describe('wire codec', () => {
     expect(() => decodeFrame(new Uint8Array(WIRE_LIMITS.frameBytesMax + 1))).toThrow(/frameBytesMax/)
     expect(() => encodeFrame({ kind: 'data', data: { source: 's', destination: 'd', name: '', hopLimit: 1, messageId: 1, ackRequested: false, payload: new Uint8Array(200) } }, 100)).toThrow(WireError)
     expect(() => decodeFrame(new Uint8Array(0))).toThrow(/exactly one of/)
+  })
+
+  it('never refuses what the core accepts: its longest names, ids and addresses, in 3-byte characters', () => {
+    const longest = { destination: '€'.repeat(DEFAULT_LIMITS.nodeIdLengthMax), names: ['€'.repeat(DEFAULT_LIMITS.nameLengthMax)], addresses: ['€'.repeat(DEFAULT_LIMITS.addressLengthMax)] }
+    const frame: Frame = { kind: 'update', update: { neighbourSlots: [], transSets: [], entries: [{ ...longest, seq: 2, nhops: 1, trans: -1 }] } }
+    expect(decodeFrame(encodeFrame(frame))).toMatchObject({ update: { entries: [longest] } })
   })
 
   it('a truncated frame is refused with a WireError', () => {
