@@ -54,6 +54,13 @@ export const DEFAULT_LIMITS = {
    */
   destinationsPerNeighbourMax: 32_768,
   /**
+   * Logical names carried by the records of the destinations one neighbour introduced. A record
+   * may carry namesPerNodeMax (64) names, so destinationsPerNeighbourMax alone would let one peer
+   * fill 2 M names (up to 1 GiB of strings); real nodes own a handful, so 4 per destination on
+   * average is generous and bounds a peer to about 64 MiB of names.
+   */
+  namesPerNeighbourMax: 131_072,
+  /**
    * Entries one neighbour may send us per second, on average (token bucket; the burst is
    * `updateEntriesBurstMax`). Steady-state updates are a trickle; this stops a flood.
    */

@@ -73,8 +73,8 @@ interface InboxItem {
   /** Which connection to `from` it arrived on: news from a closed connection is stale. */
   readonly connection: number
   readonly message: UpdateMessage
-  /** Distinct destinations it names that we did not know when it arrived (counted against the sender until applied). */
-  readonly unknownDestinations: readonly NodeId[]
+  /** Distinct destinations it names that we did not know when it arrived, with their names counts (counted against the sender until applied). */
+  readonly unknownDestinations: ReadonlyMap<NodeId, number>
 }
 
 /**
@@ -130,12 +130,15 @@ export class PhoenixCore {
   private left = false
   /** Per neighbour: destinations it introduced (still in the table), and its update token bucket. */
   private readonly introducedBy = new Map<NodeId, number>()
+  /** Per neighbour: logical names carried by the records of the destinations it introduced. */
+  private readonly introducedNamesBy = new Map<NodeId, number>()
   /**
    * Per neighbour, the unknown destinations named by its updates still in the inbox, each with the
-   * number of queued updates naming it: a destination counts once against the neighbour however
-   * often it is repeated before it is applied. Bounded by the inbox (inboxMessagesMax).
+   * number of queued updates naming it and the most names it was given: a destination counts once
+   * against the neighbour however often it is repeated before it is applied. Bounded by the inbox
+   * (inboxMessagesMax).
    */
-  private readonly introducingQueued = new Map<NodeId, Map<NodeId, number>>()
+  private readonly introducingQueued = new Map<NodeId, { readonly destinations: Map<NodeId, { messages: number; names: number }>; names: number }>()
   private readonly updateBudget = new Map<NodeId, { tokens: number; atMs: number }>()
   private readonly counters = { recordsVerified: 0, peersDropped: 0, messagesReceived: 0, entriesReceived: 0, messagesSent: 0, entriesSent: 0, destinationsRefused: 0, entriesExpired: 0 }
 
@@ -251,14 +254,27 @@ export class PhoenixCore {
     const unknown = this.checkMessage(message)
     if (this.inbox.length - this.inboxHead >= this.limits.inboxMessagesMax) return false
     let queued = this.introducingQueued.get(from)
-    let fresh = 0
-    for (const destination of unknown) if (queued?.has(destination) !== true) fresh++
-    this.policePeer(from, message.entries.length, (queued?.size ?? 0) + fresh, nowMs)
+    let destinations = queued?.destinations.size ?? 0
+    let names = queued?.names ?? 0
+    for (const [destination, count] of unknown) {
+      const already = queued?.destinations.get(destination)
+      if (already === undefined) destinations++
+      names += Math.max(0, count - (already?.names ?? 0))
+    }
+    this.policePeer(from, message.entries.length, destinations, names, nowMs)
     this.verifyRecords(from, message)
     this.inbox.push({ from, connection: this.connectionOf.get(from)!, message, unknownDestinations: unknown })
-    if (unknown.length > 0) {
-      if (queued === undefined) this.introducingQueued.set(from, (queued = new Map()))
-      for (const destination of unknown) queued.set(destination, (queued.get(destination) ?? 0) + 1)
+    if (unknown.size > 0) {
+      if (queued === undefined) this.introducingQueued.set(from, (queued = { destinations: new Map(), names: 0 }))
+      for (const [destination, count] of unknown) {
+        const already = queued.destinations.get(destination)
+        if (already === undefined) queued.destinations.set(destination, { messages: 1, names: count })
+        else {
+          already.messages++
+          already.names = Math.max(already.names, count)
+        }
+      }
+      queued.names = names
     }
     this.counters.messagesReceived++
     this.counters.entriesReceived += message.entries.length
@@ -406,14 +422,15 @@ export class PhoenixCore {
   // ---------------------------------------------------------------- applying updates
 
   private dequeueIntroductions(item: InboxItem): void {
-    if (item.unknownDestinations.length === 0) return
+    if (item.unknownDestinations.size === 0) return
     const queued = this.introducingQueued.get(item.from)!
-    for (const destination of item.unknownDestinations) {
-      const count = queued.get(destination)! - 1
-      if (count === 0) queued.delete(destination)
-      else queued.set(destination, count)
+    for (const destination of item.unknownDestinations.keys()) {
+      const pending = queued.destinations.get(destination)!
+      if (--pending.messages > 0) continue
+      queued.destinations.delete(destination)
+      queued.names -= pending.names
     }
-    if (queued.size === 0) this.introducingQueued.delete(item.from)
+    if (queued.destinations.size === 0) this.introducingQueued.delete(item.from)
   }
 
   private applyInbox(maxMessages: number): { messages: number; entries: number } {
@@ -534,6 +551,7 @@ export class PhoenixCore {
     entry.fwd = reachable ? from : undefined
     entry.changedAtMs = this.nowMs
     if (recordChanged) {
+      if (entry.introducedBy !== undefined) this.countIntroducedNames(entry.introducedBy, advert.names.length - previousNames.length)
       entry.names = advert.names
       entry.addresses = advert.addresses
       entry.signature = advert.signature ?? NO_SIGNATURE
@@ -879,7 +897,10 @@ export class PhoenixCore {
     for (const [destination, entry] of this.table) {
       if (entry === this.own || entry.reachable || entry.changedAtMs > cutoff || this.dirty.has(entry) || this.allDirty) continue
       this.table.delete(destination)
-      if (entry.introducedBy !== undefined) this.introducedBy.set(entry.introducedBy, (this.introducedBy.get(entry.introducedBy) ?? 1) - 1)
+      if (entry.introducedBy !== undefined) {
+        this.introducedBy.set(entry.introducedBy, (this.introducedBy.get(entry.introducedBy) ?? 1) - 1)
+        this.countIntroducedNames(entry.introducedBy, -entry.names.length)
+      }
       const previous = entry.names
       entry.names = []
       this.indexNames(entry, previous)
@@ -966,16 +987,28 @@ export class PhoenixCore {
     }
   }
 
-  /** Disconnects a neighbour that introduces too many destinations or sends too many entries. */
-  private policePeer(from: NodeId, entries: number, pendingIntroductions: number, nowMs: number): void {
+  private countIntroducedNames(peer: NodeId, delta: number): void {
+    if (delta !== 0) this.introducedNamesBy.set(peer, (this.introducedNamesBy.get(peer) ?? 0) + delta)
+  }
+
+  /**
+   * Disconnects a neighbour that introduces too many destinations or names, or sends too many
+   * entries. `pendingDestinations` / `pendingNames`: what its queued updates and this one would
+   * add, each new destination counted once.
+   */
+  private policePeer(from: NodeId, entries: number, pendingDestinations: number, pendingNames: number, nowMs: number): void {
     const drop = (why: string): never => {
       this.counters.peersDropped++
       this.pendingCloses.push({ type: 'close', peer: from, reason: why })
       throw new PhoenixError('LIMIT_EXCEEDED', `peer ${from} dropped: ${why}`)
     }
-    const introduced = (this.introducedBy.get(from) ?? 0) + pendingIntroductions
+    const introduced = (this.introducedBy.get(from) ?? 0) + pendingDestinations
     if (introduced > this.limits.destinationsPerNeighbourMax) {
       drop(`it introduced ${introduced} destinations, more than destinationsPerNeighbourMax (${this.limits.destinationsPerNeighbourMax})`)
+    }
+    const names = (this.introducedNamesBy.get(from) ?? 0) + pendingNames
+    if (names > this.limits.namesPerNeighbourMax) {
+      drop(`it introduced destinations with ${names} names, more than namesPerNeighbourMax (${this.limits.namesPerNeighbourMax})`)
     }
     const budget = this.updateBudget.get(from) ?? { tokens: this.limits.updateEntriesBurstMax, atMs: nowMs }
     budget.tokens = Math.min(this.limits.updateEntriesBurstMax, budget.tokens + ((nowMs - budget.atMs) * this.limits.updateEntriesPerSecondMax) / 1000)
@@ -987,8 +1020,8 @@ export class PhoenixCore {
     }
   }
 
-  /** Checks a whole update; returns its distinct destinations that we do not know yet. */
-  private checkMessage(message: UpdateMessage): NodeId[] {
+  /** Checks a whole update; returns its distinct destinations that we do not know yet, with the most names each is given. */
+  private checkMessage(message: UpdateMessage): Map<NodeId, number> {
     const bad = (why: string): never => {
       throw new PhoenixError('INVALID_INPUT', `malformed update: ${why}`)
     }
@@ -999,7 +1032,7 @@ export class PhoenixCore {
     for (const id of message.neighbourSlots) if (typeof id !== 'string' || id.length > this.limits.nodeIdLengthMax) bad('neighbour slot is not a node id')
     const maxTransBytes = Math.ceil(message.neighbourSlots.length / 8)
     for (const set of message.transSets) if (!(set instanceof Uint8Array) || set.length > maxTransBytes) bad('trans set wider than the neighbour slots')
-    let unknown: Set<NodeId> | undefined
+    let unknown: Map<NodeId, number> | undefined
     for (const entry of message.entries) {
       if (typeof entry !== 'object' || entry === null) bad('entry is not an object')
       this.checkNodeId(entry.destination, 'entry destination')
@@ -1012,12 +1045,17 @@ export class PhoenixCore {
       if (entry.signature !== undefined && (!(entry.signature instanceof Uint8Array) || entry.signature.length > this.limits.signatureBytesMax)) {
         bad(`signature for ${entry.destination} is not bytes or longer than signatureBytesMax (${this.limits.signatureBytesMax})`)
       }
-      if (!this.table.has(entry.destination)) (unknown ??= new Set()).add(entry.destination)
+      if (!this.table.has(entry.destination)) {
+        unknown ??= new Map()
+        unknown.set(entry.destination, Math.max(unknown.get(entry.destination) ?? 0, entry.names.length))
+      }
     }
-    if (unknown === undefined) return []
+    if (unknown === undefined) return NOTHING_UNKNOWN
     if (this.table.size + unknown.size > this.limits.destinationsMax) {
       throw new PhoenixError('LIMIT_EXCEEDED', `update would grow the table past destinationsMax (${this.limits.destinationsMax})`)
     }
-    return [...unknown]
+    return unknown
   }
 }
+
+const NOTHING_UNKNOWN: Map<NodeId, number> = new Map()

@@ -186,6 +186,24 @@ describe('a misbehaving neighbour', () => {
     expect(() => again.receive('a', update([advert('v3', 2, 0)]), 0)).toThrow(/introduced 3 destinations/)
   })
 
+  it('is dropped when the destinations it introduces carry more than namesPerNeighbourMax names', () => {
+    const core = new PhoenixCore({ id: 'u', limits: { namesPerNeighbourMax: 4 } })
+    core.connectionUp('a', 0)
+    core.connectionUp('b', 0)
+    // Repeated before being applied, a destination's names count once (its largest record).
+    core.receive('a', update([advert('v1', 2, 0, { names: ['x'] }), advert('v1', 2, 1, { names: ['x', 'y'] })]), 0)
+    core.receive('a', update([advert('v1', 2, 0, { names: ['x', 'y'] }), advert('v2', 2, 0, { names: ['z'] })]), 0)
+    drain(core)
+    expect(core.stats().peersDropped).toBe(0)
+    // v1's owner adds a name (a newer record, here via b): it still counts against a, who introduced v1.
+    core.receive('b', update([advert('v1', 4, 0, { names: ['x', 'y', 'y2'] })]), 0)
+    drain(core)
+    expect(() => core.receive('a', update([advert('v3', 2, 0, { names: ['w'] })]), 0)).toThrow(/introduced destinations with 5 names, more than namesPerNeighbourMax \(4\)/)
+    // b introduced nothing, so it has its own allowance.
+    core.receive('b', update([advert('w1', 2, 0, { names: ['p', 'q', 'r', 's'] })]), 0)
+    expect(core.stats().peersDropped).toBe(1)
+  })
+
   it('is dropped when it floods updates faster than its token bucket refills', () => {
     const core = new PhoenixCore({ id: 'u', limits: { updateEntriesPerSecondMax: 10, updateEntriesBurstMax: 20 } })
     core.connectionUp('a', 0)

@@ -17,8 +17,9 @@ const seed = Number(process.env.PHOENIX_SEED ?? Date.now() % 2 ** 31)
 const numRuns = Number(process.env.PHOENIX_FUZZ_RUNS ?? 10_000)
 console.log(`fast-check seed for the inbound handler fuzz: ${seed} (replay with PHOENIX_SEED=${seed}), ${numRuns} cases`)
 
-/** Small, so that a flood is a few frames; a legitimate peer here can introduce at most 4 destinations. */
+/** Small, so that a flood is a few frames; a legitimate peer here can introduce at most 4 destinations with 2 names each. */
 const DESTINATIONS_PER_NEIGHBOUR_MAX = 5
+const NAMES_PER_NEIGHBOUR_MAX = 8
 const OUR_NAME = 'mine'
 
 /** A stream whose bytes the test hands in; it records what the node writes and whether it was aborted. */
@@ -167,7 +168,7 @@ const validTraffic: fc.Arbitrary<Frame> = fc.oneof(
 /** Frames that decode but that the node must refuse, each by a different defence. */
 const refusedUpdate: fc.Arbitrary<Frame> = fc
   .record({
-    attack: fc.constantFrom('forged-signature', 'unsigned', 'signature-of-another-record', 'stolen-seq', 'duplicate-names', 'flood'),
+    attack: fc.constantFrom('forged-signature', 'unsigned', 'signature-of-another-record', 'stolen-seq', 'duplicate-names', 'flood', 'names-flood'),
     entry: validEntry,
     other: validEntry,
     bytes: fc.uint8Array({ minLength: 64, maxLength: 64 }),
@@ -195,6 +196,9 @@ const refusedUpdate: fc.Arbitrary<Frame> = fc
         break
       case 'flood':
         entries = Array.from({ length: DESTINATIONS_PER_NEIGHBOUR_MAX + 1 }, (_, i) => ({ ...entry, destination: `fake-${nonce}-${i}` }))
+        break
+      case 'names-flood':
+        entries = [{ ...entry, destination: `fake-${nonce}`, names: Array.from({ length: NAMES_PER_NEIGHBOUR_MAX + 1 }, (_, i) => `name-${i}`) }]
         break
     }
     return { kind: 'update', update: { neighbourSlots: [], transSets: [], entries } }
@@ -269,7 +273,7 @@ async function startNode(): Promise<Harness> {
     logger: defaultLogger(),
     events: new EventTarget(),
   } as unknown as PhoenixComponents
-  const node = new PhoenixNode(components, { names: [OUR_NAME], core: { limits: { destinationsPerNeighbourMax: DESTINATIONS_PER_NEIGHBOUR_MAX } } })
+  const node = new PhoenixNode(components, { names: [OUR_NAME], core: { limits: { destinationsPerNeighbourMax: DESTINATIONS_PER_NEIGHBOUR_MAX, namesPerNeighbourMax: NAMES_PER_NEIGHBOUR_MAX } } })
   await node.start()
   node.afterStart()
   const harness: Harness = { node, stream: new FakeStream(), dropped: [], delivered: 0 }
