@@ -1,5 +1,6 @@
 import type { RouteAdvert, UpdateMessage } from '@phoenix-overlay/core'
 import { WIRE_LIMITS, type WireLimits } from './constants.ts'
+import { utf8Bytes } from './utf8.ts'
 import { Frame as FrameMessage, Undeliverable as UndeliverableMessage, type RouteAdvert as AdvertMessage, type Update as UpdateWire } from './phoenix.ts'
 
 export interface DataFrame {
@@ -179,17 +180,3 @@ class Checker {
   }
 }
 
-/** UTF-8 length of a decoded string (a lone surrogate was decoded as U+FFFD, 3 bytes). */
-function utf8Bytes(value: string): number {
-  let bytes = 0
-  for (let i = 0; i < value.length; i++) {
-    const unit = value.charCodeAt(i)
-    if (unit < 0x80) bytes += 1
-    else if (unit < 0x800) bytes += 2
-    else if (unit >= 0xd800 && unit <= 0xdbff && i + 1 < value.length && (value.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
-      bytes += 4
-      i++
-    } else bytes += 3
-  }
-  return bytes
-}

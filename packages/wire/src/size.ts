@@ -1,29 +1,13 @@
 import type { RouteAdvert, UpdateMessage } from '@phoenix-overlay/core'
 import { WIRE_LIMITS } from './constants.ts'
 import { WireError, encodeFrame } from './codec.ts'
+import { utf8Bytes } from './utf8.ts'
 
 // Protobuf sizes by arithmetic, matching what protons writes (proto3: default-valued singular
 // fields are omitted; every field number here is below 16, so each tag is one byte). The
 // simulator counts bytes for millions of entries, so no frame is built to measure one.
 
 const varintBytes = (n: number): number => (n < 0x80 ? 1 : n < 0x4000 ? 2 : n < 0x200000 ? 3 : n < 0x10000000 ? 4 : 5)
-
-function utf8Bytes(s: string): number {
-  let bytes = 0
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i)
-    if (c < 0x80) bytes += 1
-    else if (c < 0x800) bytes += 2
-    else if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length) {
-      const next = s.charCodeAt(i + 1)
-      if (next >= 0xdc00 && next <= 0xdfff) {
-        bytes += 4
-        i++
-      } else bytes += 3
-    } else bytes += 3
-  }
-  return bytes
-}
 
 const lengthDelimited = (length: number): number => 1 + varintBytes(length) + length
 const stringField = (s: string): number => lengthDelimited(utf8Bytes(s))
