@@ -117,6 +117,13 @@ export class PhoenixCore {
   /** Per neighbour, the number of its current connection (bumped on every connectionUp). */
   private readonly connectionOf = new Map<NodeId, number>()
   /**
+   * Per neighbour, the sequence number of its own record as it last advertised it to us on this
+   * connection (optimized mode). A node is told about itself only when we hold a newer number
+   * than this (it restarted, or a route to it was lost): see "Not telling a node about itself"
+   * in packages/core/README.md. Bounded by the neighbours.
+   */
+  private readonly ownerSeqHeard = new Map<NodeId, number>()
+  /**
    * Per neighbour, its last slot table and the node index of each slot: a sender's table changes
    * only when its neighbours do, so most messages reuse the translation of the previous one.
    */
@@ -219,6 +226,7 @@ export class PhoenixCore {
     this.enter(nowMs)
     if (this.neighbours.remove(peer) === undefined) return
     this.connectionOf.delete(peer)
+    this.ownerSeqHeard.delete(peer)
     this.senderSlots.delete(peer)
     this.updateBudget.delete(peer)
     const index = this.nodeIndex.get(peer)!
@@ -487,7 +495,42 @@ export class PhoenixCore {
       }
       return set
     }
-    for (const advert of message.entries) this.applyAdvert(from, fromIndex, advert, transOf, rcptOf)
+    for (const advert of message.entries) {
+      this.applyAdvert(from, fromIndex, advert, transOf, rcptOf)
+      if (advert.destination === from && this.mode === 'optimized') this.heardFromOwner(from, fromIndex, advert.seq)
+    }
+  }
+
+  /**
+   * A neighbour advertised its own record. If we hold a newer number for it (it restarted, or a
+   * retraction reached us first), it must hear ours to issue a fresher one: make our entry due
+   * to it again.
+   */
+  private heardFromOwner(owner: NodeId, ownerIndex: number, seq: number): void {
+    this.ownerSeqHeard.set(owner, seq)
+    const entry = this.table.get(owner)
+    if (entry === undefined || !seqNewer(entry.seq, seq)) return
+    if (entry.trans.has(ownerIndex)) {
+      const trans = entry.trans.clone()
+      trans.delete(ownerIndex)
+      entry.trans = trans.freeze()
+    }
+    if (entry.rcpt.has(ownerIndex)) {
+      const rcpt = entry.rcpt.clone()
+      rcpt.delete(ownerIndex)
+      entry.rcpt = rcpt.freeze()
+    }
+    this.dirty.add(entry)
+  }
+
+  /**
+   * Whether a neighbour needs our entry for itself: only if it holds an older number of its own
+   * record than we do. Until it has advertised itself on this connection (it always does, first
+   * thing) we wait: `heardFromOwner` makes the entry due if it turns out to be older.
+   */
+  private ownerNeedsOwnEntry(entry: RouteEntry): boolean {
+    const heard = this.ownerSeqHeard.get(entry.destination)
+    return heard !== undefined && seqNewer(entry.seq, heard)
   }
 
   private applyAdvert(
@@ -648,7 +691,10 @@ export class PhoenixCore {
           decision = { slots, trans: trans.frozen ? trans : trans.freeze() }
           byRcpt.set(entry.rcpt, decision)
         }
-        for (const slot of decision.slots) push(slot, entry)
+        if (decision.slots.length > 0) {
+          const ownerSlot = this.neighbours.slot(entry.destination)
+          for (const slot of decision.slots) if (slot !== ownerSlot || this.ownerNeedsOwnEntry(entry)) push(slot, entry)
+        }
         entry.trans = decision.trans
       }
     }

@@ -155,6 +155,40 @@ describe('receiving entries', () => {
   })
 })
 
+describe('not telling a node about itself', () => {
+  it('a new neighbour is not sent its own record, which it had advertised at the same number', () => {
+    const u = coreWithNeighbours('u', ['h'])
+    u.receive('h', update([advert('v', 2, 1)]), 0)
+    drain(u)
+    u.connectionUp('v', 0)
+    const first = sentTo(drain(u)).get('v') ?? []
+    expect(first.map((a) => a.destination)).not.toContain('v')
+    expect(first.map((a) => a.destination)).toContain('u')
+    u.receive('v', update([advert('v', 2, 0)]), 0)
+    expect(sentTo(drain(u)).get('v') ?? []).toEqual([])
+    expect(u.route('v')).toMatchObject({ fwd: 'v', nhops: 1, seq: 2 })
+  })
+
+  it('a restarted neighbour (an older number of its own) is sent the newer one, and answers with a fresher record', () => {
+    const u = coreWithNeighbours('u', ['h'])
+    u.receive('h', update([advert('v', 10, 1)]), 0)
+    drain(u)
+    const v = new PhoenixCore({ id: 'v', addresses: ['addr:v'] })
+    u.connectionUp('v', 0)
+    v.connectionUp('u', 0)
+    const messagesTo = (effects: Effect[], to: string) => effects.flatMap((e) => (e.type === 'send' && e.to === to ? [e.message] : []))
+    const fromV = messagesTo(drain(v), 'u')
+    expect(fromV.flatMap((m) => m.entries).find((a) => a.destination === 'v')?.seq).toBe(0)
+    expect(sentTo(drain(u)).get('v')?.map((a) => a.destination)).not.toContain('v')
+    for (const m of fromV) u.receive('v', m, 0)
+    const correction = messagesTo(drain(u), 'v')
+    expect(correction.flatMap((m) => m.entries)).toContainEqual(expect.objectContaining({ destination: 'v', seq: 10 }))
+    for (const m of correction) v.receive('u', m, 0)
+    drain(v)
+    expect(v.ownSeq).toBe(12)
+  })
+})
+
 describe('a misbehaving neighbour', () => {
   it('is dropped when it introduces more destinations than destinationsPerNeighbourMax', () => {
     const core = new PhoenixCore({ id: 'u', limits: { destinationsPerNeighbourMax: 3 } })
