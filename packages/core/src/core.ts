@@ -123,6 +123,14 @@ export class PhoenixCore {
    * in packages/core/README.md. Bounded by the neighbours.
    */
   private readonly ownerSeqHeard = new Map<NodeId, number>()
+  /** Neighbours whose first update on this connection (its hello) we have not applied. */
+  private readonly awaitingHello = new Set<NodeId>()
+  /** Those of them our own record waits for: they may hold it already (they dialled us, or we knew them). */
+  private readonly ownWaitsForHello = new Set<NodeId>()
+  /** Neighbours routed directly since they connected, whose route we advertise once their hello tells us their neighbours. */
+  private readonly directAdvertPending = new Set<NodeId>()
+  /** Neighbours we owe our first update on this connection (it carries our hello, even if empty). */
+  private readonly helloDue = new Set<NodeId>()
   /**
    * Per neighbour, its last slot table and the node index of each slot: a sender's table changes
    * only when its neighbours do, so most messages reuse the translation of the previous one.
@@ -217,8 +225,61 @@ export class PhoenixCore {
     // (it was named in a trans set we received, e.g. a hub's broadcast): that is where indexing
     // all known nodes, not only neighbours, saves a full table per connection.
     if (this.mode === 'naive') this.freshNeighbours.add(peer)
-    else this.allDirty = true
+    else {
+      this.allDirty = true
+      this.awaitingHello.add(peer)
+      this.helloDue.add(peer)
+      // Our record waits for the hello only where the peer probably holds it: with discovery on,
+      // connections follow the records (we dial what we learned), so if we hold the peer's record
+      // it most likely got ours the same way (a hub broadcasts both). A hub met through our
+      // configuration, or a connection list given offline, would make us wait a round trip for
+      // nothing, behind a peer that may be busy (measured: 10% slower offline convergence).
+      if (this.discovery && this.table.get(peer)?.reachable === true) this.ownWaitsForHello.add(peer)
+      if (this.routeDirectly(peer)) this.advertiseDirectRoute(this.table.get(peer)!, index, undefined)
+    }
     this.setSlotOfIndex(index, this.neighbours.slot(peer)!)
+  }
+
+  /** A record of a neighbour relayed by someone else still routes directly to the neighbour. */
+  private keepNeighbourDirect(entry: RouteEntry, from: NodeId): void {
+    if (this.mode === 'naive' || from === entry.destination || !this.neighbours.has(entry.destination)) return
+    if (!this.routeDirectly(entry.destination)) return
+    // Just adopted, so already due to everyone outside rcpt: widen rcpt to what the direct route covers.
+    this.directAdvertPending.delete(entry.destination)
+    this.advertiseDirectRoute(entry, this.nodeIndex.get(entry.destination)!, undefined)
+  }
+
+  /**
+   * A neighbour whose record we already hold is one hop away: the connection itself shows it (the
+   * transport authenticates the peer's id), so the route need not wait for the neighbour to
+   * advertise itself, and it may not (see the hello). Loop-free: the next hop is the destination.
+   * Returns true if the route changed; it is advertised by `advertiseDirectRoute`.
+   */
+  private routeDirectly(peer: NodeId): boolean {
+    const entry = this.table.get(peer)
+    if (entry === undefined || !entry.reachable || (entry.fwd === peer && entry.nhops === 1)) return false
+    entry.fwd = peer
+    entry.nhops = 1
+    entry.changedAtMs = this.nowMs
+    return true
+  }
+
+  /**
+   * Advertises a direct route to neighbour `peer` to the neighbours that may need it. As on any
+   * change, whoever got our longer route needs this one (trans := ∅). Not those in rcpt if they
+   * hold it at 2 hops or fewer (1 + 1 is all we can offer: typically the hub's other neighbours,
+   * who learned it from the hub), nor the peer's own neighbours (`peerSlots`, from its updates):
+   * it sends them its record itself unless they hold it.
+   */
+  private advertiseDirectRoute(entry: RouteEntry, index: number, peerSlots: Int32Array | undefined): void {
+    if (entry.fwd !== entry.destination || !entry.reachable) return
+    entry.trans = EMPTY_SET
+    const rcpt = entry.rcptHopsMax <= 2 ? entry.rcpt.clone() : new NodeSet(index + 1)
+    rcpt.add(index)
+    if (peerSlots !== undefined) for (const neighbourOfPeer of peerSlots) if (neighbourOfPeer >= 0) rcpt.add(neighbourOfPeer)
+    entry.rcpt = rcpt.freeze()
+    entry.rcptHopsMax = Math.min(entry.rcptHopsMax, 2)
+    this.dirty.add(entry)
   }
 
   /** The connection to `peer` closed (crash, leave, network). Routes through it become unreachable. */
@@ -227,6 +288,10 @@ export class PhoenixCore {
     if (this.neighbours.remove(peer) === undefined) return
     this.connectionOf.delete(peer)
     this.ownerSeqHeard.delete(peer)
+    this.awaitingHello.delete(peer)
+    this.ownWaitsForHello.delete(peer)
+    this.directAdvertPending.delete(peer)
+    this.helloDue.delete(peer)
     this.senderSlots.delete(peer)
     this.updateBudget.delete(peer)
     const index = this.nodeIndex.get(peer)!
@@ -411,7 +476,7 @@ export class PhoenixCore {
   }
 
   private hasPendingSends(): boolean {
-    return this.dirty.size > 0 || this.allDirty || this.freshNeighbours.size > 0
+    return this.dirty.size > 0 || this.allDirty || this.freshNeighbours.size > 0 || this.helloDue.size > 0
   }
 
   private setSlotOfIndex(index: number, slot: number): void {
@@ -495,10 +560,41 @@ export class PhoenixCore {
       }
       return set
     }
+    if (this.awaitingHello.delete(from)) {
+      this.ownWaitsForHello.delete(from)
+      this.applyHello(fromIndex, message.hello)
+      if (this.directAdvertPending.delete(from)) {
+        const peerSlots = message.neighbourSlots.length > 0 ? this.slotMapOf(from, message.neighbourSlots) : undefined
+        this.advertiseDirectRoute(this.table.get(from)!, fromIndex, peerSlots)
+      }
+    }
     for (const advert of message.entries) {
       this.applyAdvert(from, fromIndex, advert, transOf, rcptOf)
       if (advert.destination === from && this.mode === 'optimized') this.heardFromOwner(from, fromIndex, advert.seq)
     }
+  }
+
+  /**
+   * The first update on a connection says which number of our record the neighbour holds. If it
+   * holds our current one, it does not need it again; if none or an older one, it gets it now; if
+   * a newer one (we restarted, or a route to us was lost), we issue a fresher number.
+   */
+  private applyHello(fromIndex: number, hello: UpdateMessage['hello']): void {
+    const held = hello?.receiverSeq
+    if (held !== undefined && seqNewer(held, this.own.seq)) this.ownRecordSeenAt(held)
+    else if (held === this.own.seq) this.noteHolder(this.own, fromIndex, 0, undefined)
+    else this.dirty.add(this.own)
+  }
+
+  /** Someone holds our record with a newer number than ours: issue the next even one, so our fresh route wins everywhere. */
+  private ownRecordSeenAt(seq: number): void {
+    this.own.seq = nextOwnSeq(seq)
+    this.signOwnRecord()
+    this.own.changedAtMs = this.nowMs
+    // Everyone, the sender included, holds an older record of us now.
+    this.own.trans = EMPTY_SET
+    this.own.rcpt = EMPTY_SET
+    this.dirty.add(this.own)
   }
 
   /**
@@ -544,15 +640,8 @@ export class PhoenixCore {
     if (advert.destination === this.id) {
       // Someone holds our record with a sequence number at least ours: we restarted, or a route
       // to us was lost (odd). Issue a newer even number so our fresh route wins everywhere.
-      if (seqNewer(advert.seq, this.own.seq)) {
-        this.own.seq = nextOwnSeq(advert.seq)
-        this.signOwnRecord()
-        this.own.changedAtMs = this.nowMs
-        // Everyone, the sender included, holds an older record of us now.
-        this.own.trans = EMPTY_SET
-        this.own.rcpt = EMPTY_SET
-        this.dirty.add(this.own)
-      } else if (advert.seq === this.own.seq) this.noteHolder(this.own, fromIndex, senderHops, undefined)
+      if (seqNewer(advert.seq, this.own.seq)) this.ownRecordSeenAt(advert.seq)
+      else if (advert.seq === this.own.seq) this.noteHolder(this.own, fromIndex, senderHops, undefined)
       return
     }
     const candidateHops = senderHops + 1
@@ -568,10 +657,12 @@ export class PhoenixCore {
       this.introducedBy.set(from, (this.introducedBy.get(from) ?? 0) + 1)
       this.table.set(advert.destination, entry)
       this.adopt(entry, from, advert, candidateHops, rcptOf, true)
+      this.keepNeighbourDirect(entry, from)
       return
     }
     if (isFresher(advert.seq, candidateHops, entry.seq, entry.nhops)) {
       this.adopt(entry, from, advert, candidateHops, rcptOf, false)
+      this.keepNeighbourDirect(entry, from)
     } else if (advert.seq === entry.seq) {
       this.noteHolder(entry, fromIndex, senderHops, this.mode === 'naive' ? undefined : () => transOf(advert.trans))
     }
@@ -606,6 +697,8 @@ export class PhoenixCore {
     if (this.mode === 'optimized') {
       entry.trans = EMPTY_SET
       entry.rcpt = rcptOf(advert.trans)
+      // The sender holds it one hop shorter than we do, and its trans got the sender's very offer.
+      entry.rcptHopsMax = entry.nhops
     }
     this.dirty.add(entry)
     if (reachable && this.discovery) this.wantDial(entry)
@@ -629,10 +722,12 @@ export class PhoenixCore {
     if (holderCovered) {
       newTrans.add(fromIndex)
       newRcpt.add(fromIndex)
+      entry.rcptHopsMax = Math.max(entry.rcptHopsMax, senderHops)
     }
     if (set !== undefined) {
       newTrans.addAll(set)
       newRcpt.addAll(set)
+      entry.rcptHopsMax = Math.max(entry.rcptHopsMax, senderHops + 1)
     }
     entry.trans = newTrans.freeze()
     entry.rcpt = newRcpt.freeze()
@@ -646,6 +741,7 @@ export class PhoenixCore {
     entry.changedAtMs = this.nowMs
     entry.trans = EMPTY_SET
     entry.rcpt = EMPTY_SET
+    entry.rcptHopsMax = 0
     this.dirty.add(entry)
   }
 
@@ -690,6 +786,20 @@ export class PhoenixCore {
           })
           decision = { slots, trans: trans.frozen ? trans : trans.freeze() }
           byRcpt.set(entry.rcpt, decision)
+        }
+        if (entry === this.own && this.ownWaitsForHello.size > 0) {
+          // Our record waits for each new neighbour's hello: it may hold it already.
+          let trans = decision.trans
+          for (const slot of decision.slots) {
+            const peer = this.neighbours.id(slot)!
+            if (!this.ownWaitsForHello.has(peer)) push(slot, entry)
+            else {
+              if (trans.frozen) trans = trans.clone()
+              trans.delete(this.nodeIndex.get(peer)!)
+            }
+          }
+          entry.trans = trans.frozen ? trans : trans.freeze()
+          continue
         }
         if (decision.slots.length > 0) {
           const ownerSlot = this.neighbours.slot(entry.destination)
@@ -738,11 +848,23 @@ export class PhoenixCore {
       return advert
     }
     // Messages go out in neighbour-slot order (connection order), whatever the node numbering.
+    // A new neighbour gets our hello in our first update on the connection, even an empty one.
+    for (const peer of this.helloDue) {
+      const slot = this.neighbours.slot(peer)!
+      if (!perNeighbour.has(slot)) perNeighbour.set(slot, [])
+    }
     const bySlot = [...perNeighbour].sort((x, y) => x[0] - y[0])
     for (const [slot, entries] of bySlot) {
       const to = this.neighbours.id(slot)
       invariant(to !== undefined, 'send target slot is occupied')
-      for (let start = 0; start < entries.length; start += this.limits.entriesPerMessageMax) {
+      let hello: UpdateMessage['hello']
+      if (this.helloDue.delete(to)) {
+        const receiverSeq = this.table.get(to)?.seq
+        hello = { receiverSeq }
+        // It holds at least this number of its own record (it would have issued a newer one).
+        if (receiverSeq !== undefined && !this.ownerSeqHeard.has(to)) this.ownerSeqHeard.set(to, receiverSeq)
+      }
+      for (let start = 0; start < entries.length || (start === 0 && hello !== undefined); start += this.limits.entriesPerMessageMax) {
         const chunk = entries.slice(start, start + this.limits.entriesPerMessageMax)
         const transSets: Uint8Array[] = []
         const indexOfSet = new Map<Uint8Array, number>()
@@ -758,7 +880,7 @@ export class PhoenixCore {
           }
           return advertFor(entry, index)
         })
-        const message: UpdateMessage = { neighbourSlots: transSets.length > 0 ? slotTable : [], transSets, entries: adverts }
+        const message: UpdateMessage = { neighbourSlots: transSets.length > 0 ? slotTable : [], transSets, entries: adverts, ...(start === 0 && hello !== undefined ? { hello } : {}) }
         if (this.sharedIndex !== undefined && transSets.length > 0) {
           Object.assign(message, { sharedIndexSets: { space: this.sharedIndex, sets: transSets.map((bytes) => sharedForm.get(bytes)!) } })
         }

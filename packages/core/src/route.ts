@@ -20,6 +20,8 @@ export class RouteEntry {
   trans: NodeSet = EMPTY_SET
   /** Nodes that received, or will soon receive, an entry at least as good from someone else. Shared copy-on-write. */
   rcpt: NodeSet = EMPTY_SET
+  /** Members of rcpt hold this sequence number at no more than this many hops (what a shorter route of ours could still improve). */
+  rcptHopsMax = 0
   /** The neighbour that first told us of this destination (per-neighbour limits count against it). */
   introducedBy: NodeId | undefined = undefined
   /** When fwd/nhops/seq last changed: how long an unreachable entry has been kept. */

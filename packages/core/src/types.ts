@@ -32,6 +32,13 @@ export interface UpdateMessage {
   readonly transSets: readonly Uint8Array[]
   readonly entries: readonly RouteAdvert[]
   /**
+   * Only on the first update a node sends on a connection (optimized mode): the sequence number
+   * of the receiver's own record that the sender holds, or undefined if it holds none. The
+   * receiver sends its own record only if the sender lacks this one; see "The connection hello"
+   * in packages/core/README.md.
+   */
+  readonly hello?: { readonly receiverSeq: number | undefined }
+  /**
    * In-process only, never on the wire: when sender and receiver share one `NodeIndex` (many
    * cores in one simulator), the same trans sets already in that shared numbering, so the
    * receiver need not translate them bit by bit. Receivers that do not share `space` ignore it.

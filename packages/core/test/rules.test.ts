@@ -24,11 +24,32 @@ const sentTo = (effects: Effect[]) => {
   return out
 }
 
+/** The first update a neighbour sends on a connection: its hello (here: it holds no record of the receiver). */
+const hello = (receiverSeq?: number): UpdateMessage => ({ neighbourSlots: [], transSets: [], entries: [], hello: { receiverSeq } })
+
 function coreWithNeighbours(id: string, neighbours: string[], mode: 'optimized' | 'naive' = 'optimized'): PhoenixCore {
   const core = new PhoenixCore({ id, addresses: [`addr:${id}`], mode })
   for (const n of neighbours) core.connectionUp(n, 0)
+  if (mode === 'optimized') for (const n of neighbours) core.receive(n, hello(), 0)
   drain(core)
   return core
+}
+
+/** Delivers every update the cores send each other until none is left (FIFO per pair). */
+function exchange(cores: PhoenixCore[], nowMs = 0): void {
+  const byId = new Map(cores.map((c) => [c.id, c]))
+  for (let round = 0; round < 100; round++) {
+    let moved = false
+    for (const core of cores) {
+      for (const effect of drain(core, nowMs)) {
+        if (effect.type !== 'send') continue
+        byId.get(effect.to)?.receive(core.id, effect.message, nowMs)
+        moved = true
+      }
+    }
+    if (!moved) return
+  }
+  throw new Error('cores kept exchanging updates for 100 rounds')
 }
 
 describe('sequence numbers', () => {
@@ -155,37 +176,89 @@ describe('receiving entries', () => {
   })
 })
 
-describe('not telling a node about itself', () => {
-  it('a new neighbour is not sent its own record, which it had advertised at the same number', () => {
+describe('the connection hello, and not telling a node about itself', () => {
+  const pair = () => {
     const u = coreWithNeighbours('u', ['h'])
-    u.receive('h', update([advert('v', 2, 1)]), 0)
+    const v = new PhoenixCore({ id: 'v', addresses: ['addr:v'] })
+    return { u, v }
+  }
+  const connect = (a: PhoenixCore, b: PhoenixCore) => {
+    a.connectionUp(b.id, 0)
+    b.connectionUp(a.id, 0)
+  }
+  const messagesTo = (effects: Effect[], to: string) => effects.flatMap((e) => (e.type === 'send' && e.to === to ? [e.message] : []))
+
+  it('a node whose record we hold is one hop away as soon as it connects; our hello says which record we hold, and neither sends its own', () => {
+    const { u, v } = pair()
+    u.receive('h', update([advert('v', 0, 1)]), 0)
     drain(u)
-    u.connectionUp('v', 0)
-    const first = sentTo(drain(u)).get('v') ?? []
-    expect(first.map((a) => a.destination)).not.toContain('v')
-    expect(first.map((a) => a.destination)).toContain('u')
-    u.receive('v', update([advert('v', 2, 0)]), 0)
-    expect(sentTo(drain(u)).get('v') ?? []).toEqual([])
-    expect(u.route('v')).toMatchObject({ fwd: 'v', nhops: 1, seq: 2 })
+    expect(u.route('v')).toMatchObject({ fwd: 'h', nhops: 2 })
+    // v also learned u from the hub.
+    v.connectionUp('h', 0)
+    v.receive('h', hello(0), 0)
+    v.receive('h', update([advert('u', 0, 1)]), 0)
+    drain(v)
+    connect(u, v)
+    expect(u.route('v')).toMatchObject({ fwd: 'v', nhops: 1, seq: 0 })
+    const toV = messagesTo(drain(u), 'v')
+    expect(toV[0]!.hello).toEqual({ receiverSeq: 0 })
+    expect(toV.flatMap((m) => m.entries).map((a) => a.destination)).not.toContain('u')
+    expect(toV.flatMap((m) => m.entries).map((a) => a.destination)).not.toContain('v')
+    for (const m of toV) v.receive('u', m, 0)
+    const toU = messagesTo(drain(v), 'u')
+    expect(toU[0]!.hello).toEqual({ receiverSeq: 0 })
+    for (const m of toU) u.receive('v', m, 0)
+    exchange([u, v])
+    expect(v.route('u')).toMatchObject({ fwd: 'u', nhops: 1 })
+    expect(u.route('v')).toMatchObject({ fwd: 'v', nhops: 1 })
   })
 
-  it('a restarted neighbour (an older number of its own) is sent the newer one, and answers with a fresher record', () => {
+  it('a neighbour that does not hold our record (its hello says none, or an older one) gets it; one we know nothing of gets it at once', () => {
+    // u learned a, b and c from its hub, so it expects they learned u the same way, and waits.
     const u = coreWithNeighbours('u', ['h'])
+    u.receive('h', update([advert('a', 0, 1), advert('b', 0, 1), advert('c', 0, 1)]), 0)
+    drain(u)
+    u.connectionUp('a', 0)
+    u.connectionUp('b', 0)
+    u.connectionUp('c', 0)
+    // Before the hellos our record waits: they may hold it already.
+    expect([...sentTo(drain(u)).values()].flat().map((e) => e.destination)).not.toContain('u')
+    u.addName('x') // own seq 2
+    u.receive('a', hello(), 0)
+    u.receive('b', hello(0), 0)
+    u.receive('c', hello(2), 0)
+    const sent = sentTo(drain(u))
+    expect(sent.get('a')?.map((e) => e.destination)).toContain('u')
+    expect(sent.get('b')?.map((e) => e.destination)).toContain('u')
+    expect(sent.get('c')?.map((e) => e.destination) ?? []).not.toContain('u')
+    // A node whose record we do not hold probably does not hold ours: no round trip for the hello.
+    u.connectionUp('d', 0)
+    expect(sentTo(drain(u)).get('d')?.map((e) => e.destination)).toContain('u')
+  })
+
+  it('a restarted node hears the newer number of its record in the hello, and issues a fresher one', () => {
+    const { u, v } = pair()
     u.receive('h', update([advert('v', 10, 1)]), 0)
     drain(u)
-    const v = new PhoenixCore({ id: 'v', addresses: ['addr:v'] })
-    u.connectionUp('v', 0)
-    v.connectionUp('u', 0)
-    const messagesTo = (effects: Effect[], to: string) => effects.flatMap((e) => (e.type === 'send' && e.to === to ? [e.message] : []))
-    const fromV = messagesTo(drain(v), 'u')
-    expect(fromV.flatMap((m) => m.entries).find((a) => a.destination === 'v')?.seq).toBe(0)
-    expect(sentTo(drain(u)).get('v')?.map((a) => a.destination)).not.toContain('v')
-    for (const m of fromV) u.receive('v', m, 0)
-    const correction = messagesTo(drain(u), 'v')
-    expect(correction.flatMap((m) => m.entries)).toContainEqual(expect.objectContaining({ destination: 'v', seq: 10 }))
-    for (const m of correction) v.receive('u', m, 0)
-    drain(v)
+    connect(u, v)
+    exchange([u, v])
     expect(v.ownSeq).toBe(12)
+    expect(u.route('v')).toMatchObject({ fwd: 'v', nhops: 1, seq: 12 })
+  })
+
+  it('a neighbour is told when its record was retracted elsewhere (odd number), and answers with a fresher one', () => {
+    const { u, v } = pair()
+    connect(u, v)
+    exchange([u, v])
+    expect(u.route('v')).toMatchObject({ fwd: 'v', nhops: 1, seq: 0 })
+    // A retraction of v's record at seq 0 reaches u through h: it must reach v, which issues 2.
+    u.receive('h', update([advert('v', 1, 0)]), 0)
+    const toV = messagesTo(drain(u), 'v')
+    expect(toV.flatMap((m) => m.entries)).toContainEqual(expect.objectContaining({ destination: 'v', seq: 1 }))
+    for (const m of toV) v.receive('u', m, 0)
+    exchange([u, v])
+    expect(v.ownSeq).toBe(2)
+    expect(u.route('v')).toMatchObject({ fwd: 'v', nhops: 1, seq: 2 })
   })
 })
 
@@ -316,6 +389,7 @@ describe('trans and rcpt', () => {
     core.receive('a', update([advert('v', 4, 1), advert('w', 7, 0)]), 0)
     drain(core)
     core.connectionUp('n', 1)
+    core.receive('n', hello(), 1)
     const toN = sentTo(drain(core, 1)).get('n') ?? []
     expect(toN.map((e) => e.destination).sort()).toEqual(['u', 'v', 'w'])
   })

@@ -67,7 +67,9 @@ function advertToWire(a: RouteAdvert): AdvertMessage {
 }
 
 function updateToWire(u: UpdateMessage): UpdateWire {
-  return { neighbourSlots: [...u.neighbourSlots], transSets: [...u.transSets] as Uint8Array<ArrayBuffer>[], entries: u.entries.map(advertToWire) }
+  const wire: UpdateWire = { neighbourSlots: [...u.neighbourSlots], transSets: [...u.transSets] as Uint8Array<ArrayBuffer>[], entries: u.entries.map(advertToWire) }
+  if (u.hello !== undefined) wire.hello = u.hello.receiverSeq === undefined ? {} : { receiverSeq: u.hello.receiverSeq }
+  return wire
 }
 
 /** Encodes one frame. Throws WireError FRAME_TOO_LARGE if it would exceed the frame limit (see splitUpdate). */
@@ -176,7 +178,8 @@ class Checker {
       if (e.transPlusOne > u.transSets.length) throw new WireError('MALFORMED', `${at}.trans refers to trans set ${e.transPlusOne - 1}, but there are ${u.transSets.length}`)
       return { destination: e.destination, seq: e.seq, nhops: e.nhops, names: e.names, addresses: e.addresses, trans: e.transPlusOne - 1, signature: e.signature }
     })
-    return { neighbourSlots: u.neighbourSlots, transSets: u.transSets, entries }
+    if (u.hello === undefined) return { neighbourSlots: u.neighbourSlots, transSets: u.transSets, entries }
+    return { neighbourSlots: u.neighbourSlots, transSets: u.transSets, entries, hello: { receiverSeq: u.hello.receiverSeq } }
   }
 }
 

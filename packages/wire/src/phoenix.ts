@@ -270,6 +270,7 @@ export interface Update {
   neighbourSlots: string[]
   transSets: Uint8Array<ArrayBuffer>[]
   entries: RouteAdvert[]
+  hello?: Hello
 }
 
 export namespace Update {
@@ -301,6 +302,11 @@ export namespace Update {
             w.uint32(26)
             RouteAdvert.codec().encode(value, w)
           }
+        }
+
+        if (obj.hello != null) {
+          w.uint32(34)
+          Hello.codec().encode(obj.hello, w)
         }
 
         if (opts.lengthDelimited !== false) {
@@ -343,6 +349,12 @@ export namespace Update {
               obj.entries.push(RouteAdvert.codec().decode(reader, reader.uint32(), {
                 limits: opts.limits?.entries$
               }))
+              break
+            }
+            case 4: {
+              obj.hello = Hello.codec().decode(reader, reader.uint32(), {
+                limits: opts.limits?.hello
+              })
               break
             }
             default: {
@@ -414,6 +426,13 @@ export namespace Update {
 
               break
             }
+            case 4: {
+              yield * Hello.codec().stream(reader, reader.uint32(), `${prefix}.hello`, {
+                limits: opts.limits?.hello
+              })
+
+              break
+            }
             default: {
               reader.skipType(tag & 7)
               break
@@ -480,6 +499,11 @@ export namespace Update {
     index: number
   }
 
+  export interface UpdateHelloReceiverSeqFieldEvent {
+    field: '$.hello.receiverSeq'
+    value: number
+  }
+
   export function encode (obj: Partial<Update>): Uint8Array<ArrayBuffer> {
     return encodeMessage(obj, Update.codec())
   }
@@ -488,8 +512,95 @@ export namespace Update {
     return decodeMessage(buf, Update.codec(), opts)
   }
 
-  export function stream (buf: Uint8Array | Uint8ArrayList, opts?: DecodeOptions<Update>): Generator<UpdateNeighbourSlotsFieldEvent | UpdateTransSetsFieldEvent | UpdateEntriesDestinationFieldEvent | UpdateEntriesSeqFieldEvent | UpdateEntriesNhopsFieldEvent | UpdateEntriesNamesFieldEvent | UpdateEntriesAddressesFieldEvent | UpdateEntriesTransPlusOneFieldEvent | UpdateEntriesSignatureFieldEvent> {
+  export function stream (buf: Uint8Array | Uint8ArrayList, opts?: DecodeOptions<Update>): Generator<UpdateNeighbourSlotsFieldEvent | UpdateTransSetsFieldEvent | UpdateEntriesDestinationFieldEvent | UpdateEntriesSeqFieldEvent | UpdateEntriesNhopsFieldEvent | UpdateEntriesNamesFieldEvent | UpdateEntriesAddressesFieldEvent | UpdateEntriesTransPlusOneFieldEvent | UpdateEntriesSignatureFieldEvent | UpdateHelloReceiverSeqFieldEvent> {
     return streamMessage(buf, Update.codec(), opts)
+  }
+}
+
+export interface Hello {
+  receiverSeq?: number
+}
+
+export namespace Hello {
+  let _codec: Codec<Hello>
+
+  export const codec = (): Codec<Hello> => {
+    if (_codec == null) {
+      _codec = message<Hello>((obj, w, opts = {}) => {
+        if (opts.lengthDelimited !== false) {
+          w.fork()
+        }
+
+        if (obj.receiverSeq != null) {
+          w.uint32(8)
+          w.uint32(obj.receiverSeq)
+        }
+
+        if (opts.lengthDelimited !== false) {
+          w.ldelim()
+        }
+      }, (reader, length, opts = {}) => {
+        const obj: any = {}
+
+        const end = length == null ? reader.len : reader.pos + length
+
+        while (reader.pos < end) {
+          const tag = reader.uint32()
+
+          switch (tag >>> 3) {
+            case 1: {
+              obj.receiverSeq = reader.uint32()
+              break
+            }
+            default: {
+              reader.skipType(tag & 7)
+              break
+            }
+          }
+        }
+
+        return obj
+      }, function * (reader, length, prefix, opts = {}) {
+        const end = length == null ? reader.len : reader.pos + length
+
+        while (reader.pos < end) {
+          const tag = reader.uint32()
+
+          switch (tag >>> 3) {
+            case 1: {
+              yield {
+                field: `${prefix}.receiverSeq`,
+                value: reader.uint32()
+              }
+              break
+            }
+            default: {
+              reader.skipType(tag & 7)
+              break
+            }
+          }
+        }
+      })
+    }
+
+    return _codec
+  }
+
+  export interface HelloReceiverSeqFieldEvent {
+    field: '$.receiverSeq'
+    value: number
+  }
+
+  export function encode (obj: Partial<Hello>): Uint8Array<ArrayBuffer> {
+    return encodeMessage(obj, Hello.codec())
+  }
+
+  export function decode (buf: Uint8Array | Uint8ArrayList, opts?: DecodeOptions<Hello>): Hello {
+    return decodeMessage(buf, Hello.codec(), opts)
+  }
+
+  export function stream (buf: Uint8Array | Uint8ArrayList, opts?: DecodeOptions<Hello>): Generator<HelloReceiverSeqFieldEvent> {
+    return streamMessage(buf, Hello.codec(), opts)
   }
 }
 
@@ -1261,6 +1372,11 @@ export namespace Frame {
     index: number
   }
 
+  export interface FrameUpdateHelloReceiverSeqFieldEvent {
+    field: '$.update.hello.receiverSeq'
+    value: number
+  }
+
   export interface FrameDataSourceFieldEvent {
     field: '$.data.source'
     value: string
@@ -1349,7 +1465,7 @@ export namespace Frame {
     return decodeMessage(buf, Frame.codec(), opts)
   }
 
-  export function stream (buf: Uint8Array | Uint8ArrayList, opts?: DecodeOptions<Frame>): Generator<FrameUpdateNeighbourSlotsFieldEvent | FrameUpdateTransSetsFieldEvent | FrameUpdateEntriesDestinationFieldEvent | FrameUpdateEntriesSeqFieldEvent | FrameUpdateEntriesNhopsFieldEvent | FrameUpdateEntriesNamesFieldEvent | FrameUpdateEntriesAddressesFieldEvent | FrameUpdateEntriesTransPlusOneFieldEvent | FrameUpdateEntriesSignatureFieldEvent | FrameDataSourceFieldEvent | FrameDataDestinationFieldEvent | FrameDataNameFieldEvent | FrameDataHopLimitFieldEvent | FrameDataMessageIdFieldEvent | FrameDataAckRequestedFieldEvent | FrameDataPayloadFieldEvent | FrameAckSourceFieldEvent | FrameAckDestinationFieldEvent | FrameAckHopLimitFieldEvent | FrameAckMessageIdFieldEvent | FrameUndeliverableSourceFieldEvent | FrameUndeliverableDestinationFieldEvent | FrameUndeliverableHopLimitFieldEvent | FrameUndeliverableMessageIdFieldEvent | FrameUndeliverableReasonFieldEvent> {
+  export function stream (buf: Uint8Array | Uint8ArrayList, opts?: DecodeOptions<Frame>): Generator<FrameUpdateNeighbourSlotsFieldEvent | FrameUpdateTransSetsFieldEvent | FrameUpdateEntriesDestinationFieldEvent | FrameUpdateEntriesSeqFieldEvent | FrameUpdateEntriesNhopsFieldEvent | FrameUpdateEntriesNamesFieldEvent | FrameUpdateEntriesAddressesFieldEvent | FrameUpdateEntriesTransPlusOneFieldEvent | FrameUpdateEntriesSignatureFieldEvent | FrameUpdateHelloReceiverSeqFieldEvent | FrameDataSourceFieldEvent | FrameDataDestinationFieldEvent | FrameDataNameFieldEvent | FrameDataHopLimitFieldEvent | FrameDataMessageIdFieldEvent | FrameDataAckRequestedFieldEvent | FrameDataPayloadFieldEvent | FrameAckSourceFieldEvent | FrameAckDestinationFieldEvent | FrameAckHopLimitFieldEvent | FrameAckMessageIdFieldEvent | FrameUndeliverableSourceFieldEvent | FrameUndeliverableDestinationFieldEvent | FrameUndeliverableHopLimitFieldEvent | FrameUndeliverableMessageIdFieldEvent | FrameUndeliverableReasonFieldEvent> {
     return streamMessage(buf, Frame.codec(), opts)
   }
 }

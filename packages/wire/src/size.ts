@@ -35,8 +35,11 @@ function updateBytes(u: UpdateMessage): number {
   for (const slot of u.neighbourSlots) size += stringField(slot)
   for (const set of u.transSets) size += lengthDelimited(set.length)
   for (const entry of u.entries) size += lengthDelimited(advertBytes(entry))
+  if (u.hello !== undefined) size += helloFieldBytes(u.hello)
   return size
 }
+
+const helloFieldBytes = (hello: NonNullable<UpdateMessage['hello']>): number => lengthDelimited(hello.receiverSeq === undefined ? 0 : 1 + varintBytes(hello.receiverSeq))
 
 /** Exactly `encodeFrame({ kind: 'update', update }).length`, computed without encoding. */
 export function encodedUpdateSize(update: UpdateMessage): number {
@@ -50,13 +53,15 @@ export function encodedUpdateSize(update: UpdateMessage): number {
 export function splitUpdate(update: UpdateMessage, frameBytesMax: number = WIRE_LIMITS.frameBytesMax): UpdateMessage[] {
   if (encodedUpdateSize(update) <= frameBytesMax) return [update]
   const base = update.neighbourSlots.reduce((sum, slot) => sum + stringField(slot), 0)
+  // The hello rides on the first part only (it is said once per connection).
+  const helloBytes = update.hello === undefined ? 0 : helloFieldBytes(update.hello)
   const parts: UpdateMessage[] = []
   let entries: RouteAdvert[] = []
   let sets: Uint8Array[] = []
   let indexOf = new Map<number, number>()
-  let size = base
+  let size = base + helloBytes
   const flush = () => {
-    if (entries.length > 0) parts.push({ neighbourSlots: update.neighbourSlots, transSets: sets, entries })
+    if (entries.length > 0) parts.push({ neighbourSlots: update.neighbourSlots, transSets: sets, entries, ...(parts.length === 0 && update.hello !== undefined ? { hello: update.hello } : {}) })
     entries = []
     sets = []
     indexOf = new Map()
@@ -66,7 +71,7 @@ export function splitUpdate(update: UpdateMessage, frameBytesMax: number = WIRE_
     const set = entry.trans >= 0 ? update.transSets[entry.trans]! : undefined
     const newSet = set !== undefined && !indexOf.has(entry.trans) ? lengthDelimited(set.length) : 0
     const cost = lengthDelimited(advertBytes(entry)) + newSet
-    if (lengthDelimited(base + cost) > frameBytesMax) {
+    if (lengthDelimited(base + helloBytes + cost) > frameBytesMax) {
       throw new WireError('FRAME_TOO_LARGE', `the entry for ${entry.destination} alone does not fit in ${frameBytesMax} bytes`)
     }
     if (lengthDelimited(size + cost) > frameBytesMax) flush()

@@ -15,6 +15,8 @@ const updateArb: fc.Arbitrary<UpdateMessage> = fc
   .record({
     neighbourSlots: fc.array(fc.oneof(id, fc.constant('')), { maxLength: 40 }),
     setCount: fc.integer({ min: 0, max: 5 }),
+    // No hello, a hello holding no record of the receiver, or one holding a given number.
+    hello: fc.oneof(fc.constant(undefined), fc.constant(null), uint32),
     entries: fc.array(
       fc.record({
         destination: id,
@@ -30,6 +32,7 @@ const updateArb: fc.Arbitrary<UpdateMessage> = fc
   })
   .chain((u) =>
     fc.array(bytes(Math.ceil(u.neighbourSlots.length / 8)), { minLength: u.setCount, maxLength: u.setCount }).map((transSets) => ({
+      ...(u.hello === undefined ? {} : { hello: { receiverSeq: u.hello ?? undefined } }),
       neighbourSlots: u.neighbourSlots,
       transSets,
       entries: u.entries.map(({ transPick, ...e }): RouteAdvert => ({ ...e, trans: transSets.length === 0 ? -1 : (transPick % (transSets.length + 1)) - 1 })),
@@ -80,6 +83,8 @@ describe('wire codec', () => {
         for (const part of parts) expect(encodedUpdateSize(part)).toBeLessThanOrEqual(frameBytesMax)
         const flat = parts.flatMap((p) => p.entries.map((e) => ({ ...e, trans: e.trans < 0 ? undefined : [...p.transSets[e.trans]!] })))
         expect(flat).toEqual(update.entries.map((e) => ({ ...e, trans: e.trans < 0 ? undefined : [...update.transSets[e.trans]!] })))
+        // The hello is said once, on the first part.
+        expect(parts.map((p) => p.hello)).toEqual(parts.map((_, i) => (i === 0 ? update.hello : undefined)))
       }),
       runs(300),
     )
