@@ -576,13 +576,13 @@ export class PhoenixCore {
 
   /**
    * The first update on a connection says which number of our record the neighbour holds. If it
-   * holds our current one, it does not need it again; if none or an older one, it gets it now; if
-   * a newer one (we restarted, or a route to us was lost), we issue a fresher number.
+   * holds our current one, it does not need it again; otherwise it gets ours now. A hello is not
+   * signed, so a claim of a newer number (we restarted, or a route to us was lost) does not move
+   * our sequence number: the neighbour sees our older record and sends us its signed newer one,
+   * which does (`heardFromOwner`).
    */
   private applyHello(fromIndex: number, hello: UpdateMessage['hello']): void {
-    const held = hello?.receiverSeq
-    if (held !== undefined && seqNewer(held, this.own.seq)) this.ownRecordSeenAt(held)
-    else if (held === this.own.seq) this.noteHolder(this.own, fromIndex, 0, undefined)
+    if (hello?.receiverSeq === this.own.seq) this.noteHolder(this.own, fromIndex, 0, undefined)
     else this.dirty.add(this.own)
   }
 

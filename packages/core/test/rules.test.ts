@@ -236,7 +236,17 @@ describe('the connection hello, and not telling a node about itself', () => {
     expect(sentTo(drain(u)).get('d')?.map((e) => e.destination)).toContain('u')
   })
 
-  it('a restarted node hears the newer number of its record in the hello, and issues a fresher one', () => {
+  it('a hello cannot move our sequence number (it is not signed): only a record can', () => {
+    const u = coreWithNeighbours('u', [])
+    u.connectionUp('m', 0)
+    u.receive('m', hello(2 ** 31), 0)
+    const toM = sentTo(drain(u)).get('m') ?? []
+    expect(u.ownSeq).toBe(0)
+    // m claimed to hold a record of ours it cannot have: it gets our real one.
+    expect(toM).toContainEqual(expect.objectContaining({ destination: 'u', seq: 0 }))
+  })
+
+  it('a restarted node, told a newer number of its record, issues a fresher one', () => {
     const { u, v } = pair()
     u.receive('h', update([advert('v', 10, 1)]), 0)
     drain(u)
