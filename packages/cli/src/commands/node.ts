@@ -1,5 +1,6 @@
 import { generateKeyPair, privateKeyFromProtobuf, privateKeyToProtobuf } from '@libp2p/crypto/keys'
 import type { PrivateKey } from '@libp2p/interface'
+import { enable as enableLogs } from '@libp2p/logger'
 import { createPhoenixLibp2p, PhoenixTransportError } from '@phoenix-overlay/transport'
 import { Command, InvalidArgumentError, Option } from 'commander'
 import { existsSync } from 'node:fs'
@@ -100,6 +101,9 @@ async function runNode(options: NodeOptions): Promise<void> {
     ...(privateNetworkKey !== undefined ? { privateNetworkKey } : {}),
     ...(options.allow.length > 0 ? { allowedPeers: options.allow } : {}),
   })
+  // A neighbour dropped for breaking the protocol is logged at error level: shown by default
+  // (DEBUG=... replaces this choice, e.g. DEBUG=phoenix:* for everything the node logs).
+  if (process.env.DEBUG === undefined) enableLogs('phoenix:*:error')
   console.log(`phoenix node ${libp2p.peerId.toString()} listening on ${libp2p.getMultiaddrs().map(String).join(' ')}`)
   console.log(`names: ${phoenix.names.join(', ') || '(none)'}; hubs: ${options.hub.length}`)
 
