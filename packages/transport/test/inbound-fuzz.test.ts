@@ -145,7 +145,10 @@ const validEntry: fc.Arbitrary<RouteAdvert> = fc
     return { ...record, seq: record.seq + (retract ? 1 : 0), nhops }
   })
 
-const validUpdate: fc.Arbitrary<Frame> = fc.array(validEntry, { minLength: 1, maxLength: 3 }).map((entries) => ({ kind: 'update', update: { neighbourSlots: [], transSets: [], entries } }))
+/** Valid updates, some with a hello claiming any number of the node's record (an unsigned claim it must not believe). */
+const validUpdate: fc.Arbitrary<Frame> = fc
+  .record({ entries: fc.array(validEntry, { minLength: 1, maxLength: 3 }), hello: fc.option(fc.option(uint32, { nil: undefined }), { nil: null }) })
+  .map(({ entries, hello }) => ({ kind: 'update', update: { neighbourSlots: [], transSets: [], entries, ...(hello === null ? {} : { hello: { receiverSeq: hello } }) } }))
 
 const validTraffic: fc.Arbitrary<Frame> = fc.oneof(
   fc
