@@ -125,10 +125,8 @@ export class PhoenixCore {
   private readonly ownerSeqHeard = new Map<NodeId, number>()
   /** Neighbours whose first update on this connection (its hello) we have not applied. */
   private readonly awaitingHello = new Set<NodeId>()
-  /** Those of them our own record waits for: they may hold it already (they dialled us, or we knew them). */
+  /** Those of them our own record waits for: they probably hold it already (see connectionUp). */
   private readonly ownWaitsForHello = new Set<NodeId>()
-  /** Neighbours routed directly since they connected, whose route we advertise once their hello tells us their neighbours. */
-  private readonly directAdvertPending = new Set<NodeId>()
   /** Neighbours we owe our first update on this connection (it carries our hello, even if empty). */
   private readonly helloDue = new Set<NodeId>()
   /**
@@ -235,7 +233,7 @@ export class PhoenixCore {
       // configuration, or a connection list given offline, would make us wait a round trip for
       // nothing, behind a peer that may be busy (measured: 10% slower offline convergence).
       if (this.discovery && this.table.get(peer)?.reachable === true) this.ownWaitsForHello.add(peer)
-      if (this.routeDirectly(peer)) this.advertiseDirectRoute(this.table.get(peer)!, index, undefined)
+      if (this.routeDirectly(peer)) this.advertiseDirectRoute(this.table.get(peer)!, index)
     }
     this.setSlotOfIndex(index, this.neighbours.slot(peer)!)
   }
@@ -243,10 +241,7 @@ export class PhoenixCore {
   /** A record of a neighbour relayed by someone else still routes directly to the neighbour. */
   private keepNeighbourDirect(entry: RouteEntry, from: NodeId): void {
     if (this.mode === 'naive' || from === entry.destination || !this.neighbours.has(entry.destination)) return
-    if (!this.routeDirectly(entry.destination)) return
-    // Just adopted, so already due to everyone outside rcpt: widen rcpt to what the direct route covers.
-    this.directAdvertPending.delete(entry.destination)
-    this.advertiseDirectRoute(entry, this.nodeIndex.get(entry.destination)!, undefined)
+    if (this.routeDirectly(entry.destination)) this.advertiseDirectRoute(entry, this.nodeIndex.get(entry.destination)!)
   }
 
   /**
@@ -265,20 +260,21 @@ export class PhoenixCore {
   }
 
   /**
-   * Advertises a direct route to neighbour `peer` to the neighbours that may need it. As on any
-   * change, whoever got our longer route needs this one (trans := ∅). Not those in rcpt if they
-   * hold it at 2 hops or fewer (1 + 1 is all we can offer: typically the hub's other neighbours,
-   * who learned it from the hub), nor the peer's own neighbours (`peerSlots`, from its updates):
-   * it sends them its record itself unless they hold it.
+   * Advertises a direct route to the neighbour at node index `index` (the entry's destination) to
+   * the neighbours that may need it. As on any change, whoever got our longer route needs this one
+   * (trans := ∅). Not those in rcpt if they hold it at 2 hops or fewer: 1 + 1 is all we can offer
+   * (typically the hub's other neighbours, who learned it from the hub).
    */
-  private advertiseDirectRoute(entry: RouteEntry, index: number, peerSlots: Int32Array | undefined): void {
-    if (entry.fwd !== entry.destination || !entry.reachable) return
+  private advertiseDirectRoute(entry: RouteEntry, index: number): void {
     entry.trans = EMPTY_SET
-    const rcpt = entry.rcptHopsMax <= 2 ? entry.rcpt.clone() : new NodeSet(index + 1)
+    let rcpt: NodeSet
+    if (entry.rcptHopsMax <= 2) rcpt = entry.rcpt.clone()
+    else {
+      rcpt = new NodeSet(index + 1)
+      entry.rcptHopsMax = 0
+    }
     rcpt.add(index)
-    if (peerSlots !== undefined) for (const neighbourOfPeer of peerSlots) if (neighbourOfPeer >= 0) rcpt.add(neighbourOfPeer)
     entry.rcpt = rcpt.freeze()
-    entry.rcptHopsMax = Math.min(entry.rcptHopsMax, 2)
     this.dirty.add(entry)
   }
 
@@ -290,7 +286,6 @@ export class PhoenixCore {
     this.ownerSeqHeard.delete(peer)
     this.awaitingHello.delete(peer)
     this.ownWaitsForHello.delete(peer)
-    this.directAdvertPending.delete(peer)
     this.helloDue.delete(peer)
     this.senderSlots.delete(peer)
     this.updateBudget.delete(peer)
@@ -563,10 +558,6 @@ export class PhoenixCore {
     if (this.awaitingHello.delete(from)) {
       this.ownWaitsForHello.delete(from)
       this.applyHello(fromIndex, message.hello)
-      if (this.directAdvertPending.delete(from)) {
-        const peerSlots = message.neighbourSlots.length > 0 ? this.slotMapOf(from, message.neighbourSlots) : undefined
-        this.advertiseDirectRoute(this.table.get(from)!, fromIndex, peerSlots)
-      }
     }
     for (const advert of message.entries) {
       this.applyAdvert(from, fromIndex, advert, transOf, rcptOf)
@@ -606,16 +597,8 @@ export class PhoenixCore {
     this.ownerSeqHeard.set(owner, seq)
     const entry = this.table.get(owner)
     if (entry === undefined || !seqNewer(entry.seq, seq)) return
-    if (entry.trans.has(ownerIndex)) {
-      const trans = entry.trans.clone()
-      trans.delete(ownerIndex)
-      entry.trans = trans.freeze()
-    }
-    if (entry.rcpt.has(ownerIndex)) {
-      const rcpt = entry.rcpt.clone()
-      rcpt.delete(ownerIndex)
-      entry.rcpt = rcpt.freeze()
-    }
+    entry.trans = entry.trans.without(ownerIndex)
+    entry.rcpt = entry.rcpt.without(ownerIndex)
     this.dirty.add(entry)
   }
 
@@ -792,13 +775,10 @@ export class PhoenixCore {
           let trans = decision.trans
           for (const slot of decision.slots) {
             const peer = this.neighbours.id(slot)!
-            if (!this.ownWaitsForHello.has(peer)) push(slot, entry)
-            else {
-              if (trans.frozen) trans = trans.clone()
-              trans.delete(this.nodeIndex.get(peer)!)
-            }
+            if (this.ownWaitsForHello.has(peer)) trans = trans.without(this.nodeIndex.get(peer)!)
+            else push(slot, entry)
           }
-          entry.trans = trans.frozen ? trans : trans.freeze()
+          entry.trans = trans
           continue
         }
         if (decision.slots.length > 0) {

@@ -55,6 +55,14 @@ export class NodeSet {
     if (i < this.words.length) this.words[i]! &= ~(1 << (slot & 31))
   }
 
+  /** This set without `slot`, frozen: itself if `slot` is absent, else a copy (copy-on-write). */
+  without(slot: number): NodeSet {
+    if (!this.has(slot) && this.frozen) return this
+    const copy = this.clone()
+    copy.delete(slot)
+    return copy.freeze()
+  }
+
   has(slot: number): boolean {
     const i = slot >>> 5
     return i < this.words.length && (this.words[i]! & (1 << (slot & 31))) !== 0

@@ -1,4 +1,4 @@
-import { NodeIndex, PhoenixCore, checkRoutesAgainstBfs, type CoreConfig, type RecordAuthority, type Effect, type RouteCheckFailure, type StepResult, type UpdateMessage } from '@phoenix-overlay/core'
+import { NodeIndex, PhoenixCore, bytesEqual, checkRoutesAgainstBfs, type CoreConfig, type RecordAuthority, type Effect, type RouteCheckFailure, type StepResult, type UpdateMessage } from '@phoenix-overlay/core'
 import {
   CHECK_FAILURES_MAX,
   EVENTS_PER_RUN_MAX,
@@ -1055,8 +1055,7 @@ function modelledRecordAuthority(id: string, ops: { signs: number; verifies: num
     verify: (node, payload, signature) => {
       ops.verifies++
       totals.verifies++
-      const expected = tag(node, payload)
-      return signature.length === expected.length && signature.every((b, i) => b === expected[i])
+      return bytesEqual(signature, tag(node, payload))
     },
   }
 }
