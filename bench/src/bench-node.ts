@@ -1,0 +1,246 @@
+/**
+ * One benchmark node: whatever stack its part in a path needs (a plain libp2p node that sinks or
+ * relays, a circuit relay or client, a Phoenix node), the sender's and receiver's loops, and the
+ * process's CPU and memory figures. The driver calls its methods: over IPC when the node has a
+ * process of its own (node-main.ts), directly when every node shares the driver's process.
+ */
+import type { Libp2p, Stream } from '@libp2p/interface'
+import { multiaddr } from '@multiformats/multiaddr'
+import { makeMessage, MESSAGE_BYTES_MIN, MessageReader, nowNs, stampOf } from './framing.ts'
+import { startOverlayNode, type OverlayNode } from './phoenix-adapter.ts'
+import { drained, itPipeRelay, pauseResumeRelay, READ_BUFFER_BYTES_MAX } from './relays.ts'
+import { bareNode, relayClientNode, relayServerNode } from './stack.ts'
+
+export const SINK_PROTOCOL = '/phoenix-bench/sink/1.0.0'
+export const RELAY_PROTOCOL = { pipe: '/phoenix-bench/relay-it-pipe/1.0.0', pause: '/phoenix-bench/relay-pause-resume/1.0.0' } as const
+
+export type NodeSpec =
+  /** A plain libp2p node that sinks streams and, with `relay`, forwards them to `next`. */
+  | { stack: 'bare'; listen: string[]; relay?: { kind: keyof typeof RELAY_PROTOCOL; next: string; nextProtocol: string } }
+  | { stack: 'relay-server'; listen: string[] }
+  /** With `relayAddress`: listens (and sinks) through that relay; without: only dials. */
+  | { stack: 'relay-client'; relayAddress?: string }
+  | { stack: 'phoenix'; listen: string[]; hubs: string[]; names: string[] }
+
+export interface Started {
+  readonly peerId: string
+  /** Dialable addresses; for a relay client, its circuit address. */
+  readonly addresses: string[]
+}
+
+/** How the sender reaches the receiver: a raw stream to an address and protocol, or a Phoenix name. */
+export type Target = { address: string; protocol: string } | { name: string; hops: number }
+
+export interface Received {
+  readonly endNs: bigint
+  readonly messages: number
+  readonly bytes: number
+  /** One-way latencies, µs, when asked for. */
+  readonly latenciesUs: number[]
+}
+
+export interface Usage {
+  /** User + system CPU time since `mark`, µs. */
+  readonly cpuUs: number
+  readonly rssStartBytes: number
+  readonly rssPeakBytes: number
+  readonly rssEndBytes: number
+}
+
+const CIRCUIT_ADDRESS_WAIT_MS = 20_000
+const ROUTE_WAIT_MS = 30_000
+
+export class BenchNode {
+  private libp2p: Libp2p | undefined
+  private overlay: OverlayNode | undefined
+  private outbound: Stream | undefined
+  private overlayTarget: string | undefined
+  // receiver state
+  private expected = 0
+  private received = 0
+  private receivedBytes = 0
+  private latenciesUs: number[] | undefined
+  private endNs = 0n
+  private onDone: (() => void) | undefined
+  private failure: Error | undefined
+  // usage
+  private cpuMark = process.cpuUsage()
+  private rss = { start: 0, peak: 0 }
+  private sampler: ReturnType<typeof setInterval> | undefined
+
+  async start(spec: NodeSpec): Promise<Started> {
+    if (this.libp2p !== undefined || this.overlay !== undefined) throw new Error('start: this bench node already runs a node; stop it first')
+    if (spec.stack === 'phoenix') {
+      this.overlay = await startOverlayNode({ listen: spec.listen, hubs: spec.hubs, names: spec.names })
+      this.overlay.onMessages(
+        (payload) => this.arrived(stampOf(payload), payload.length),
+        (error) => this.fail(error),
+      )
+      return { peerId: this.overlay.peerId, addresses: this.overlay.addresses }
+    }
+    const libp2p = spec.stack === 'bare' ? await bareNode(spec.listen) : spec.stack === 'relay-server' ? await relayServerNode(spec.listen) : await relayClientNode(spec.relayAddress)
+    this.libp2p = libp2p
+    await libp2p.handle(SINK_PROTOCOL, (stream) => this.sink(stream), { runOnLimitedConnection: true })
+    if (spec.stack === 'bare' && spec.relay !== undefined) {
+      const { kind, next, nextProtocol } = spec.relay
+      await libp2p.handle(RELAY_PROTOCOL[kind], async (inbound) => {
+        inbound.maxReadBufferLength = READ_BUFFER_BYTES_MAX
+        const outbound = await libp2p.dialProtocol(multiaddr(next), nextProtocol, { runOnLimitedConnection: true })
+        if (kind === 'pipe') itPipeRelay(inbound, outbound)
+        else pauseResumeRelay(inbound, outbound)
+      })
+    }
+    let addresses = libp2p.getMultiaddrs().map((ma) => ma.toString())
+    if (spec.stack === 'relay-client' && spec.relayAddress !== undefined) addresses = await this.circuitAddresses(libp2p)
+    return { peerId: libp2p.peerId.toString(), addresses }
+  }
+
+  /** A relay client's circuit address appears once its reservation on the relay is made. */
+  private async circuitAddresses(libp2p: Libp2p): Promise<string[]> {
+    const deadline = Date.now() + CIRCUIT_ADDRESS_WAIT_MS
+    for (;;) {
+      const circuit = libp2p.getMultiaddrs().map((ma) => ma.toString()).filter((a) => a.includes('/p2p-circuit'))
+      if (circuit.length > 0) return circuit
+      if (Date.now() > deadline) throw new Error(`no circuit relay reservation within ${CIRCUIT_ADDRESS_WAIT_MS} ms`)
+      await sleep(20)
+    }
+  }
+
+  private sink(stream: Stream): void {
+    stream.maxReadBufferLength = READ_BUFFER_BYTES_MAX
+    const reader = new MessageReader((stampNs, bytes) => this.arrived(stampNs, bytes))
+    stream.addEventListener('message', (event) => {
+      try {
+        reader.push(event.data)
+      } catch (error) {
+        this.fail(error as Error)
+        stream.abort(error as Error)
+      }
+    })
+  }
+
+  private arrived(stampNs: bigint, bytes: number): void {
+    const now = nowNs()
+    this.received++
+    this.receivedBytes += bytes
+    this.latenciesUs?.push(Number(now - stampNs) / 1000)
+    if (this.received === this.expected) {
+      this.endNs = now
+      this.onDone?.()
+    }
+  }
+
+  private fail(error: Error): void {
+    this.failure ??= error
+    this.onDone?.()
+  }
+
+  /** Receiver: count the next `messages` messages from now on (with their latencies if asked). */
+  arm(params: { messages: number; latencies: boolean }): void {
+    this.expected = params.messages
+    this.received = 0
+    this.receivedBytes = 0
+    this.latenciesUs = params.latencies ? [] : undefined
+    this.failure = undefined
+  }
+
+  /** Receiver: resolves once the armed count has arrived. */
+  async collect(params: { timeoutMs: number }): Promise<Received> {
+    if (this.received < this.expected && this.failure === undefined) {
+      await new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`receiver: ${this.received} of ${this.expected} messages after ${params.timeoutMs} ms`)), params.timeoutMs)
+        this.onDone = () => {
+          clearTimeout(timer)
+          resolve()
+        }
+      })
+      this.onDone = undefined
+    }
+    if (this.failure !== undefined) throw this.failure
+    return { endNs: this.endNs, messages: this.received, bytes: this.receivedBytes, latenciesUs: this.latenciesUs ?? [] }
+  }
+
+  /** Sender: opens the path (a stream, or waits for the route) and sends one smallest message through it. */
+  async open(target: Target): Promise<void> {
+    if ('name' in target) {
+      const overlay = this.need(this.overlay, 'a Phoenix node')
+      const deadline = Date.now() + ROUTE_WAIT_MS
+      while (overlay.hopsTo(target.name) !== target.hops) {
+        if (Date.now() > deadline) throw new Error(`no ${target.hops}-hop route to ${target.name} within ${ROUTE_WAIT_MS} ms (have ${overlay.hopsTo(target.name)})`)
+        await sleep(20)
+      }
+      this.overlayTarget = target.name
+    } else {
+      const libp2p = this.need(this.libp2p, 'a libp2p node')
+      this.outbound = await libp2p.dialProtocol(multiaddr(target.address), target.protocol, { runOnLimitedConnection: true })
+    }
+    await this.sendOne(makeMessage(MESSAGE_BYTES_MIN, nowNs(), this.overlayTarget === undefined))
+  }
+
+  private async sendOne(framedOrNot: Uint8Array): Promise<void> {
+    if (this.overlayTarget !== undefined) return this.need(this.overlay, 'a Phoenix node').send(this.overlayTarget, framedOrNot)
+    const stream = this.need(this.outbound, 'an open stream (call open first)')
+    if (!stream.send(framedOrNot)) await drained(stream)
+  }
+
+  /**
+   * Sender: `messages` messages of `messageBytes`. With `intervalMs` 0 as fast as backpressure
+   * allows (one buffer, stamped with the start); otherwise one every `intervalMs`, each stamped.
+   */
+  async send(params: { messageBytes: number; messages: number; intervalMs: number }): Promise<{ startNs: bigint }> {
+    const framed = this.overlayTarget === undefined
+    const startNs = nowNs()
+    if (params.intervalMs === 0) {
+      const message = makeMessage(params.messageBytes, startNs, framed)
+      for (let i = 0; i < params.messages; i++) await this.sendOne(message)
+    } else {
+      for (let i = 0; i < params.messages; i++) {
+        await this.sendOne(makeMessage(params.messageBytes, nowNs(), framed))
+        await sleep(params.intervalMs)
+      }
+    }
+    return { startNs }
+  }
+
+  /** Starts counting this process's CPU time and sampling its resident memory every `rssSampleMs`. */
+  mark(params: { rssSampleMs: number }): void {
+    clearInterval(this.sampler)
+    this.cpuMark = process.cpuUsage()
+    const rss = process.memoryUsage.rss()
+    this.rss = { start: rss, peak: rss }
+    this.sampler = setInterval(() => (this.rss.peak = Math.max(this.rss.peak, process.memoryUsage.rss())), params.rssSampleMs)
+  }
+
+  report(): Usage {
+    clearInterval(this.sampler)
+    this.sampler = undefined
+    const cpu = process.cpuUsage(this.cpuMark)
+    const rss = process.memoryUsage.rss()
+    return { cpuUs: cpu.user + cpu.system, rssStartBytes: this.rss.start, rssPeakBytes: Math.max(this.rss.peak, rss), rssEndBytes: rss }
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.sampler)
+    this.outbound?.abort(new Error('benchmark case over'))
+    this.outbound = undefined
+    this.overlayTarget = undefined
+    await this.overlay?.stop()
+    await this.libp2p?.stop()
+    this.overlay = undefined
+    this.libp2p = undefined
+    this.arm({ messages: 0, latencies: false })
+  }
+
+  private need<T>(value: T | undefined, what: string): T {
+    if (value === undefined) throw new Error(`this bench node has no ${what}`)
+    return value
+  }
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms))
+}
+
+/** The node's methods the driver may call, by name (the IPC protocol). */
+export type NodeMethods = Pick<BenchNode, 'start' | 'arm' | 'collect' | 'open' | 'send' | 'mark' | 'report' | 'stop'>
+export type MethodName = keyof NodeMethods

@@ -1,0 +1,63 @@
+/**
+ * What a run measures: message sizes, the byte budget per throughput case, the latency probes,
+ * the rounds, and the memory transfer. `--quick` is a smoke run of the same harness.
+ */
+import type { PathId } from './paths.ts'
+import { PATH_IDS } from './paths.ts'
+
+const KiB = 1024
+const MiB = 1024 * KiB
+
+export interface SizePlan {
+  readonly messageBytes: number
+  /** Bytes per throughput case. */
+  readonly budgetBytes: number
+  /** Latency probe: this many messages, one every `intervalMs` (long enough for the path to be quiet). */
+  readonly latencyMessages: number
+  readonly intervalMs: number
+}
+
+export interface Plan {
+  readonly rounds: number
+  readonly paths: readonly PathId[]
+  readonly sizes: readonly SizePlan[]
+  /** The in-process variant (every node in the driver's process): these sizes only. */
+  readonly inProcessSizes: readonly SizePlan[]
+  /** The middle node's memory over one long transfer of 64 KiB messages, per relay kind. */
+  readonly memoryBytes: number
+  readonly memoryPaths: readonly PathId[]
+}
+
+const full: SizePlan[] = [
+  { messageBytes: 64, budgetBytes: 4 * MiB, latencyMessages: 300, intervalMs: 2 },
+  { messageBytes: 4 * KiB, budgetBytes: 64 * MiB, latencyMessages: 300, intervalMs: 2 },
+  { messageBytes: 64 * KiB, budgetBytes: 256 * MiB, latencyMessages: 200, intervalMs: 3 },
+  { messageBytes: MiB, budgetBytes: 256 * MiB, latencyMessages: 50, intervalMs: 30 },
+]
+
+const quick: SizePlan[] = [
+  { messageBytes: 64, budgetBytes: 128 * KiB, latencyMessages: 20, intervalMs: 2 },
+  { messageBytes: 4 * KiB, budgetBytes: 2 * MiB, latencyMessages: 20, intervalMs: 2 },
+  { messageBytes: 64 * KiB, budgetBytes: 8 * MiB, latencyMessages: 20, intervalMs: 3 },
+  { messageBytes: MiB, budgetBytes: 8 * MiB, latencyMessages: 5, intervalMs: 30 },
+]
+
+const RELAY_KINDS: PathId[] = ['it-pipe', 'pause-resume', 'circuit-relay-v2', 'phoenix-1']
+
+export function makePlan(options: { quick: boolean; rounds?: number; paths?: readonly PathId[] }): Plan {
+  const sizes = options.quick ? quick : full
+  return {
+    rounds: options.rounds ?? (options.quick ? 1 : 3),
+    paths: options.paths ?? PATH_IDS,
+    sizes,
+    inProcessSizes: sizes.filter((s) => s.messageBytes === 64 * KiB),
+    memoryBytes: options.quick ? 16 * MiB : 1024 * MiB,
+    memoryPaths: RELAY_KINDS.filter((p) => options.paths === undefined || options.paths.includes(p)),
+  }
+}
+
+export function sizeLabel(bytes: number): string {
+  if (bytes >= MiB) return `${bytes / MiB} MiB`
+  if (bytes >= KiB) return `${bytes / KiB} KiB`
+  return `${bytes} B`
+}
