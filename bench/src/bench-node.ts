@@ -5,6 +5,8 @@
  * process of its own (node-main.ts), directly when every node shares the driver's process.
  */
 import type { Libp2p, Stream } from '@libp2p/interface'
+import { writeFileSync } from 'node:fs'
+import { Session } from 'node:inspector/promises'
 import { multiaddr } from '@multiformats/multiaddr'
 import { makeMessage, MESSAGE_BYTES_MIN, MessageReader, nowNs, stampOf } from './framing.ts'
 import { startOverlayNode, type OverlayNode } from './phoenix-adapter.ts'
@@ -67,6 +69,7 @@ export class BenchNode {
   private cpuMark = process.cpuUsage()
   private rss = { start: 0, peak: 0 }
   private sampler: ReturnType<typeof setInterval> | undefined
+  private profiler: { session: Session; file: string } | undefined
 
   async start(spec: NodeSpec): Promise<Started> {
     if (this.libp2p !== undefined || this.overlay !== undefined) throw new Error('start: this bench node already runs a node; stop it first')
@@ -202,8 +205,19 @@ export class BenchNode {
     return { startNs }
   }
 
-  /** Starts counting this process's CPU time and sampling its resident memory every `rssSampleMs`. */
-  mark(params: { rssSampleMs: number }): void {
+  /**
+   * Starts counting this process's CPU time and sampling its resident memory every `rssSampleMs`;
+   * with `profileFile`, also V8's CPU profiler (the `--cpu-prof` profiler, through the inspector,
+   * so the profile holds this window only and not the process's start-up), written by `report`.
+   */
+  async mark(params: { rssSampleMs: number; profileFile?: string }): Promise<void> {
+    if (params.profileFile !== undefined) {
+      const session = new Session()
+      session.connect()
+      await session.post('Profiler.enable')
+      await session.post('Profiler.start')
+      this.profiler = { session, file: params.profileFile }
+    }
     clearInterval(this.sampler)
     this.cpuMark = process.cpuUsage()
     const rss = process.memoryUsage.rss()
@@ -211,11 +225,18 @@ export class BenchNode {
     this.sampler = setInterval(() => (this.rss.peak = Math.max(this.rss.peak, process.memoryUsage.rss())), params.rssSampleMs)
   }
 
-  report(): Usage {
+  async report(): Promise<Usage> {
     clearInterval(this.sampler)
     this.sampler = undefined
     const cpu = process.cpuUsage(this.cpuMark)
     const rss = process.memoryUsage.rss()
+    if (this.profiler !== undefined) {
+      const { session, file } = this.profiler
+      this.profiler = undefined
+      const { profile } = await session.post('Profiler.stop')
+      session.disconnect()
+      writeFileSync(file, JSON.stringify(profile))
+    }
     return { cpuUs: cpu.user + cpu.system, rssStartBytes: this.rss.start, rssPeakBytes: Math.max(this.rss.peak, rss), rssEndBytes: rss }
   }
 

@@ -16,7 +16,7 @@ import { parseArgs } from 'node:util'
 import { measureLatency, measureThroughput, openPath, RSS_SAMPLE_MS } from './measure.ts'
 import { nodesOf, PATH_IDS, PATHS, setUpPath, type PathId } from './paths.ts'
 import { makePlan, sizeLabel, type Plan, type SizePlan } from './plan.ts'
-import { profileMiddle, type ProfileSummary } from './profile.ts'
+import { summarizeProfile, type ProfileSummary } from './profile.ts'
 import { writeForwardingReport, type MemoryRow, type Row, type Variant } from './report.ts'
 import { localNode, spawnNode, type NodeHandle } from './rpc.ts'
 
@@ -43,13 +43,15 @@ mkdirSync(outDir, { recursive: true })
 const log = (line: string) => process.stderr.write(`${line}\n`)
 
 /** Measures every size on one path whose nodes are `nodes` (sender first), then stops them. */
-async function runPath(variant: Variant, round: number, path: PathId, nodes: NodeHandle[], sizes: readonly SizePlan[]): Promise<Row[]> {
+async function runPath(plan: Plan, variant: Variant, round: number, path: PathId, nodes: NodeHandle[], sizes: readonly SizePlan[]): Promise<Row[]> {
   const rows: Row[] = []
   try {
+    const t0 = performance.now()
     await openPath(nodes, await setUpPath(path, nodes))
+    log(`  ${variant} r${round} ${path}: set up in ${(performance.now() - t0).toFixed(0)} ms`)
     for (const size of sizes) {
       const throughput = await measureThroughput(nodes, size.messageBytes, size.budgetBytes)
-      const latency = await measureLatency(nodes, size.messageBytes, size.latencyMessages, size.intervalMs)
+      const latency = await measureLatency(nodes, size.messageBytes, size.latencyMessages, size.intervalMs, plan.settleMs)
       rows.push({ variant, round, path, intermediates: PATHS[path].intermediates, messageBytes: size.messageBytes, throughput, latency })
       log(`  ${variant} r${round} ${path.padEnd(16)} ${sizeLabel(size.messageBytes).padStart(6)}: ${throughput.mibPerS.toFixed(1).padStart(7)} MiB/s, latency median ${latency.medianUs.toFixed(0)} µs, p99 ${latency.p99Us.toFixed(0)} µs`)
     }
@@ -59,8 +61,8 @@ async function runPath(variant: Variant, round: number, path: PathId, nodes: Nod
   return rows
 }
 
-async function withProcesses<T>(count: number, body: (nodes: NodeHandle[]) => Promise<T>, nodeArgs: (i: number) => string[] = () => []): Promise<T> {
-  const nodes = await Promise.all(Array.from({ length: count }, (_, i) => spawnNode(`node-${i}`, nodeArgs(i))))
+async function withProcesses<T>(count: number, body: (nodes: NodeHandle[]) => Promise<T>): Promise<T> {
+  const nodes = await Promise.all(Array.from({ length: count }, (_, i) => spawnNode(`node-${i}`)))
   try {
     return await body(nodes)
   } finally {
@@ -68,59 +70,67 @@ async function withProcesses<T>(count: number, body: (nodes: NodeHandle[]) => Pr
   }
 }
 
-/** Round r runs every path (in an order rotated by r, so no path always runs first), then the in-process variant. */
-async function runRounds(plan: Plan, inProcess: boolean): Promise<Row[]> {
+/**
+ * Round r runs every path (in an order rotated by r, so no path always runs first), then the
+ * in-process variant. `last` runs on the last round's processes before they end.
+ */
+async function runRounds(plan: Plan, inProcess: boolean, last: (pool: NodeHandle[]) => Promise<void>): Promise<Row[]> {
   const rows: Row[] = []
-  const widest = Math.max(...plan.paths.map(nodesOf))
+  const widest = Math.max(3, ...plan.paths.map(nodesOf))
   for (let round = 1; round <= plan.rounds; round++) {
     const order = plan.paths.map((_, i) => plan.paths[(i + round - 1) % plan.paths.length]!)
     log(`round ${round}/${plan.rounds}: one process per node`)
     await withProcesses(widest, async (pool) => {
-      for (const path of order) rows.push(...(await runPath('process', round, path, pool.slice(0, nodesOf(path)), plan.sizes)))
+      for (const path of order) rows.push(...(await runPath(plan, 'process', round, path, pool.slice(0, nodesOf(path)), plan.sizes)))
+      if (round === plan.rounds) await last(pool)
     })
     if (!inProcess) continue
     log(`round ${round}/${plan.rounds}: every node in one process`)
     for (const path of order) {
       const nodes = Array.from({ length: nodesOf(path) }, (_, i) => localNode(`local-${i}`))
-      rows.push(...(await runPath('in-process', round, path, nodes, plan.inProcessSizes)))
+      rows.push(...(await runPath(plan, 'in-process', round, path, nodes, plan.inProcessSizes)))
     }
   }
   return rows
 }
 
-/** The middle node's resident memory over one long transfer, fresh processes per relay kind. */
-async function runMemory(plan: Plan): Promise<MemoryRow[]> {
-  const rows: MemoryRow[] = []
-  for (const path of plan.memoryPaths) {
+/** The middle node's resident memory over one long transfer, per relay kind: fresh processes each, or (a smoke run) `shared`. */
+async function runMemory(plan: Plan, shared: NodeHandle[] | undefined): Promise<MemoryRow[]> {
+  const measure = async (path: PathId, nodes: NodeHandle[]): Promise<MemoryRow> => {
     log(`memory: ${path}, ${sizeLabel(plan.memoryBytes)} of 64 KiB messages`)
-    const row = await withProcesses(nodesOf(path), async (nodes) => {
+    try {
       await openPath(nodes, await setUpPath(path, nodes))
       const throughput = await measureThroughput(nodes, 64 * 1024, plan.memoryBytes)
       const middle = throughput.usage[1]!
+      log(`  middle RSS ${(middle.rssStartBytes / 2 ** 20).toFixed(0)} → peak ${(middle.rssPeakBytes / 2 ** 20).toFixed(0)} → ${(middle.rssEndBytes / 2 ** 20).toFixed(0)} MiB`)
       return { path, bytes: throughput.bytes, mibPerS: throughput.mibPerS, rssStartBytes: middle.rssStartBytes, rssPeakBytes: middle.rssPeakBytes, rssEndBytes: middle.rssEndBytes, sampleMs: RSS_SAMPLE_MS }
-    })
-    log(`  middle RSS ${(row.rssStartBytes / 2 ** 20).toFixed(0)} → peak ${(row.rssPeakBytes / 2 ** 20).toFixed(0)} → ${(row.rssEndBytes / 2 ** 20).toFixed(0)} MiB`)
-    rows.push(row)
+    } finally {
+      await Promise.all(nodes.map((n) => n.call('stop')))
+    }
   }
+  const rows: MemoryRow[] = []
+  for (const path of plan.memoryPaths) rows.push(shared !== undefined ? await measure(path, shared.slice(0, nodesOf(path))) : await withProcesses(nodesOf(path), (nodes) => measure(path, nodes)))
   return rows
 }
 
-/** Phoenix through one intermediate at 64 KiB, the middle process under `--cpu-prof`. */
+/** Phoenix through one intermediate at 64 KiB, the middle node's CPU profiled over the transfer only. */
 async function runProfile(plan: Plan): Promise<ProfileSummary> {
-  const profileDir = join(outDir, 'profile')
-  mkdirSync(profileDir, { recursive: true })
+  const file = join(outDir, 'phoenix-1-middle.cpuprofile')
   const budget = plan.sizes.find((s) => s.messageBytes === 64 * 1024)!.budgetBytes
-  log(`profile: phoenix-1, middle node under --cpu-prof (${profileDir})`)
+  log(`profile: phoenix-1, the middle node's CPU over ${sizeLabel(budget)} of 64 KiB messages → ${file}`)
   await withProcesses(3, async (nodes) => {
     await openPath(nodes, await setUpPath('phoenix-1', nodes))
-    await measureThroughput(nodes, 64 * 1024, budget)
-  }, (i) => (i === 1 ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []))
-  return profileMiddle(profileDir)
+    await measureThroughput(nodes, 64 * 1024, budget, { node: 1, file })
+  })
+  return summarizeProfile(file)
 }
 
 const started = performance.now()
-const rows = await runRounds(plan, !values['no-in-process'])
-const memory = values['no-memory'] ? [] : await runMemory(plan)
+let memory: MemoryRow[] = []
+const rows = await runRounds(plan, !values['no-in-process'], async (pool) => {
+  if (!values['no-memory'] && !plan.memoryFreshProcesses) memory = await runMemory(plan, pool)
+})
+if (!values['no-memory'] && plan.memoryFreshProcesses) memory = await runMemory(plan, undefined)
 const profile = values.profile ? await runProfile(plan) : undefined
 const report = await writeForwardingReport({ plan, rows, memory, profile, outDir, quick: values.quick, reportFile: values.quick || values.out !== undefined ? join(outDir, 'REPORT.md') : join(benchDir, 'REPORT.md'), wallSeconds: (performance.now() - started) / 1000 })
 process.stdout.write(report)

@@ -33,11 +33,12 @@ export async function openPath(nodes: readonly NodeHandle[], target: Target): Pr
   await first
 }
 
-export async function measureThroughput(nodes: readonly NodeHandle[], messageBytes: number, budgetBytes: number): Promise<Throughput> {
+/** `profile`: write a CPU profile of node `profile.node` over the run to `profile.file`. */
+export async function measureThroughput(nodes: readonly NodeHandle[], messageBytes: number, budgetBytes: number, profile?: { node: number; file: string }): Promise<Throughput> {
   const [sender, receiver] = [nodes[0]!, nodes[nodes.length - 1]!]
   const messages = Math.max(1, Math.round(budgetBytes / messageBytes))
   const bytes = messages * messageBytes
-  await Promise.all(nodes.map((n) => n.call('mark', { rssSampleMs: RSS_SAMPLE_MS })))
+  await Promise.all(nodes.map((n, i) => n.call('mark', { rssSampleMs: RSS_SAMPLE_MS, ...(profile?.node === i ? { profileFile: profile.file } : {}) })))
   await receiver.call('arm', { messages, latencies: false })
   const collected = receiver.call('collect', { timeoutMs: 30_000 + (bytes / RATE_FLOOR_BYTES_PER_S) * 1000 })
   const { startNs } = await sender.call('send', { messageBytes, messages, intervalMs: 0 })
@@ -68,12 +69,10 @@ export interface Latency {
   readonly p99Us: number
 }
 
-/** A pause before a latency probe, so the throughput run before it has left no work behind (timers, garbage). */
-const SETTLE_MS = 200
-
-export async function measureLatency(nodes: readonly NodeHandle[], messageBytes: number, messages: number, intervalMs: number): Promise<Latency> {
+/** `settleMs`: a pause first, so the throughput run before it has left no work behind (timers, garbage). */
+export async function measureLatency(nodes: readonly NodeHandle[], messageBytes: number, messages: number, intervalMs: number, settleMs: number): Promise<Latency> {
   const [sender, receiver] = [nodes[0]!, nodes[nodes.length - 1]!]
-  await new Promise((resolve) => setTimeout(resolve, SETTLE_MS))
+  await new Promise((resolve) => setTimeout(resolve, settleMs))
   await receiver.call('arm', { messages, latencies: true })
   const collected = receiver.call('collect', { timeoutMs: 30_000 + messages * intervalMs * 4 })
   await sender.call('send', { messageBytes, messages, intervalMs })

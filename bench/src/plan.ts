@@ -26,6 +26,14 @@ export interface Plan {
   /** The middle node's memory over one long transfer of 64 KiB messages, per relay kind. */
   readonly memoryBytes: number
   readonly memoryPaths: readonly PathId[]
+  /**
+   * Fresh processes for each memory transfer (so one kind's garbage is not another's RSS). A
+   * smoke run shares one set: starting a node process costs about 2 s of CPU (loading libp2p
+   * through tsx), and those seconds are most of a smoke run.
+   */
+  readonly memoryFreshProcesses: boolean
+  /** Pause before each latency probe, so the throughput run has left no work behind. */
+  readonly settleMs: number
 }
 
 const full: SizePlan[] = [
@@ -36,10 +44,10 @@ const full: SizePlan[] = [
 ]
 
 const quick: SizePlan[] = [
-  { messageBytes: 64, budgetBytes: 128 * KiB, latencyMessages: 20, intervalMs: 2 },
-  { messageBytes: 4 * KiB, budgetBytes: 2 * MiB, latencyMessages: 20, intervalMs: 2 },
-  { messageBytes: 64 * KiB, budgetBytes: 8 * MiB, latencyMessages: 20, intervalMs: 3 },
-  { messageBytes: MiB, budgetBytes: 8 * MiB, latencyMessages: 5, intervalMs: 30 },
+  { messageBytes: 64, budgetBytes: 64 * KiB, latencyMessages: 10, intervalMs: 2 },
+  { messageBytes: 4 * KiB, budgetBytes: 2 * MiB, latencyMessages: 10, intervalMs: 2 },
+  { messageBytes: 64 * KiB, budgetBytes: 4 * MiB, latencyMessages: 10, intervalMs: 3 },
+  { messageBytes: MiB, budgetBytes: 4 * MiB, latencyMessages: 3, intervalMs: 30 },
 ]
 
 const RELAY_KINDS: PathId[] = ['it-pipe', 'pause-resume', 'circuit-relay-v2', 'phoenix-1']
@@ -51,7 +59,9 @@ export function makePlan(options: { quick: boolean; rounds?: number; paths?: rea
     paths: options.paths ?? PATH_IDS,
     sizes,
     inProcessSizes: sizes.filter((s) => s.messageBytes === 64 * KiB),
-    memoryBytes: options.quick ? 16 * MiB : 1024 * MiB,
+    memoryBytes: options.quick ? 8 * MiB : 1024 * MiB,
+    memoryFreshProcesses: !options.quick,
+    settleMs: options.quick ? 20 : 200,
     memoryPaths: RELAY_KINDS.filter((p) => options.paths === undefined || options.paths.includes(p)),
   }
 }

@@ -1,13 +1,14 @@
 /**
- * Where a process spent its time, from the V8 CPU profile `node --cpu-prof` writes: self time by
+ * Where a process spent its time, from a V8 CPU profile (`.cpuprofile`, as `node --cpu-prof` writes): self time by
  * area (a package, Node's internals, the garbage collector) and by function.
  */
-import { readdirSync, readFileSync, statSync } from 'node:fs'
-import { basename, join } from 'node:path'
+import { readFileSync } from 'node:fs'
+import { basename } from 'node:path'
 
 interface CpuProfileNode {
   id: number
   callFrame: { functionName: string; url: string; lineNumber: number }
+  children?: number[]
 }
 
 interface CpuProfile {
@@ -21,7 +22,8 @@ export interface ProfileSummary {
   /** Sampled time, idle included, ms. */
   readonly totalMs: number
   readonly idleMs: number
-  readonly areas: { area: string; ms: number }[]
+  /** Self time, and inclusive time (samples with the area anywhere on the stack), per area. */
+  readonly areas: { area: string; ms: number; inclusiveMs: number }[]
   readonly functions: { name: string; area: string; ms: number }[]
 }
 
@@ -39,26 +41,39 @@ export function areaOf(url: string, functionName: string): string {
   return basename(url)
 }
 
-/** Summarizes the newest profile in `dir`. */
-export function profileMiddle(dir: string, top = 20): ProfileSummary {
-  const files = readdirSync(dir).filter((f) => f.endsWith('.cpuprofile'))
-  if (files.length === 0) throw new Error(`no .cpuprofile in ${dir}: did the middle process exit normally?`)
-  const newest = files.map((f) => ({ f, t: statSync(join(dir, f)).mtimeMs })).sort((a, b) => b.t - a.t)[0]!.f
-  return summarize(JSON.parse(readFileSync(join(dir, newest), 'utf8')) as CpuProfile, newest, top)
+/** Summarizes a `.cpuprofile` file. */
+export function summarizeProfile(file: string, top = 20): ProfileSummary {
+  return summarize(JSON.parse(readFileSync(file, 'utf8')) as CpuProfile, basename(file), top)
 }
+
+/** The profiler's own frames (starting and stopping it through the inspector) are not the program's time. */
+const isProfiler = (url: string) => url === 'node:inspector' || url.startsWith('node:inspector/')
 
 export function summarize(profile: CpuProfile, file: string, top: number): ProfileSummary {
   const byId = new Map(profile.nodes.map((n) => [n.id, n]))
+  const parent = new Map<number, number>()
+  for (const n of profile.nodes) for (const child of n.children ?? []) parent.set(child, n.id)
+  const stackAreas = (id: number): Set<string> => {
+    const areas = new Set<string>()
+    for (let at: number | undefined = id; at !== undefined; at = parent.get(at)) {
+      const frame = byId.get(at)!.callFrame
+      if (frame.functionName !== '(root)') areas.add(areaOf(frame.url, frame.functionName))
+    }
+    return areas
+  }
   const selfUs = new Map<number, number>()
   profile.samples.forEach((id, i) => selfUs.set(id, (selfUs.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0)))
-  const areas = new Map<string, number>()
+  const areas = new Map<string, { self: number; inclusive: number }>()
+  const areaEntry = (area: string) => areas.get(area) ?? (areas.set(area, { self: 0, inclusive: 0 }).get(area)!)
   const functions = new Map<string, { name: string; area: string; us: number }>()
   let totalUs = 0
   for (const [id, us] of selfUs) {
     const frame = byId.get(id)!.callFrame
+    if (isProfiler(frame.url)) continue
     const area = areaOf(frame.url, frame.functionName)
     totalUs += us
-    areas.set(area, (areas.get(area) ?? 0) + us)
+    areaEntry(area).self += us
+    for (const onStack of stackAreas(id)) areaEntry(onStack).inclusive += us
     const name = `${frame.functionName || '(anonymous)'} ${frame.url === '' ? '' : `${basename(frame.url)}:${frame.lineNumber + 1}`}`.trim()
     const entry = functions.get(name) ?? { name, area, us: 0 }
     entry.us += us
@@ -68,8 +83,8 @@ export function summarize(profile: CpuProfile, file: string, top: number): Profi
   return {
     file,
     totalMs: ms(totalUs),
-    idleMs: ms(areas.get('(idle)') ?? 0),
-    areas: [...areas].map(([area, us]) => ({ area, ms: ms(us) })).sort((a, b) => b.ms - a.ms),
+    idleMs: ms(areas.get('(idle)')?.self ?? 0),
+    areas: [...areas].map(([area, t]) => ({ area, ms: ms(t.self), inclusiveMs: ms(t.inclusive) })).sort((a, b) => b.ms - a.ms),
     functions: [...functions.values()]
       .map((f) => ({ name: f.name, area: f.area, ms: ms(f.us) }))
       .sort((a, b) => b.ms - a.ms)

@@ -172,9 +172,12 @@ function memoryTable(memory: readonly MemoryRow[]): string {
 function profileSection(profile: ProfileSummary): string {
   const busy = profile.totalMs - profile.idleMs
   const share = (ms: number) => `${((ms / busy) * 100).toFixed(1)}%`
-  const areas = table(['area', 'self ms', 'of busy time'], profile.areas.filter((a) => a.area !== '(idle)').slice(0, 15).map((a) => [a.area, fmt(a.ms, 0), share(a.ms)]))
+  const areas = table(
+    ['area', 'self ms', 'self, of busy time', 'inclusive, of busy time'],
+    profile.areas.filter((a) => a.area !== '(idle)').slice(0, 15).map((a) => [a.area, fmt(a.ms, 0), share(a.ms), share(a.inclusiveMs)]),
+  )
   const functions = table(['function', 'area', 'self ms', 'of busy time'], profile.functions.filter((f) => f.area !== '(idle)').map((f) => [`\`${f.name}\``, f.area, fmt(f.ms, 0), share(f.ms)]))
-  return `### Where Phoenix's middle node spends its time (64 KiB, \`--cpu-prof\`)\n\n${fmt(busy, 0)} ms busy of ${fmt(profile.totalMs, 0)} ms sampled (\`${profile.file}\`).\n\n${areas}\n\n${functions}`
+  return `### Where Phoenix's middle node spends its time (64 KiB messages, 1 intermediate)\n\nV8's CPU profiler (what \`--cpu-prof\` runs), started and stopped through the inspector around the transfer only: ${fmt(busy, 0)} ms busy of ${fmt(profile.totalMs, 0)} ms sampled (\`${profile.file}\`). Self time is spent in the area's own code; inclusive time counts every sample with the area anywhere on the stack (so the areas overlap). "node internals" are Node's JavaScript (streams, sockets, events, crypto wrappers); "(native)" is C++ (socket writes, the cipher).\n\n${areas}\n\n${functions}`
 }
 
 export function csv(rows: readonly Row[]): string {
