@@ -70,6 +70,8 @@ export class BenchNode {
   private rss = { start: 0, peak: 0 }
   private sampler: ReturnType<typeof setInterval> | undefined
   private profiler: { session: Session; file: string } | undefined
+  /** Phoenix nodes started by `crowd`: many neighbours of one node, in this one process. */
+  private readonly crowdNodes: OverlayNode[] = []
 
   async start(spec: NodeSpec): Promise<Started> {
     if (this.libp2p !== undefined || this.overlay !== undefined) throw new Error('start: this bench node already runs a node; stop it first')
@@ -240,7 +242,47 @@ export class BenchNode {
     return { cpuUs: cpu.user + cpu.system, rssStartBytes: this.rss.start, rssPeakBytes: Math.max(this.rss.peak, rss), rssEndBytes: rss }
   }
 
+  /** Starts `count` more Phoenix nodes here, each with `hub` as its only neighbour, named `<prefix><index>`. */
+  async crowd(params: { count: number; hub: string; prefix: string }): Promise<string[]> {
+    const names: string[] = []
+    for (let i = 0; i < params.count; i++) {
+      const name = `${params.prefix}${this.crowdNodes.length}`
+      this.crowdNodes.push(await startOverlayNode({ listen: ['/ip4/127.0.0.1/tcp/0'], hubs: [params.hub], names: [name] }))
+      names.push(name)
+    }
+    return names
+  }
+
+  /** Waits until this node has a route of `hops` hops to every name. */
+  async waitRoutes(params: { names: string[]; hops: number; timeoutMs: number }): Promise<void> {
+    const overlay = this.need(this.overlay, 'a Phoenix node')
+    const deadline = Date.now() + params.timeoutMs
+    for (;;) {
+      const missing = params.names.filter((name) => overlay.hopsTo(name) !== params.hops)
+      if (missing.length === 0) return
+      if (Date.now() > deadline) throw new Error(`no ${params.hops}-hop route to ${missing.length} of ${params.names.length} names (e.g. ${missing[0]}) within ${params.timeoutMs} ms`)
+      await sleep(50)
+    }
+  }
+
+  /**
+   * This process's memory: the median of `samples` readings `intervalMs` apart, each after a full
+   * garbage collection when the process runs with --expose-gc.
+   */
+  async memory(params: { samples: number; intervalMs: number }): Promise<{ rssBytes: number; heapUsedBytes: number; externalBytes: number; collected: boolean }> {
+    const gc = (globalThis as { gc?: () => void }).gc
+    const readings: NodeJS.MemoryUsage[] = []
+    for (let i = 0; i < params.samples; i++) {
+      gc?.()
+      readings.push(process.memoryUsage())
+      await sleep(params.intervalMs)
+    }
+    const mid = (pick: (m: NodeJS.MemoryUsage) => number) => readings.map(pick).sort((a, b) => a - b)[Math.floor(readings.length / 2)]!
+    return { rssBytes: mid((m) => m.rss), heapUsedBytes: mid((m) => m.heapUsed), externalBytes: mid((m) => m.external), collected: gc !== undefined }
+  }
+
   async stop(): Promise<void> {
+    await Promise.all(this.crowdNodes.splice(0).map((n) => n.stop()))
     clearInterval(this.sampler)
     this.outbound?.abort(new Error('benchmark case over'))
     this.outbound = undefined
@@ -263,5 +305,5 @@ export function sleep(ms: number): Promise<void> {
 }
 
 /** The node's methods the driver may call, by name (the IPC protocol). */
-export type NodeMethods = Pick<BenchNode, 'start' | 'arm' | 'collect' | 'open' | 'send' | 'mark' | 'report' | 'stop'>
+export type NodeMethods = Pick<BenchNode, 'start' | 'arm' | 'collect' | 'open' | 'send' | 'mark' | 'report' | 'stop' | 'crowd' | 'waitRoutes' | 'memory'>
 export type MethodName = keyof NodeMethods
