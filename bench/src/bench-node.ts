@@ -189,26 +189,20 @@ export class BenchNode {
   }
 
   /**
-   * Sender: `messages` messages of `messageBytes`. With `intervalMs` 0 as fast as backpressure
-   * allows (one buffer, stamped with the start); otherwise one every `intervalMs`, each stamped.
+   * Sender: `messages` messages of `messageBytes`, as fast as backpressure allows. One buffer is
+   * sent again and again (every transport here copies or encrypts it before it lets go), stamped
+   * with the start: a latency probe sends one message at a time.
    */
-  async send(params: { messageBytes: number; messages: number; intervalMs: number }): Promise<{ startNs: bigint }> {
-    const framed = this.overlayTarget === undefined
+  async send(params: { messageBytes: number; messages: number }): Promise<{ startNs: bigint }> {
     const startNs = nowNs()
-    if (params.intervalMs === 0) {
-      const message = makeMessage(params.messageBytes, startNs, framed)
-      for (let i = 0; i < params.messages; i++) await this.sendOne(message)
-    } else {
-      for (let i = 0; i < params.messages; i++) {
-        await this.sendOne(makeMessage(params.messageBytes, nowNs(), framed))
-        await sleep(params.intervalMs)
-      }
-    }
+    const message = makeMessage(params.messageBytes, startNs, this.overlayTarget === undefined)
+    for (let i = 0; i < params.messages; i++) await this.sendOne(message)
     return { startNs }
   }
 
   /**
-   * Starts counting this process's CPU time and sampling its resident memory every `rssSampleMs`;
+   * Starts counting this process's CPU time and sampling its resident memory every `rssSampleMs`
+   * (0: only at the start and at `report`, since sampling costs the process some CPU);
    * with `profileFile`, also V8's CPU profiler (the `--cpu-prof` profiler, through the inspector,
    * so the profile holds this window only and not the process's start-up), written by `report`.
    */
@@ -224,7 +218,7 @@ export class BenchNode {
     this.cpuMark = process.cpuUsage()
     const rss = process.memoryUsage.rss()
     this.rss = { start: rss, peak: rss }
-    this.sampler = setInterval(() => (this.rss.peak = Math.max(this.rss.peak, process.memoryUsage.rss())), params.rssSampleMs)
+    if (params.rssSampleMs > 0) this.sampler = setInterval(() => (this.rss.peak = Math.max(this.rss.peak, process.memoryUsage.rss())), params.rssSampleMs)
   }
 
   async report(): Promise<Usage> {

@@ -51,7 +51,7 @@ async function runPath(plan: Plan, variant: Variant, round: number, path: PathId
     log(`  ${variant} r${round} ${path}: set up in ${(performance.now() - t0).toFixed(0)} ms`)
     for (const size of sizes) {
       const throughput = await measureThroughput(nodes, size.messageBytes, size.budgetBytes)
-      const latency = await measureLatency(nodes, size.messageBytes, size.latencyMessages, size.intervalMs, plan.settleMs)
+      const latency = await measureLatency(nodes, size.messageBytes, size.latencyMessages, size.gapMs, plan.settleMs)
       rows.push({ variant, round, path, intermediates: PATHS[path].intermediates, messageBytes: size.messageBytes, throughput, latency })
       log(`  ${variant} r${round} ${path.padEnd(16)} ${sizeLabel(size.messageBytes).padStart(6)}: ${throughput.mibPerS.toFixed(1).padStart(7)} MiB/s, latency median ${latency.medianUs.toFixed(0)} µs, p99 ${latency.p99Us.toFixed(0)} µs`)
     }
@@ -100,7 +100,7 @@ async function runMemory(plan: Plan, shared: NodeHandle[] | undefined): Promise<
     log(`memory: ${path}, ${sizeLabel(plan.memoryBytes)} of 64 KiB messages`)
     try {
       await openPath(nodes, await setUpPath(path, nodes))
-      const throughput = await measureThroughput(nodes, 64 * 1024, plan.memoryBytes)
+      const throughput = await measureThroughput(nodes, 64 * 1024, plan.memoryBytes, { sampleRss: true })
       const middle = throughput.usage[1]!
       log(`  middle RSS ${(middle.rssStartBytes / 2 ** 20).toFixed(0)} → peak ${(middle.rssPeakBytes / 2 ** 20).toFixed(0)} → ${(middle.rssEndBytes / 2 ** 20).toFixed(0)} MiB`)
       return { path, bytes: throughput.bytes, mibPerS: throughput.mibPerS, rssStartBytes: middle.rssStartBytes, rssPeakBytes: middle.rssPeakBytes, rssEndBytes: middle.rssEndBytes, sampleMs: RSS_SAMPLE_MS }
@@ -120,7 +120,7 @@ async function runProfile(plan: Plan): Promise<ProfileSummary> {
   log(`profile: phoenix-1, the middle node's CPU over ${sizeLabel(budget)} of 64 KiB messages → ${file}`)
   await withProcesses(3, async (nodes) => {
     await openPath(nodes, await setUpPath('phoenix-1', nodes))
-    await measureThroughput(nodes, 64 * 1024, budget, { node: 1, file })
+    await measureThroughput(nodes, 64 * 1024, budget, { profile: { node: 1, file } })
   })
   return summarizeProfile(file)
 }

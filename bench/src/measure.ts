@@ -1,7 +1,7 @@
 /**
  * The two measurements of one path and message size: throughput (a byte budget sent as fast as
  * backpressure allows, timed from the sender's first send to the receiver's last byte, with
- * every process's CPU time), and one-way latency (stamped messages at a low rate, so the path is
+ * every process's CPU time), and one-way latency (stamped messages one at a time, so the path is
  * quiet). All processes read the same monotonic clock, so one-way times are exact to the clock.
  */
 import type { Target, Usage } from './bench-node.ts'
@@ -9,7 +9,7 @@ import { roleOf, type Role } from './paths.ts'
 import type { NodeHandle } from './rpc.ts'
 
 const MiB = 1024 * 1024
-/** How often each process samples its resident memory during a throughput run. */
+/** How often each process samples its resident memory during a memory run (throughput runs do not sample). */
 export const RSS_SAMPLE_MS = 50
 /** A receiver that has not had everything after this long has failed (nothing is that slow on loopback). */
 const RATE_FLOOR_BYTES_PER_S = 64 * 1024
@@ -33,15 +33,19 @@ export async function openPath(nodes: readonly NodeHandle[], target: Target): Pr
   await first
 }
 
-/** `profile`: write a CPU profile of node `profile.node` over the run to `profile.file`. */
-export async function measureThroughput(nodes: readonly NodeHandle[], messageBytes: number, budgetBytes: number, profile?: { node: number; file: string }): Promise<Throughput> {
+/**
+ * `options.sampleRss`: sample every process's RSS during the run (for the peak);
+ * `options.profile`: write a CPU profile of node `profile.node` over the run to `profile.file`.
+ */
+export async function measureThroughput(nodes: readonly NodeHandle[], messageBytes: number, budgetBytes: number, options: { sampleRss?: boolean; profile?: { node: number; file: string } } = {}): Promise<Throughput> {
+  const { profile } = options
   const [sender, receiver] = [nodes[0]!, nodes[nodes.length - 1]!]
   const messages = Math.max(1, Math.round(budgetBytes / messageBytes))
   const bytes = messages * messageBytes
-  await Promise.all(nodes.map((n, i) => n.call('mark', { rssSampleMs: RSS_SAMPLE_MS, ...(profile?.node === i ? { profileFile: profile.file } : {}) })))
+  await Promise.all(nodes.map((n, i) => n.call('mark', { rssSampleMs: options.sampleRss === true ? RSS_SAMPLE_MS : 0, ...(profile?.node === i ? { profileFile: profile.file } : {}) })))
   await receiver.call('arm', { messages, latencies: false })
   const collected = receiver.call('collect', { timeoutMs: 30_000 + (bytes / RATE_FLOOR_BYTES_PER_S) * 1000 })
-  const { startNs } = await sender.call('send', { messageBytes, messages, intervalMs: 0 })
+  const { startNs } = await sender.call('send', { messageBytes, messages })
   const got = await collected
   const usage = await Promise.all(nodes.map((n) => n.call('report')))
   if (got.bytes !== bytes) throw new Error(`receiver got ${got.bytes} bytes, expected ${bytes}`)
@@ -69,15 +73,24 @@ export interface Latency {
   readonly p99Us: number
 }
 
-/** `settleMs`: a pause first, so the throughput run before it has left no work behind (timers, garbage). */
-export async function measureLatency(nodes: readonly NodeHandle[], messageBytes: number, messages: number, intervalMs: number, settleMs: number): Promise<Latency> {
+/**
+ * One message at a time: each is sent only once the previous one has arrived and `gapMs` more
+ * have passed, so the path is quiet whatever its speed (a paced open loop is not, once a message
+ * takes longer to cross than the pace). `settleMs`: a pause first, so the throughput run before
+ * has left no work behind (timers, garbage).
+ */
+export async function measureLatency(nodes: readonly NodeHandle[], messageBytes: number, messages: number, gapMs: number, settleMs: number): Promise<Latency> {
   const [sender, receiver] = [nodes[0]!, nodes[nodes.length - 1]!]
   await new Promise((resolve) => setTimeout(resolve, settleMs))
-  await receiver.call('arm', { messages, latencies: true })
-  const collected = receiver.call('collect', { timeoutMs: 30_000 + messages * intervalMs * 4 })
-  await sender.call('send', { messageBytes, messages, intervalMs })
-  const got = await collected
-  return { samplesUs: got.latenciesUs, medianUs: quantile(got.latenciesUs, 0.5), p99Us: quantile(got.latenciesUs, 0.99) }
+  const samplesUs: number[] = []
+  for (let i = 0; i < messages; i++) {
+    await receiver.call('arm', { messages: 1, latencies: true })
+    const collected = receiver.call('collect', { timeoutMs: 30_000 })
+    await sender.call('send', { messageBytes, messages: 1 })
+    samplesUs.push(...(await collected).latenciesUs)
+    await new Promise((resolve) => setTimeout(resolve, gapMs))
+  }
+  return { samplesUs, medianUs: quantile(samplesUs, 0.5), p99Us: quantile(samplesUs, 0.99) }
 }
 
 /** The q-quantile (nearest rank) of `xs`; NaN for none. */

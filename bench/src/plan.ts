@@ -12,9 +12,9 @@ export interface SizePlan {
   readonly messageBytes: number
   /** Bytes per throughput case. */
   readonly budgetBytes: number
-  /** Latency probe: this many messages, one every `intervalMs` (long enough for the path to be quiet). */
+  /** Latency probe: this many messages, one at a time, each sent `gapMs` after the previous one arrived. */
   readonly latencyMessages: number
-  readonly intervalMs: number
+  readonly gapMs: number
 }
 
 export interface Plan {
@@ -37,20 +37,19 @@ export interface Plan {
 }
 
 // Budgets: each case takes a few seconds on a 2-core machine (64 B messages move at well under
-// 1 MiB/s on every path: each is its own encrypted write). Latency intervals leave the path idle
-// between probes (a 1 MiB message takes ~10-20 ms to cross).
+// 1 MiB/s on every path: each is its own encrypted write).
 const full: SizePlan[] = [
-  { messageBytes: 64, budgetBytes: 1 * MiB, latencyMessages: 300, intervalMs: 2 },
-  { messageBytes: 4 * KiB, budgetBytes: 32 * MiB, latencyMessages: 300, intervalMs: 2 },
-  { messageBytes: 64 * KiB, budgetBytes: 128 * MiB, latencyMessages: 200, intervalMs: 4 },
-  { messageBytes: MiB, budgetBytes: 128 * MiB, latencyMessages: 40, intervalMs: 60 },
+  { messageBytes: 64, budgetBytes: 1 * MiB, latencyMessages: 300, gapMs: 1 },
+  { messageBytes: 4 * KiB, budgetBytes: 32 * MiB, latencyMessages: 300, gapMs: 1 },
+  { messageBytes: 64 * KiB, budgetBytes: 128 * MiB, latencyMessages: 200, gapMs: 1 },
+  { messageBytes: MiB, budgetBytes: 128 * MiB, latencyMessages: 40, gapMs: 5 },
 ]
 
 const quick: SizePlan[] = [
-  { messageBytes: 64, budgetBytes: 64 * KiB, latencyMessages: 10, intervalMs: 2 },
-  { messageBytes: 4 * KiB, budgetBytes: 2 * MiB, latencyMessages: 10, intervalMs: 2 },
-  { messageBytes: 64 * KiB, budgetBytes: 4 * MiB, latencyMessages: 10, intervalMs: 3 },
-  { messageBytes: MiB, budgetBytes: 4 * MiB, latencyMessages: 3, intervalMs: 30 },
+  { messageBytes: 64, budgetBytes: 64 * KiB, latencyMessages: 10, gapMs: 1 },
+  { messageBytes: 4 * KiB, budgetBytes: 2 * MiB, latencyMessages: 10, gapMs: 1 },
+  { messageBytes: 64 * KiB, budgetBytes: 4 * MiB, latencyMessages: 10, gapMs: 1 },
+  { messageBytes: MiB, budgetBytes: 4 * MiB, latencyMessages: 3, gapMs: 5 },
 ]
 
 const RELAY_KINDS: PathId[] = ['it-pipe', 'pause-resume', 'circuit-relay-v2', 'phoenix-1']

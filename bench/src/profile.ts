@@ -31,6 +31,7 @@ export interface ProfileSummary {
 export function areaOf(url: string, functionName: string): string {
   if (url === '') return functionName.startsWith('(') ? functionName : '(native)'
   if (url.startsWith('node:')) return 'node internals'
+  if (url.startsWith('wasm://')) return '(wasm)'
   const pnpm = url.match(/node_modules\/\.pnpm\/[^/]+\/node_modules\/((?:@[^/]+\/)?[^/]+)\//)
   if (pnpm !== null) return pnpm[1]!
   const plain = url.match(/node_modules\/((?:@[^/]+\/)?[^/]+)\//)
@@ -74,7 +75,9 @@ export function summarize(profile: CpuProfile, file: string, top: number): Profi
     totalUs += us
     areaEntry(area).self += us
     for (const onStack of stackAreas(id)) areaEntry(onStack).inclusive += us
-    const name = `${frame.functionName || '(anonymous)'} ${frame.url === '' ? '' : `${basename(frame.url)}:${frame.lineNumber + 1}`}`.trim()
+    // Code compiled by tsx reports line 1 for everything: the file alone says more.
+    const where = frame.url === '' ? '' : frame.lineNumber === 0 ? basename(frame.url) : `${basename(frame.url)}:${frame.lineNumber + 1}`
+    const name = `${frame.functionName || '(anonymous)'} ${where}`.trim()
     const entry = functions.get(name) ?? { name, area, us: 0 }
     entry.us += us
     functions.set(name, entry)

@@ -33,11 +33,6 @@ export function drained(stream: Stream): Promise<void> {
   })
 }
 
-/** Sends and, when the stream says its buffer is full, waits for a real drain. */
-export async function sendWithBackpressure(stream: Stream, bytes: Uint8Array): Promise<void> {
-  if (!stream.send(bytes)) await drained(stream)
-}
-
 /** Ends `to` the way `from` ended: a clean close is passed on, an error aborts. */
 function linkEnds(from: Stream, to: Stream): void {
   from.addEventListener('close', (event) => {
