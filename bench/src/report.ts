@@ -198,7 +198,7 @@ export async function svg(spec: vegaLite.TopLevelSpec): Promise<string> {
   return view.toSVG()
 }
 
-function figureSpec(summaries: readonly Summary[], plan: Plan): vegaLite.TopLevelSpec {
+export function figureSpec(summaries: readonly Summary[], plan: Plan): vegaLite.TopLevelSpec {
   const values = summaries.filter((s) => s.variant === 'process').map((s) => ({ path: PATHS[s.path].label, size: sizeLabel(s.messageBytes), mibPerS: s.mibPerS, latencyUs: s.latencyMedianUs }))
   const pathOrder = plan.paths.map((p) => PATHS[p].label)
   const sizeOrder = plan.sizes.map((s) => sizeLabel(s.messageBytes))
@@ -210,7 +210,7 @@ function figureSpec(summaries: readonly Summary[], plan: Plan): vegaLite.TopLeve
       height: 160,
       mark: 'bar' as const,
       encoding: {
-        x: { field: 'path', type: 'nominal' as const, sort: pathOrder, title: null, axis: { labelAngle: -50 } },
+        x: { field: 'path', type: 'nominal' as const, sort: pathOrder, title: null, axis: { labelAngle: -50, labelLimit: 200 } },
         y: { field, type: 'quantitative' as const, title },
         color: { field: 'path', type: 'nominal' as const, sort: pathOrder, legend: null },
       },
