@@ -1,0 +1,74 @@
+/**
+ * The benchmark's only door into `@phoenix-overlay/transport`. Everything the harness does with a
+ * Phoenix node goes through this module, so a change of the transport's API is fixed here alone.
+ *
+ * Transport API used (and nothing else):
+ * - `createPhoenixLibp2p({ listen, hubs, names, discovery })` → `{ libp2p, phoenix }`;
+ * - `phoenix.send(name, payload)` (no acknowledgement; resolves once handed to the next hop);
+ *   a send refused with an error whose `code` is `'QUEUE_FULL'` is retried after a short wait
+ *   (that is the overlay's backpressure toward a local sender);
+ * - `phoenix.messages()`: an async iterator of `{ from, name, payload, hops }`;
+ * - `phoenix.resolve(name)?.nhops`: to wait until the route has the expected length;
+ * - `libp2p.getMultiaddrs()`, `libp2p.peerId`, `libp2p.stop()`.
+ */
+import { createPhoenixLibp2p } from '@phoenix-overlay/transport'
+
+/** What the harness needs of an overlay node. */
+export interface OverlayNode {
+  readonly peerId: string
+  /** Listen addresses with the peer id, to give to the previous node of a chain as its hub. */
+  readonly addresses: string[]
+  /** Sends `payload` to the node named `name`, waiting (not failing) while the first hop's queue is full. */
+  send(name: string, payload: Uint8Array): Promise<void>
+  /** Calls `onMessage` for every message delivered here until the node stops; `onError` if the iterator fails. */
+  onMessages(onMessage: (payload: Uint8Array, hops: number) => void, onError: (error: Error) => void): void
+  /** Hops to the node named `name`, or undefined while there is no route. */
+  hopsTo(name: string): number | undefined
+  stop(): Promise<void>
+}
+
+export interface OverlayNodeOptions {
+  listen: string[]
+  /** The only nodes this one dials (discovery is off: a chain stays a chain). */
+  hubs: string[]
+  names: string[]
+}
+
+/** How long a sender waits before retrying a send refused for a full queue. */
+const QUEUE_FULL_RETRY_MS = 1
+
+export async function startOverlayNode(options: OverlayNodeOptions): Promise<OverlayNode> {
+  const { libp2p, phoenix } = await createPhoenixLibp2p({ listen: options.listen, hubs: options.hubs, names: options.names, discovery: false })
+  let stopped = false
+  return {
+    peerId: libp2p.peerId.toString(),
+    addresses: libp2p.getMultiaddrs().map((ma) => ma.toString()),
+    async send(name, payload) {
+      for (;;) {
+        try {
+          await phoenix.send(name, payload)
+          return
+        } catch (error) {
+          if ((error as { code?: unknown }).code !== 'QUEUE_FULL') throw error
+          await new Promise((resolve) => setTimeout(resolve, QUEUE_FULL_RETRY_MS))
+        }
+      }
+    },
+    onMessages(onMessage, onError) {
+      void (async () => {
+        try {
+          for await (const message of phoenix.messages()) onMessage(message.payload, message.hops)
+        } catch (error) {
+          if (!stopped) onError(error as Error)
+        }
+      })()
+    },
+    hopsTo(name) {
+      return phoenix.resolve(name)?.nhops
+    },
+    async stop() {
+      stopped = true
+      await libp2p.stop()
+    },
+  }
+}

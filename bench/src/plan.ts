@@ -1,0 +1,75 @@
+/**
+ * What a run measures: message sizes, the byte budget per throughput case, the latency probes,
+ * the rounds, and the memory transfer. `--quick` is a smoke run of the same harness.
+ */
+import type { PathId } from './paths.ts'
+import { PATH_IDS } from './paths.ts'
+
+const KiB = 1024
+const MiB = 1024 * KiB
+
+export interface SizePlan {
+  readonly messageBytes: number
+  /** Bytes per throughput case. */
+  readonly budgetBytes: number
+  /** Latency probe: this many messages, one at a time, each sent `gapMs` after the previous one arrived. */
+  readonly latencyMessages: number
+  readonly gapMs: number
+}
+
+export interface Plan {
+  readonly rounds: number
+  readonly paths: readonly PathId[]
+  readonly sizes: readonly SizePlan[]
+  /** The in-process variant (every node in the driver's process): these sizes only. */
+  readonly inProcessSizes: readonly SizePlan[]
+  /** The middle node's memory over one long transfer of 64 KiB messages, per relay kind. */
+  readonly memoryBytes: number
+  readonly memoryPaths: readonly PathId[]
+  /**
+   * Fresh processes for each memory transfer (so one kind's garbage is not another's RSS). A
+   * smoke run shares one set: starting a node process costs about 2 s of CPU (loading libp2p
+   * through tsx), and those seconds are most of a smoke run.
+   */
+  readonly memoryFreshProcesses: boolean
+  /** Pause before each latency probe, so the throughput run has left no work behind. */
+  readonly settleMs: number
+}
+
+// Budgets: each case takes a few seconds on a 2-core machine (64 B messages move at well under
+// 1 MiB/s on every path: each is its own encrypted write).
+const full: SizePlan[] = [
+  { messageBytes: 64, budgetBytes: 1 * MiB, latencyMessages: 300, gapMs: 1 },
+  { messageBytes: 4 * KiB, budgetBytes: 32 * MiB, latencyMessages: 300, gapMs: 1 },
+  { messageBytes: 64 * KiB, budgetBytes: 128 * MiB, latencyMessages: 200, gapMs: 1 },
+  { messageBytes: MiB, budgetBytes: 128 * MiB, latencyMessages: 40, gapMs: 5 },
+]
+
+const quick: SizePlan[] = [
+  { messageBytes: 64, budgetBytes: 64 * KiB, latencyMessages: 10, gapMs: 1 },
+  { messageBytes: 4 * KiB, budgetBytes: 2 * MiB, latencyMessages: 10, gapMs: 1 },
+  { messageBytes: 64 * KiB, budgetBytes: 4 * MiB, latencyMessages: 10, gapMs: 1 },
+  { messageBytes: MiB, budgetBytes: 4 * MiB, latencyMessages: 3, gapMs: 5 },
+]
+
+const RELAY_KINDS: PathId[] = ['it-pipe', 'pause-resume', 'circuit-relay-v2', 'phoenix-1']
+
+export function makePlan(options: { quick: boolean; rounds?: number; paths?: readonly PathId[] }): Plan {
+  const sizes = options.quick ? quick : full
+  return {
+    rounds: options.rounds ?? (options.quick ? 1 : 3),
+    paths: options.paths ?? PATH_IDS,
+    sizes,
+    inProcessSizes: sizes.filter((s) => s.messageBytes === 64 * KiB),
+    memoryBytes: options.quick ? 8 * MiB : 1024 * MiB,
+    memoryFreshProcesses: !options.quick,
+    settleMs: options.quick ? 20 : 200,
+    memoryPaths: RELAY_KINDS.filter((p) => options.paths === undefined || options.paths.includes(p)),
+  }
+}
+
+export function sizeLabel(bytes: number): string {
+  if (bytes >= MiB) return `${bytes / MiB} MiB`
+  if (bytes >= KiB) return `${bytes / KiB} KiB`
+  return `${bytes} B`
+}

@@ -1,0 +1,95 @@
+import { spawn } from 'node:child_process'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { dirname, join, resolve } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { Uint8ArrayList } from 'uint8arraylist'
+import { afterAll, describe, expect, it } from 'vitest'
+import { makeMessage, MessageReader } from '../src/framing.ts'
+import { quantile } from '../src/measure.ts'
+import { PATH_IDS } from '../src/paths.ts'
+import type { Goal, MemoryRow, Summary } from '../src/report.ts'
+
+const benchDir = resolve(dirname(fileURLToPath(import.meta.url)), '..')
+
+describe('MessageReader', () => {
+  it('finds every message and its stamp however the byte stream is cut', () => {
+    const sizes = [8, 9, 64, 4096, 70_000, 8, 100]
+    const stream = new Uint8ArrayList(...sizes.map((size, i) => makeMessage(size, BigInt(1_000 + i), true)))
+    const bytes = stream.subarray()
+    // Cuts at every offset below 40 (lengths and stamps straddle chunks) and then in big strides.
+    for (const cut of [1, 3, 5, 7, 11, 13, 40, 4099, 65_536]) {
+      const seen: [bigint, number][] = []
+      const reader = new MessageReader((stamp, size) => seen.push([stamp, size]))
+      for (let at = 0; at < bytes.length; at += cut) {
+        // Half the pieces arrive as a Uint8ArrayList of two chunks, as libp2p streams deliver them.
+        const piece = bytes.subarray(at, Math.min(bytes.length, at + cut))
+        if (piece.length > 1 && (at / cut) % 2 === 1) reader.push(new Uint8ArrayList(piece.subarray(0, 1), piece.subarray(1)))
+        else reader.push(piece)
+      }
+      expect(seen, `cut every ${cut} bytes`).toEqual(sizes.map((size, i) => [BigInt(1_000 + i), size]))
+    }
+  })
+
+  it('refuses a frame shorter than its stamp', () => {
+    const reader = new MessageReader(() => undefined)
+    expect(() => reader.push(new Uint8Array([0, 0, 0, 4, 1, 2, 3, 4, 5, 6, 7, 8]))).toThrow(/bad frame/)
+  })
+})
+
+describe('quantile', () => {
+  it('takes the nearest rank', () => {
+    const xs = Array.from({ length: 100 }, (_, i) => 100 - i) // 100 … 1
+    expect(quantile(xs, 0.5)).toBe(50)
+    expect(quantile(xs, 0.99)).toBe(99)
+    expect(quantile([7], 0.99)).toBe(7)
+    expect(quantile([], 0.5)).toBeNaN()
+  })
+})
+
+describe('forwarding benchmark, --quick, one process per node', () => {
+  const out = mkdtempSync(join(tmpdir(), 'phoenix-bench-'))
+  afterAll(() => rmSync(out, { recursive: true, force: true }))
+
+  it('measures every path and size end to end and computes the goals', { timeout: 180_000 }, async () => {
+    const stderr: string[] = []
+    const child = spawn(process.execPath, ['--import', import.meta.resolve('tsx'), join(benchDir, 'src/forwarding.ts'), '--quick', '--out', out], { cwd: benchDir, stdio: ['ignore', 'pipe', 'pipe'] })
+    child.stderr.on('data', (chunk: Buffer) => stderr.push(chunk.toString()))
+    child.stdout.resume()
+    const code = await new Promise<number | null>((done) => child.on('exit', done))
+    expect(code, stderr.join('')).toBe(0)
+
+    const { summaries, goals, memory } = JSON.parse(readFileSync(join(out, 'forwarding.json'), 'utf8')) as { summaries: Summary[]; goals: Goal[]; memory: MemoryRow[] }
+    const processRuns = summaries.filter((s) => s.variant === 'process')
+    expect(processRuns).toHaveLength(PATH_IDS.length * 4) // every path at 64 B, 4 KiB, 64 KiB, 1 MiB
+    for (const s of summaries) {
+      expect(s.mibPerS, `${s.variant} ${s.path} ${s.messageBytes}`).toBeGreaterThan(0)
+      expect(Number.isFinite(s.mibPerS)).toBe(true)
+      expect(s.latencyMedianUs).toBeGreaterThan(0)
+      expect(s.latencyP99Us).toBeGreaterThanOrEqual(s.latencyMedianUs)
+      expect(s.cpuSPerMiB.total).toBeGreaterThan(0)
+    }
+    // Each process reports its own CPU: a relayed path has all three roles.
+    expect(processRuns.find((s) => s.path === 'phoenix-1')!.cpuSPerMiB).toEqual(expect.objectContaining({ sender: expect.any(Number), middle: expect.any(Number), receiver: expect.any(Number) }))
+    expect(summaries.filter((s) => s.variant === 'in-process')).toHaveLength(PATH_IDS.length)
+
+    expect(goals.map((g) => g.what)).toEqual([
+      expect.stringMatching(/64 KiB: Phoenix \/ best pipe relay/),
+      expect.stringMatching(/64 KiB: Phoenix \/ circuit-relay-v2/),
+      expect.stringMatching(/4 KiB: Phoenix \/ best pipe relay/),
+      expect.stringMatching(/added median one-way latency per hop/),
+      expect.stringMatching(/middle node memory/),
+    ])
+    for (const g of goals) expect(Number.isFinite(g.value), g.what).toBe(true)
+
+    expect(memory.map((m) => m.path)).toEqual(['it-pipe', 'pause-resume', 'circuit-relay-v2', 'phoenix-1'])
+    for (const m of memory) expect(m.rssPeakBytes).toBeGreaterThanOrEqual(m.rssStartBytes)
+
+    expect(readFileSync(join(out, 'forwarding.svg'), 'utf8')).toMatch(/^<svg[^>]*>.*throughput, MiB\/s/s)
+    const csv = readFileSync(join(out, 'runs.csv'), 'utf8').trim().split('\n')
+    expect(csv).toHaveLength(1 + PATH_IDS.length * 4 + PATH_IDS.length)
+    const report = readFileSync(join(out, 'REPORT.md'), 'utf8')
+    expect(report).toContain('<!-- forwarding:start -->')
+    expect(report).toContain("### The issue's goals, from this run")
+  })
+})
