@@ -309,6 +309,7 @@ class SshTunnel {
   whenUp(timeoutMs: number, signal?: AbortSignal): Promise<void> {
     if (this.state === 'up') return Promise.resolve()
     if (this.state === 'failed' || this.state === 'closed') return Promise.reject(this.lastError ?? closedError(this))
+    if (signal?.aborted === true) return Promise.reject(new SshTunnelError('CLOSED', `${this.context.label}: the wait was aborted`))
     return new Promise<void>((resolve, reject) => {
       const done = () => {
         clearTimeout(timer)
