@@ -162,6 +162,22 @@ describe('SSH tunnels through the system OpenSSH client, against a real sshd', (
     }
   })
 
+  it("the caller's abort signal (a dial's timeout) ends the wait at once", async () => {
+    const silent = createServer(() => {})
+    const silentPort = await listen(silent)
+    try {
+      const tunnels = tunnelsWith({ timing: { connectTimeoutMs: 5_000 } })
+      const started = performance.now()
+      const error = await tunnels.open(to(echoPort, silentPort), { signal: AbortSignal.timeout(200) }).catch((e: unknown) => e)
+      expect((error as SshTunnelError).code).toBe('CLOSED')
+      expect((error as Error).message).toBe(`${label(echoPort, silentPort)}: the wait was aborted`)
+      expect(performance.now() - started).toBeLessThan(2_000)
+      await tunnels.stop()
+    } finally {
+      silent.close()
+    }
+  })
+
   it('a host key that does not match the recorded one is refused, naming the known-hosts option', async () => {
     const knownHostsFile = join(dir, 'wrong_known_hosts')
     const impostorKey = sshd.strangerKey.publicKey.split(' ').slice(0, 2).join(' ')
