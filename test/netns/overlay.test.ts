@@ -66,7 +66,7 @@ describe('phoenix node processes in real firewalled subnets', () => {
 
   it('recovers when half the nodes are killed and restarted (the paper, Figure 6)', async () => {
     const r = await killHalfAndRestart(overlay, 5_000, 120_000)
-    console.log(`recovery: ${r.killed} killed and restarted; converged ${r.convergedMs.toFixed(0)} ms after they were up`)
+    console.log(`recovery: ${r.killed} killed and restarted; converged ${r.convergedMs.toFixed(0)} ms after they were given the gateways`)
     const s = await overlay.snapshot()
     expect(s.missingLinks).toEqual([])
     expect(s.routeFailures).toBe(0)

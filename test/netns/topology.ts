@@ -57,13 +57,22 @@ export function missingPrerequisite(): string | undefined {
 const ipv4Subnet = (index: number) => `10.231.${index + 1}`
 const ipv6Subnet = (index: number) => `fd00:231:${index + 1}:`
 
-async function sh(args: string[]): Promise<void> {
+/** Runs one command; a failure throws with the command line and its stderr. */
+export async function sh(args: string[]): Promise<void> {
   try {
     await run(args[0]!, args.slice(1))
   } catch (error) {
     const e = error as { stderr?: string; message: string }
     throw new Error(`${args.join(' ')} failed: ${e.stderr?.trim() || e.message}`)
   }
+}
+
+/** Loads an nftables ruleset into namespace `ns`. */
+export function applyNftables(ns: string, ruleset: string): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    const child = execFile('ip', ['netns', 'exec', ns, 'nft', '-f', '-'], (error, _out, stderr) => (error ? reject(new Error(`nft: ${stderr || error.message}`)) : resolve()))
+    child.stdin!.end(ruleset)
+  })
 }
 
 /** Removes every namespace whose name starts with `prefix` (and the processes inside). Idempotent. */
@@ -165,10 +174,7 @@ export async function buildTopology(subnets: readonly SubnetSpec[], options: { p
       '  }',
       '}',
     ].join('\n')
-    await new Promise<void>((resolve, reject) => {
-      const child = execFile('ip', ['netns', 'exec', router, 'nft', '-f', '-'], (error, _out, stderr) => (error ? reject(new Error(`nft: ${stderr || error.message}`)) : resolve()))
-      child.stdin!.end(ruleset)
-    })
+    await applyNftables(router, ruleset)
     return topology
   } catch (error) {
     await topology.destroy()
