@@ -62,6 +62,7 @@ export const IDENTITY_CASES: readonly IdentityCase[] = [
   { name: 'paper-3-subnets@400+discovery-all', quick: false, scenario: () => ({ ...at('paper-3-subnets', 400), discovery: 'all' }) },
   { name: 'paper-3-subnets@400+signed', quick: false, scenario: () => signed(at('paper-3-subnets', 400)) },
   { name: 'paper-3-subnets@200+events', quick: false, scenario: () => withEveryEvent(at('paper-3-subnets', 200)) },
+  { name: 'paper-3-subnets@200+events+signed', quick: false, scenario: () => signed(withEveryEvent(at('paper-3-subnets', 200))) },
   // Naive DSDV is quadratic in messages: 60 processes take a second, 100 take half a minute.
   { name: 'paper-3-subnets@60+naive', quick: false, scenario: () => ({ ...at('paper-3-subnets', 60), strategy: 'naive' }) },
   // The quick cases: every code path above at a size the test suite can afford.
@@ -72,6 +73,9 @@ export const IDENTITY_CASES: readonly IdentityCase[] = [
   { name: 'paper-3-subnets@100+master', quick: true, scenario: () => ({ ...at('paper-3-subnets', 100), strategy: 'master' }) },
   { name: 'paper-3-subnets@40+signed', quick: true, scenario: () => signed(at('paper-3-subnets', 40)) },
   { name: 'paper-3-subnets@60+events', quick: true, scenario: () => withEveryEvent(at('paper-3-subnets', 60)) },
+  { name: 'paper-3-subnets@60+events+signed', quick: true, scenario: () => signed(withEveryEvent(at('paper-3-subnets', 60))) },
+  { name: 'paper-3-subnets@100+reject', quick: true, scenario: () => { const s = at('paper-3-subnets', 100); return { ...s, network: { ...s.network, firewall: 'reject' } } } },
+  { name: 'paper-3-subnets@100+discovery-all', quick: true, scenario: () => ({ ...at('paper-3-subnets', 100), discovery: 'all' }) },
   { name: 'paper-3-subnets@30+naive', quick: true, scenario: () => ({ ...at('paper-3-subnets', 30), strategy: 'naive' }) },
 ]
 

@@ -66,3 +66,10 @@ export const QUIET_CHECK_EVERY_MS = 100
 /** Once the connection graph is complete, this long without routing activity (beyond any send
  *  hold) means every table is final: nothing is in flight and no core has anything left to send. */
 export const QUIET_COMPLETE_MS = 100
+
+/**
+ * Node ids one run's shared numbering may hold (`SharedNumbering`): every node of the scenario
+ * plus ids only named in trans sets. 4 M is far above NODES_MAX; the numbering grows with use, so
+ * the bound costs nothing until reached.
+ */
+export const SHARED_NUMBERING_NODES_MAX = 1 << 22
