@@ -45,7 +45,9 @@ function loopThrough(net: TestNet, start: NodeId): string | undefined {
   return undefined
 }
 
-describe('routing converges to shortest paths (fast-check)', () => {
+// 200 cases per property, each checking every core's invariants after every event: tens of seconds
+// on an idle machine, so the timeout leaves room for a machine shared with other work.
+describe('routing converges to shortest paths (fast-check)', { timeout: 300_000 }, () => {
   it('after quiescence: a route to every node of the component, nhops = BFS distance, fwd walks reach the destination', () => {
     fc.assert(
       fc.property(scenario, (s) => {
