@@ -1,5 +1,6 @@
 import { PhoenixCore, bytesEqual, type CoreConfig, type Effect, type RecordAuthority, type SharedNumbering, type StepResult, type UpdateMessage } from '@phoenix-overlay/core'
 import { offlineHubs } from './baselines/offline.ts'
+import { MODELLED_SIGNATURE_BYTES } from './constants.ts'
 import type { Kernel, SimCounters } from './kernel.ts'
 import type { Network } from './network.ts'
 import type { Payload, SimNode, SimProcess, SimRoute } from './process.ts'
@@ -131,9 +132,8 @@ export class CoreProcess implements SimProcess {
  * (its own record on every change; a received record once, when first seen) while the simulator
  * charges the measured CPU cost. The "signature" is a 32-bit FNV-1a hash of the payload bound to
  * the signer's id, so a record altered on the way would still fail to verify, padded to Ed25519's
- * 64 bytes so that updates are as large on the modelled links as on real ones.
+ * 64 bytes (MODELLED_SIGNATURE_BYTES) so that updates are as large on the modelled links as on real ones.
  */
-const ED25519_SIGNATURE_BYTES = 64
 const FNV1A_OFFSET_BASIS = 0x811c9dc5
 const FNV1A_PRIME = 0x01000193
 
@@ -142,7 +142,7 @@ export function modelledRecordAuthority(id: string, ops: { signs: number; verifi
     let hash = FNV1A_OFFSET_BASIS
     for (let i = 0; i < node.length; i++) hash = Math.imul(hash ^ node.charCodeAt(i), FNV1A_PRIME)
     for (const byte of payload) hash = Math.imul(hash ^ byte, FNV1A_PRIME)
-    const out = new Uint8Array(ED25519_SIGNATURE_BYTES)
+    const out = new Uint8Array(MODELLED_SIGNATURE_BYTES)
     new DataView(out.buffer).setUint32(0, hash >>> 0)
     return out
   }

@@ -1,4 +1,5 @@
 import { invariant } from '@phoenix-overlay/core'
+import { PRNG_SALTS } from './constants.ts'
 import { SimulationError } from './errors.ts'
 import type { Kernel } from './kernel.ts'
 import type { Measurement } from './measure.ts'
@@ -6,9 +7,6 @@ import type { Network } from './network.ts'
 import type { Prng } from '@phoenix-overlay/core/testing'
 import type { SimNode, SimProcess } from './process.ts'
 import type { NodeSelection, ScenarioEvent } from './scenario.ts'
-
-/** Salt of the PRNG stream that orders nodes for fraction/count selections. */
-const SELECTION_ORDER_SALT = 0x5e1ec7
 
 /**
  * Nodes coming and going: start (and restart), crash, graceful leave, and the scenario's events
@@ -29,7 +27,7 @@ export class Lifecycle {
     private readonly processFor: (node: SimNode) => SimProcess,
     rng: Prng,
   ) {
-    const orderRng = rng.fork(SELECTION_ORDER_SALT)
+    const orderRng = rng.fork(PRNG_SALTS.selectionOrder)
     const all: SimNode[] = []
     kernel.scenario.subnets.forEach((subnet, s) => {
       const pool = orderRng.shuffle(kernel.nodes.filter((n) => n.subnet === s && !n.gateway))

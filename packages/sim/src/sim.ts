@@ -1,7 +1,7 @@
 import { SharedNumbering } from '@phoenix-overlay/core'
 import { encodedUpdateSize } from '@phoenix-overlay/wire'
 import { MasterBaseline } from './baselines/master.ts'
-import { EVENTS_PER_RUN_MAX, QUIET_CHECK_EVERY_MS, SHARED_NUMBERING_NODES_MAX } from './constants.ts'
+import { EVENTS_PER_RUN_MAX, PRNG_SALTS, PROGRESS_EVERY_EVENTS, QUIET_CHECK_EVERY_MS, SHARED_NUMBERING_NODES_MAX } from './constants.ts'
 import { CoreProcess, coreConfigFor, type CoreProcessEnv, type UpdateSizer } from './core-process.ts'
 import { SimulationError } from './errors.ts'
 import { Kernel, type SimEvent } from './kernel.ts'
@@ -21,12 +21,6 @@ export interface RunOptions {
   /** Called for connection events (dial outcomes, ups, downs) with the virtual time; for tests and debugging. */
   readonly trace?: (timeMs: number, line: string) => void
 }
-
-/** Salts of the PRNG streams drawn at the start of a run (start times, sampled pairs). */
-const START_TIMES_SALT = 0x57a27
-const SAMPLE_PAIRS_SALT = 0x9a125
-/** Often enough for a live progress line at 2,000+ nodes, rare enough to cost nothing. */
-const PROGRESS_EVERY_EVENTS = 20_000
 
 type Handlers = { readonly [K in SimEvent['k']]: (event: Extract<SimEvent, { k: K }>) => void }
 
@@ -125,14 +119,14 @@ export class Simulation {
   /** Every node not held back by a `join` starts (spread over startSpreadMs); scenario events, sampling and the end check are scheduled. */
   private scheduleStart(): void {
     const { kernel, scenario: s } = this
-    const startRng = this.rng.fork(START_TIMES_SALT)
+    const startRng = this.rng.fork(PRNG_SALTS.startTimes)
     const joiners = this.lifecycle.joiners()
     for (const node of this.nodes) {
       if (joiners.has(node)) continue
       kernel.schedule(s.startSpreadMs > 0 ? startRng.next() * s.startSpreadMs : 0, { k: 'start', node })
     }
     s.events.forEach((e, index) => kernel.schedule(e.atMs, { k: 'scenario', index }))
-    this.measurement.choosePairs(this.rng.fork(SAMPLE_PAIRS_SALT))
+    this.measurement.choosePairs(this.rng.fork(PRNG_SALTS.samplePairs))
     kernel.schedule(0, { k: 'sample' })
     kernel.schedule(QUIET_CHECK_EVERY_MS, { k: 'quiet' })
   }
