@@ -11,7 +11,7 @@
 import { parseArgs } from 'node:util'
 import type { NodeId, RoutingMode } from '../src/index.ts'
 import { checkRoutesAgainstBfs } from '../src/index.ts'
-import { TestNet, addressOf } from '../test/net.ts'
+import { TestNet, addressOf, subnetLayout } from '../src/testing/index.ts'
 
 const { values } = parseArgs({ args: process.argv.slice(2).filter((a) => a !== '--'), options: { seeds: { type: 'string', default: '5' } } })
 const seedCount = Number(values.seeds)
@@ -31,24 +31,10 @@ const clique = (n: number): Topology => {
 
 /** Three subnets in the paper's 224:128:48 proportions; only gateways accept connections from outside. */
 const threeSubnets = (n: number): Topology => {
-  const sizes = [Math.round((n * 224) / 400), Math.round((n * 128) / 400)]
-  sizes.push(n - sizes[0]! - sizes[1]!)
-  const subnetOf = new Map<NodeId, number>()
-  const nodes: NodeId[] = []
-  sizes.forEach((size, s) => {
-    for (let i = 0; i < size; i++) {
-      const id = `${'ABC'[s]}${i}`
-      nodes.push(id)
-      subnetOf.set(id, s)
-    }
-  })
-  const gateways = ['A0', 'B0', 'C0']
-  return {
-    name: `${n} nodes in 3 subnets (${sizes.join(':')}), gateways as hubs`,
-    nodes,
-    hubsOf: (id) => gateways.filter((g) => g !== id).map(addressOf),
-    allowed: (from, to) => subnetOf.get(from) === subnetOf.get(to) || gateways.includes(to),
-  }
+  const a = Math.round((n * 224) / 400)
+  const b = Math.round((n * 128) / 400)
+  const layout = subnetLayout({ A: a, B: b, C: n - a - b })
+  return { name: `${n} nodes in 3 subnets (${a}:${b}:${n - a - b}), gateways as hubs`, nodes: layout.nodes, hubsOf: layout.hubsOf, allowed: layout.allowed }
 }
 
 type Variant = 'naive' | 'optimized' | 'optimized+hold'

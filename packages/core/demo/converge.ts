@@ -7,21 +7,17 @@
  */
 import { parseArgs } from 'node:util'
 import { checkRoutesAgainstBfs } from '../src/index.ts'
-import { TestNet, addressOf } from '../test/net.ts'
+import { TestNet, subnetLayout } from '../src/testing/index.ts'
 
 const { values } = parseArgs({ args: process.argv.slice(2).filter((a) => a !== '--'), options: { seed: { type: 'string', default: '7' } } })
 const seed = Number(values.seed)
 if (!Number.isInteger(seed)) throw new Error(`--seed must be an integer, got ${values.seed}`)
 
 const subnets = { A: 8, B: 4, C: 2 }
-const subnetOf = new Map<string, string>()
-for (const [subnet, size] of Object.entries(subnets)) for (let i = 0; i < size; i++) subnetOf.set(`${subnet}${i}`, subnet)
-const nodes = [...subnetOf.keys()]
-const gateways = ['A0', 'B0', 'C0']
-const allowed = (from: string, to: string) => subnetOf.get(from) === subnetOf.get(to) || gateways.includes(to)
+const { nodes, gateways, allowed, hubsOf } = subnetLayout(subnets)
 
 const net = new TestNet({ seed, allowed })
-for (const id of nodes) net.add({ id, hubs: gateways.filter((g) => g !== id).map(addressOf), names: [`rank-${nodes.indexOf(id)}`] })
+for (const id of nodes) net.add({ id, hubs: hubsOf(id), names: [`rank-${nodes.indexOf(id)}`] })
 
 console.log(`Phoenix core demo: ${nodes.length} nodes in subnets ${Object.entries(subnets).map(([s, n]) => `${s}(${n})`).join(' ')}; gateways ${gateways.join(', ')} are the only hubs (seed ${seed})\n`)
 const progress: Record<string, number | string>[] = []

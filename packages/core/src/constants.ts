@@ -94,3 +94,38 @@ export const DEFAULT_TIMING = {
 } as const
 
 export type CoreTiming = { -readonly [K in keyof typeof DEFAULT_TIMING]: number }
+
+/**
+ * Fixed numbers of the core that are not per-node options. Each is here, not inline, so that its
+ * reason is next to it.
+ */
+export const CORE_CONSTANTS = {
+  /**
+   * Unreachable entries are looked for at most this often: the scan walks the whole table, and
+   * retention is measured in minutes (unreachableRetentionMs), so a second of slack costs nothing.
+   */
+  expiryScanEveryMs: 1_000,
+  /** Largest hop count an advert may carry: the wire encodes nhops as one byte's worth (0–255). */
+  advertHopsMax: 255,
+  /**
+   * Initial width of the node-index → neighbour-slot array; it doubles as indices grow. 64 covers
+   * the neighbours of a small node without a reallocation.
+   */
+  slotOfIndexInitial: 64,
+  /**
+   * The dial queue drops its consumed prefix once more than this many addresses were taken (and
+   * they are over half of it): its memory follows what is pending, not its history, without a
+   * copy on every dial.
+   */
+  dialQueueCompactAfter: 1_024,
+  /**
+   * Back-off doubles per consecutive failure; the exponent stops here so 2^n cannot overflow to
+   * Infinity (dialBackoffMaxMs caps the delay long before).
+   */
+  dialBackoffExponentMax: 30,
+  /**
+   * A holder of a destination at this many hops or fewer gains nothing from our direct route to
+   * it (1 hop from us is 2 from them): such holders stay in rcpt when the route becomes direct.
+   */
+  directRouteHolderHopsMax: 2,
+} as const

@@ -1,3 +1,4 @@
+import { CORE_CONSTANTS } from './constants.ts'
 import { PhoenixError } from './errors.ts'
 import type { NodeId, PhysicalAddress } from './types.ts'
 
@@ -126,21 +127,39 @@ export class AddressBook {
     }
     this.queue.push(...waiting)
     // Compact the consumed prefix so the queue's memory follows what is pending, not history.
-    if (this.queueHead > 1024 && this.queueHead * 2 > this.queue.length) {
+    if (this.queueHead > CORE_CONSTANTS.dialQueueCompactAfter && this.queueHead * 2 > this.queue.length) {
       this.queue.splice(0, this.queueHead)
       this.queueHead = 0
     }
     return out
   }
 
-  /** True if some dial could start now (an address whose owner is not being dialled already). */
-  hasDialReady(): boolean {
+  /**
+   * True if some dial could start at `nowMs`: an address queued, or backed off until no later than
+   * `nowMs`, whose owner is not being dialled already. Changes nothing (`releaseBackoffs` moves
+   * the expired back-offs into the queue when the dials are taken).
+   */
+  hasDialReady(nowMs: number): boolean {
     if (this.inFlight.size >= this.maxInFlight) return false
+    const free = (owner: NodeId | undefined) => owner === undefined || !this.ownersDialling.has(owner)
     for (let i = this.queueHead; i < this.queue.length; i++) {
-      const owner = this.addresses.get(this.queue[i]!)?.owner
-      if (owner === undefined || !this.ownersDialling.has(owner)) return true
+      if (free(this.addresses.get(this.queue[i]!)?.owner)) return true
+    }
+    for (const address of this.backedOff) {
+      const state = this.addresses.get(address)
+      if (state !== undefined && state.retryAtMs <= nowMs && !state.queued && state.dialStartedAtMs === undefined && free(state.owner)) return true
     }
     return false
+  }
+
+  /** The earliest back-off that ends after `nowMs` (when a dial may become ready with no input), if any. Changes nothing. */
+  nextRetryAfter(nowMs: number): number | undefined {
+    let earliest: number | undefined
+    for (const address of this.backedOff) {
+      const retryAtMs = this.addresses.get(address)?.retryAtMs
+      if (retryAtMs !== undefined && retryAtMs > nowMs && (earliest === undefined || retryAtMs < earliest)) earliest = retryAtMs
+    }
+    return earliest
   }
 
   /** Start time of the oldest dial still in flight. */
@@ -184,7 +203,7 @@ export class AddressBook {
     state.consecutiveFailures++
     const backoff = Math.min(
       this.timing.dialBackoffMaxMs,
-      this.timing.dialBackoffInitialMs * 2 ** Math.min(30, state.consecutiveFailures - 1),
+      this.timing.dialBackoffInitialMs * 2 ** Math.min(CORE_CONSTANTS.dialBackoffExponentMax, state.consecutiveFailures - 1),
     )
     state.retryAtMs = nowMs + backoff
     this.backedOff.add(address)

@@ -3,6 +3,8 @@ export { DEFAULT_LIMITS, DEFAULT_TIMING, type CoreLimits, type CoreTiming } from
 export { PhoenixError, invariant, type PhoenixErrorCode } from './errors.ts'
 export { NodeSet, forEachBit } from './nodeset.ts'
 export { NodeIndex } from './nodeindex.ts'
+export { SharedNumbering } from './shared-numbering.ts'
+export { connectablePairs, subnetFirewallAllows, type SubnetPlacement } from './subnets.ts'
 export { isFresher, UNREACHABLE_HOPS } from './route.ts'
 export { bytesEqual, recordPayload, type RecordAuthority } from './records.ts'
 export { SEQ_MODULUS, isUnreachableSeq, isValidSeq, nextOwnSeq, seqAdd, seqNewer } from './seq.ts'
@@ -18,5 +20,4 @@ export type {
   StepKind,
   StepResult,
   UpdateMessage,
-  NodeSetLike,
 } from './types.ts'

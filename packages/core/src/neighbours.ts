@@ -1,66 +1,204 @@
-import type { NodeId } from './types.ts'
+import { CORE_CONSTANTS } from './constants.ts'
+import { invariant } from './errors.ts'
+import { NodeSet } from './nodeset.ts'
+import type { NodeId, RoutingMode } from './types.ts'
+
+/** A sender's last slot table and the node index of each slot (see `Neighbour.senderSlots`). */
+export interface SenderSlots {
+  readonly table: readonly NodeId[]
+  readonly map: Int32Array
+}
+
+/** A neighbour's update token bucket (`updateEntriesPerSecondMax`, burst `updateEntriesBurstMax`). */
+export interface UpdateBudget {
+  tokens: number
+  atMs: number
+}
 
 /**
- * Open connections, each given a small slot number: the trans sets we send name our neighbours
- * by slot. A freed slot is reused, so those bitsets stay as wide as the largest neighbour count.
+ * One open connection and everything we know about the peer through it. It is created by
+ * `connectionUp` and dropped whole by `connectionDown`: nothing of a closed connection survives
+ * in another table. (What the peer introduced into our routing table is not connection state: it
+ * stays counted against the peer, in `police.ts`, as long as those entries stay.)
+ */
+export class Neighbour {
+  /** Optimized mode: its first update on this connection (carrying its hello) is not applied yet. */
+  awaitingHello: boolean
+  /** Flags the table counts; change them through `NeighbourTable` only. */
+  private flags = { ownWaitsForHello: false, helloDue: false, needsWholeTable: false }
+  /**
+   * The sequence number of its own record as it last advertised it to us on this connection
+   * (optimized mode). It is told about itself only when we hold a newer number than this (it
+   * restarted, or a route to it was lost): "Not telling a node about itself" in the README.
+   */
+  ownerSeqHeard: number | undefined = undefined
+  /**
+   * Its last slot table translated into our node indices: a sender's table changes only when its
+   * neighbours do, so most messages reuse the translation of the previous one.
+   */
+  senderSlots: SenderSlots | undefined = undefined
+  /** Its update token bucket, from its first update on (`police.ts`). */
+  budget: UpdateBudget | undefined = undefined
+
+  constructor(
+    readonly id: NodeId,
+    /** Its number in our `NodeIndex` (trans/rcpt bitsets). */
+    readonly index: number,
+    /** Its slot: the trans sets we send name our neighbours by slot. */
+    readonly slot: number,
+    /** Which connection to it this is (a counter over all connections): news from an older one is stale. */
+    readonly connection: number,
+    mode: RoutingMode,
+  ) {
+    this.awaitingHello = mode === 'optimized'
+    this.flags.helloDue = mode === 'optimized'
+    this.flags.needsWholeTable = mode === 'naive'
+  }
+
+  /** Our own record waits for its hello: it probably holds it already (see `PhoenixCore.connectionUp`). */
+  get ownWaitsForHello(): boolean {
+    return this.flags.ownWaitsForHello
+  }
+
+  /** We owe it our first update on this connection (it carries our hello, even if empty). */
+  get helloDue(): boolean {
+    return this.flags.helloDue
+  }
+
+  /** Naive mode: it still needs our whole table. */
+  get needsWholeTable(): boolean {
+    return this.flags.needsWholeTable
+  }
+
+  /** For `NeighbourTable` only, which keeps the counts of each flag. */
+  setFlag(flag: 'ownWaitsForHello' | 'helloDue' | 'needsWholeTable', value: boolean): boolean {
+    const changed = this.flags[flag] !== value
+    this.flags[flag] = value
+    return changed
+  }
+}
+
+/**
+ * The open connections, each given a small slot number: the trans sets we send name our
+ * neighbours by slot. A freed slot is reused (lowest first), so those bitsets stay as wide as the
+ * largest neighbour count. Iteration follows connection order.
  */
 export class NeighbourTable {
-  private readonly slotOf = new Map<NodeId, number>()
-  private readonly idAt: (NodeId | undefined)[] = []
+  private readonly byId = new Map<NodeId, Neighbour>()
+  private readonly bySlot: (Neighbour | undefined)[] = []
   private readonly freeSlots: number[] = []
   /** The wire form of the slots, rebuilt only after a change so receivers can recognise it. */
   private cachedSlotTable: readonly NodeId[] | undefined
+  /** Node index -> neighbour slot (-1: not a neighbour), for the hot paths of sending. */
+  private slotOfIndexMap = new Int32Array(CORE_CONSTANTS.slotOfIndexInitial).fill(-1)
+  /** Our neighbours, as node indices: the universe of every send decision. */
+  readonly indexSet = new NodeSet()
+  private connectionsOpened = 0
+  private readonly counts = { ownWaitsForHello: 0, helloDue: 0, needsWholeTable: 0 }
 
   get size(): number {
-    return this.slotOf.size
+    return this.byId.size
   }
 
-  slot(id: NodeId): number | undefined {
-    return this.slotOf.get(id)
-  }
-
-  id(slot: number): NodeId | undefined {
-    return this.idAt[slot]
+  get(id: NodeId): Neighbour | undefined {
+    return this.byId.get(id)
   }
 
   has(id: NodeId): boolean {
-    return this.slotOf.has(id)
+    return this.byId.has(id)
   }
 
-  add(id: NodeId): number {
-    const existing = this.slotOf.get(id)
-    if (existing !== undefined) return existing
-    // Lowest free slot first keeps the bitsets narrow.
-    this.freeSlots.sort((a, b) => b - a)
-    const slot = this.freeSlots.pop() ?? this.idAt.length
-    this.slotOf.set(id, slot)
-    this.idAt[slot] = id
-    this.cachedSlotTable = undefined
-    return slot
+  /** The neighbour in `slot`, if the slot is taken. */
+  at(slot: number): Neighbour | undefined {
+    return this.bySlot[slot]
   }
 
-  remove(id: NodeId): number | undefined {
-    const slot = this.slotOf.get(id)
-    if (slot === undefined) return undefined
-    this.slotOf.delete(id)
-    this.idAt[slot] = undefined
-    this.freeSlots.push(slot)
-    this.cachedSlotTable = undefined
-    return slot
+  /** The slot of the neighbour with node index `index`, or -1. */
+  slotOfIndex(index: number): number {
+    return index < this.slotOfIndexMap.length ? this.slotOfIndexMap[index]! : -1
   }
 
   ids(): NodeId[] {
-    return [...this.slotOf.keys()]
+    return [...this.byId.keys()]
+  }
+
+  values(): IterableIterator<Neighbour> {
+    return this.byId.values()
+  }
+
+  /** Opens a record for a new connection to `id` (which must not be a neighbour already). */
+  add(id: NodeId, index: number, mode: RoutingMode): Neighbour {
+    invariant(!this.byId.has(id), 'a neighbour is added once per connection')
+    // Lowest free slot first keeps the bitsets narrow.
+    this.freeSlots.sort((a, b) => b - a)
+    const slot = this.freeSlots.pop() ?? this.bySlot.length
+    const neighbour = new Neighbour(id, index, slot, ++this.connectionsOpened, mode)
+    this.byId.set(id, neighbour)
+    this.bySlot[slot] = neighbour
+    this.cachedSlotTable = undefined
+    this.indexSet.add(index)
+    this.setSlotOfIndex(index, slot)
+    this.countFlags(neighbour, 1)
+    return neighbour
+  }
+
+  /** Drops the record of the connection to `id`; returns it, or undefined if `id` is not a neighbour. */
+  remove(id: NodeId): Neighbour | undefined {
+    const neighbour = this.byId.get(id)
+    if (neighbour === undefined) return undefined
+    this.byId.delete(id)
+    this.bySlot[neighbour.slot] = undefined
+    this.freeSlots.push(neighbour.slot)
+    this.cachedSlotTable = undefined
+    this.indexSet.delete(neighbour.index)
+    this.setSlotOfIndex(neighbour.index, -1)
+    this.countFlags(neighbour, -1)
+    return neighbour
+  }
+
+  setFlag(neighbour: Neighbour, flag: 'ownWaitsForHello' | 'helloDue' | 'needsWholeTable', value: boolean): void {
+    if (neighbour.setFlag(flag, value)) this.counts[flag] += value ? 1 : -1
+  }
+
+  /** How many neighbours have `flag` set. */
+  count(flag: 'ownWaitsForHello' | 'helloDue' | 'needsWholeTable'): number {
+    return this.counts[flag]
   }
 
   /** The slot table as sent on the wire: index = slot, '' = free. The same array until the next change. */
   slotTable(): readonly NodeId[] {
     if (this.cachedSlotTable !== undefined) return this.cachedSlotTable
-    let end = this.idAt.length
-    while (end > 0 && this.idAt[end - 1] === undefined) end--
+    let end = this.bySlot.length
+    while (end > 0 && this.bySlot[end - 1] === undefined) end--
     const out: NodeId[] = new Array(end)
-    for (let i = 0; i < end; i++) out[i] = this.idAt[i] ?? ''
+    for (let i = 0; i < end; i++) out[i] = this.bySlot[i]?.id ?? ''
     this.cachedSlotTable = Object.freeze(out)
     return out
+  }
+
+  /** Checks the table's own bookkeeping (for `PhoenixCore.checkInvariants`). */
+  checkInvariants(neighboursMax: number): void {
+    invariant(this.byId.size <= neighboursMax, `at most neighboursMax (${neighboursMax}) neighbours`)
+    const counted = { ownWaitsForHello: 0, helloDue: 0, needsWholeTable: 0 }
+    for (const n of this.byId.values()) {
+      invariant(this.bySlot[n.slot] === n, `neighbour ${n.id} sits in its slot`)
+      invariant(this.slotOfIndex(n.index) === n.slot && this.indexSet.has(n.index), `neighbour ${n.id}'s index maps to its slot`)
+      for (const flag of ['ownWaitsForHello', 'helloDue', 'needsWholeTable'] as const) if (n[flag]) counted[flag]++
+    }
+    invariant(this.indexSet.size() === this.byId.size, 'the neighbour index set holds exactly the neighbours')
+    for (const flag of ['ownWaitsForHello', 'helloDue', 'needsWholeTable'] as const) invariant(counted[flag] === this.counts[flag], `the count of ${flag} matches the neighbours`)
+  }
+
+  private countFlags(neighbour: Neighbour, sign: 1 | -1): void {
+    for (const flag of ['ownWaitsForHello', 'helloDue', 'needsWholeTable'] as const) if (neighbour[flag]) this.counts[flag] += sign
+  }
+
+  private setSlotOfIndex(index: number, slot: number): void {
+    if (index >= this.slotOfIndexMap.length) {
+      const grown = new Int32Array(Math.max(index + 1, this.slotOfIndexMap.length * 2)).fill(-1)
+      grown.set(this.slotOfIndexMap)
+      this.slotOfIndexMap = grown
+    }
+    this.slotOfIndexMap[index] = slot
   }
 }

@@ -84,7 +84,10 @@ export class NodeSet {
     const o = other.words
     for (let i = 0; i < o.length; i++) {
       const w = o[i]!
-      if (w !== 0 && (i >= this.words.length || (this.words[i]! & w) !== w)) return false
+      // `w & ~mine` rather than `(mine & w) !== w`: & yields a signed int32, so the latter is never
+      // equal when bit 31 is set, and a set would not contain itself (found by the shared-numbering
+      // property test, which compares traces between two numberings).
+      if (w !== 0 && (i >= this.words.length || (w & ~this.words[i]!) !== 0)) return false
     }
     return true
   }

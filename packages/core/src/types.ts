@@ -38,17 +38,6 @@ export interface UpdateMessage {
    * in packages/core/README.md.
    */
   readonly hello?: { readonly receiverSeq: number | undefined }
-  /**
-   * In-process only, never on the wire: when sender and receiver share one `NodeIndex` (many
-   * cores in one simulator), the same trans sets already in that shared numbering, so the
-   * receiver need not translate them bit by bit. Receivers that do not share `space` ignore it.
-   */
-  readonly sharedIndexSets?: { readonly space: object; readonly sets: readonly NodeSetLike[] }
-}
-
-/** Opaque to drivers: a `NodeSet` of the core. */
-export interface NodeSetLike {
-  readonly frozen: boolean
 }
 
 export type Effect =
@@ -87,6 +76,6 @@ export interface RouteView {
 export type ForwardDecision =
   | { readonly action: 'deliver' }
   | { readonly action: 'forward'; readonly nextHop: NodeId; readonly hopLimit: number }
-  | { readonly action: 'drop'; readonly reason: 'no-route' | 'hop-limit' }
+  | { readonly action: 'drop'; readonly reason: 'no-route' | 'hop-limit' | 'no-such-name' }
 
 export type RoutingMode = 'optimized' | 'naive'

@@ -1,3 +1,4 @@
+import { invariant } from './errors.ts'
 import type { NodeId } from './types.ts'
 
 /** What a check needs to know of one route: R_u[v] if u holds a reachable entry for v. */
@@ -21,7 +22,8 @@ export function bfsDistances(adjacency: ReadonlyMap<NodeId, readonly NodeId[]>, 
   const queue: NodeId[] = [source]
   for (let head = 0; head < queue.length; head++) {
     const u = queue[head]!
-    const d = dist.get(u)!
+    const d = dist.get(u)
+    invariant(d !== undefined, 'every queued node has its distance')
     for (const w of adjacency.get(u) ?? []) {
       if (dist.has(w)) continue
       dist.set(w, d + 1)

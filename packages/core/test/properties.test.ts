@@ -1,12 +1,10 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { NodeIndex, checkLoopFree, checkRoutesAgainstBfs, type NodeId, type RoutingMode } from '../src/index.ts'
-import { TestNet, addressOf, prng, randomConnectedGraph } from './net.ts'
+import { SharedNumbering, checkLoopFree, checkRoutesAgainstBfs, type NodeId, type RoutingMode } from '../src/index.ts'
+import { TestNet, addressOf, prng, randomConnectedGraph } from '../src/testing/index.ts'
 
-// One seed for the whole file, printed so any failing run can be replayed: PHOENIX_SEED=<n>.
-const seed = Number(process.env.PHOENIX_SEED ?? Date.now() % 2 ** 31)
-console.log(`fast-check seed for core properties: ${seed} (replay with PHOENIX_SEED=${seed})`)
-const runs = (numRuns: number) => ({ seed, numRuns, verbose: true })
+// The seed is fast-check's global one (vitest.setup.ts prints it; replay with PHOENIX_SEED=<n>).
+const runs = (numRuns: number) => ({ numRuns, verbose: true })
 
 const scenario = fc.record({
   nodes: fc.integer({ min: 2, max: 40 }),
@@ -19,7 +17,7 @@ const scenario = fc.record({
 type Scenario = typeof scenario extends fc.Arbitrary<infer T> ? T : never
 
 /** Builds the firewalled network: only graph edges may connect; each node knows one hub (its tree parent). */
-function build(s: Scenario, mode: RoutingMode, extra: Partial<ConstructorParameters<typeof TestNet>[0]> = {}, sharedNodeIndex?: NodeIndex) {
+function build(s: Scenario, mode: RoutingMode, extra: Partial<ConstructorParameters<typeof TestNet>[0]> = {}, numbering?: SharedNumbering) {
   const g = randomConnectedGraph(s.nodes, s.density, prng(s.graphSeed))
   const net = new TestNet({
     seed: s.scheduleSeed,
@@ -28,7 +26,7 @@ function build(s: Scenario, mode: RoutingMode, extra: Partial<ConstructorParamet
     reorder: s.reorder,
     ...extra,
   })
-  for (const id of g.nodes) net.add({ id, hubs: g.parent.has(id) ? [addressOf(g.parent.get(id)!)] : [], mode, ...(sharedNodeIndex ? { sharedNodeIndex } : {}) })
+  for (const id of g.nodes) net.add({ id, hubs: g.parent.has(id) ? [addressOf(g.parent.get(id)!)] : [], mode }, numbering)
   return { g, net }
 }
 
@@ -47,7 +45,9 @@ function loopThrough(net: TestNet, start: NodeId): string | undefined {
   return undefined
 }
 
-describe('routing converges to shortest paths (fast-check)', () => {
+// 200 cases per property, each checking every core's invariants after every event: tens of seconds
+// on an idle machine, so the timeout leaves room for a machine shared with other work.
+describe('routing converges to shortest paths (fast-check)', { timeout: 300_000 }, () => {
   it('after quiescence: a route to every node of the component, nhops = BFS distance, fwd walks reach the destination', () => {
     fc.assert(
       fc.property(scenario, (s) => {
@@ -74,8 +74,9 @@ describe('routing converges to shortest paths (fast-check)', () => {
     )
   })
 
-  it('after every single event, the next hops toward each destination form no cycle', () => {
+  it('after every single event, the next hops toward each destination form no cycle (and every touched core passes checkInvariants)', () => {
     let checkedEvents = 0
+    let invariantChecks = 0
     fc.assert(
       fc.property(scenario, (s) => {
         const { net } = build(s, 'optimized', {
@@ -87,12 +88,14 @@ describe('routing converges to shortest paths (fast-check)', () => {
           },
         })
         net.runToQuiescence()
+        invariantChecks += net.invariantChecks
         expect(checkLoopFree([...net.cores.keys()], net.lookup)).toBeUndefined()
       }),
       runs(200),
     )
-    console.log(`loop-freedom checked after ${checkedEvents} route-changing events`)
+    console.log(`loop-freedom checked after ${checkedEvents} route-changing events; core invariants checked ${invariantChecks} times`)
     expect(checkedEvents).toBeGreaterThan(1000)
+    expect(invariantChecks).toBeGreaterThan(checkedEvents)
   })
 
   it('naive and optimized agree on hop counts; optimized sends no more entries', () => {
@@ -160,7 +163,7 @@ describe('routing converges to shortest paths (fast-check)', () => {
     fc.assert(
       fc.property(scenario, (s) => {
         const own = build(s, 'optimized', { trace: true }).net
-        const shared = build(s, 'optimized', { trace: true }, new NodeIndex(1 << 16)).net
+        const shared = build(s, 'optimized', { trace: true }, new SharedNumbering(1 << 16)).net
         own.runToQuiescence()
         shared.runToQuiescence()
         expect(shared.trace).toEqual(own.trace)

@@ -1,7 +1,7 @@
 import { generateKeyPairSync, sign, verify, type KeyObject } from 'node:crypto'
 import { describe, expect, it } from 'vitest'
 import { PhoenixCore, PhoenixError, checkRoutesAgainstBfs, recordPayload, type RecordAuthority, type RouteAdvert, type UpdateMessage } from '../src/index.ts'
-import { TestNet, addressOf } from './net.ts'
+import { TestNet, addressOf } from '../src/testing/index.ts'
 
 /** Ed25519 keys per node id; a node's id names its public key, as a libp2p peer id does. */
 class KeyRing {

@@ -489,6 +489,39 @@ describe('discovery', () => {
     expect(core.dialBackoff('addr:v')?.retryAtMs).toBe(320)
   })
 
+  it('hasWork changes nothing: asking about a later time does not start a backed-off dial early', () => {
+    const core = new PhoenixCore({ id: 'u', timing: { dialBackoffInitialMs: 100, dialBackoffMaxMs: 400 } })
+    core.connectionUp('a', 0)
+    core.receive('a', update([advert('v', 2, 1, { addresses: ['addr:v'] })]), 0)
+    drain(core)
+    core.dialFailed('addr:v', 10)
+    expect(core.hasWork(500)).toBe(true)
+    expect(core.hasWork(50)).toBe(false)
+    expect(core.step(50).effects).toEqual([])
+    expect(core.step(110).effects).toEqual([{ type: 'dial', address: 'addr:v', expectedPeer: 'v' }])
+  })
+
+  it('nextWakeMs says when to step next with no input: now, the end of a back-off or of a send hold, or never', () => {
+    const core = new PhoenixCore({ id: 'u', hubs: ['addr:h'], timing: { dialBackoffInitialMs: 100, sendHoldForDialsMs: 50 } })
+    expect(core.nextWakeMs(0)).toBe(0)
+    expect(core.step(0).effects).toEqual([{ type: 'dial', address: 'addr:h', expectedPeer: undefined }])
+    core.dialFailed('addr:h', 5)
+    expect(core.nextWakeMs(6)).toBe(105)
+    expect(core.nextWakeMs(6)).toBe(105)
+    expect(core.step(6).wakeAtMs).toBe(105)
+    expect(core.step(105).effects).toEqual([{ type: 'dial', address: 'addr:h', expectedPeer: undefined }])
+    // A neighbour joins while the hub's dial is in flight: sends wait for the hold (dial at 105 + 50).
+    core.connectionUp('a', 110)
+    expect(core.hasWork(110)).toBe(false)
+    expect(core.nextWakeMs(110)).toBe(155)
+    expect(core.step(110).wakeAtMs).toBe(155)
+    expect(core.nextWakeMs(155)).toBe(155)
+    drain(core, 155)
+    core.connectionUp('h', 160, 'addr:h')
+    drain(core, 160)
+    expect(core.nextWakeMs(200)).toBeUndefined()
+  })
+
   it("tries a node's other address when the first fails (a dual-stacked node), one at a time", () => {
     const core = new PhoenixCore({ id: 'u' })
     core.connectionUp('a', 0)
@@ -560,6 +593,62 @@ describe('names and forwarding', () => {
     expect(core.forward('v', 5)).toEqual({ action: 'forward', nextHop: 'a', hopLimit: 4 })
     expect(core.forward('v', 0)).toEqual({ action: 'drop', reason: 'hop-limit' })
     expect(core.forward('w', 5)).toEqual({ action: 'drop', reason: 'no-route' })
+  })
+
+  it('a neighbour is one hop away as soon as its connection is up, before its record arrives', () => {
+    const core = coreWithNeighbours('u', ['a'])
+    core.connectionUp('b', 1)
+    expect(core.route('b')).toBeUndefined()
+    expect(core.forward('b', 5)).toEqual({ action: 'forward', nextHop: 'b', hopLimit: 4 })
+    expect(core.forward('b', 0)).toEqual({ action: 'drop', reason: 'hop-limit' })
+    core.connectionDown('b', 2)
+    expect(core.forward('b', 5)).toEqual({ action: 'drop', reason: 'no-route' })
+  })
+
+  it('a message for a name is delivered only by the node that owns the name (checked at the destination)', () => {
+    const core = new PhoenixCore({ id: 'u', names: ['rank-1'] })
+    core.connectionUp('a', 0)
+    core.receive('a', update([advert('v', 2, 1)]), 0)
+    drain(core)
+    expect(core.forward('u', 3, 'rank-1')).toEqual({ action: 'deliver' })
+    expect(core.forward('u', 3, 'rank-2')).toEqual({ action: 'drop', reason: 'no-such-name' })
+    // '' and no name: addressed to the node itself.
+    expect(core.forward('u', 3, '')).toEqual({ action: 'deliver' })
+    expect(core.forward('u', 3)).toEqual({ action: 'deliver' })
+    // On the way, the name is the destination's business.
+    expect(core.forward('v', 3, 'rank-9')).toEqual({ action: 'forward', nextHop: 'a', hopLimit: 2 })
+    core.removeName('rank-1')
+    expect(core.forward('u', 3, 'rank-1')).toEqual({ action: 'drop', reason: 'no-such-name' })
+  })
+})
+
+describe('checkInvariants', () => {
+  /** A core after some traffic: neighbours a and b, destinations v (via a) and w (unreachable). */
+  function busyCore(): PhoenixCore {
+    const core = coreWithNeighbours('u', ['a', 'b'])
+    core.receive('a', update([advert('v', 2, 1), advert('w', 3, 0)]), 0)
+    drain(core)
+    return core
+  }
+  // The checker must notice each broken rule; the state is corrupted through private fields on purpose.
+  const table = (core: PhoenixCore) => core['table' as never] as { own: { nhops: number; seq: number }; get(d: string): { fwd: string | undefined } }
+
+  it('holds through ordinary traffic', () => {
+    const core = busyCore()
+    expect(() => core.checkInvariants()).not.toThrow()
+    core.connectionDown('a', 1)
+    expect(() => core.checkInvariants()).not.toThrow()
+  })
+
+  it.each([
+    ['our own entry 0 hops away', (core: PhoenixCore) => (table(core).own.nhops = 2), /0 hops away/],
+    ['our own seq even', (core: PhoenixCore) => (table(core).own.seq = 5), /even sequence number/],
+    ["a reachable route's next hop is a neighbour", (core: PhoenixCore) => (table(core).get('v').fwd = 'x'), /next hop is a neighbour/],
+    ['an unreachable route has no next hop', (core: PhoenixCore) => (table(core).get('w').fwd = 'a'), /unreachable route has no next hop/],
+  ])('notices a broken rule: %s', (_, corrupt, message) => {
+    const core = busyCore()
+    corrupt(core)
+    expect(() => core.checkInvariants()).toThrow(message)
   })
 })
 

@@ -66,3 +66,24 @@ export const QUIET_CHECK_EVERY_MS = 100
 /** Once the connection graph is complete, this long without routing activity (beyond any send
  *  hold) means every table is final: nothing is in flight and no core has anything left to send. */
 export const QUIET_COMPLETE_MS = 100
+
+/**
+ * Node ids one run's shared numbering may hold (`SharedNumbering`): every node of the scenario
+ * plus ids only named in trans sets. 4 M is far above NODES_MAX; the numbering grows with use, so
+ * the bound costs nothing until reached.
+ */
+export const SHARED_NUMBERING_NODES_MAX = 1 << 22
+
+/** Events between two progress callbacks: often enough for a live progress line at 2,000+ nodes,
+ *  rare enough to cost nothing. */
+export const PROGRESS_EVERY_EVENTS = 20_000
+
+/**
+ * Salts of the PRNG streams forked from the scenario's seed, one per use, so that adding draws in
+ * one place never shifts another: the order of nodes for fraction/count selections, the start
+ * times, the sampled pairs. Arbitrary but fixed: changing one changes every result file.
+ */
+export const PRNG_SALTS = { selectionOrder: 0x5e1ec7, startTimes: 0x57a27, samplePairs: 0x9a125 } as const
+
+/** Bytes of a modelled record signature: Ed25519's, so updates are as large on the modelled links as on real ones. */
+export const MODELLED_SIGNATURE_BYTES = 64

@@ -1,4 +1,4 @@
-import type { SimResult } from './sim.ts'
+import type { SimResult } from './result.ts'
 
 /** The result file: stable key order and no wall-clock data, so one seed gives identical bytes. */
 export function resultToJson(result: SimResult): string {

@@ -149,11 +149,7 @@ function selection(value: Json, field: string, subnetNames: readonly string[]): 
   return { count: num(value.count, `${field}.count`, 1, NODES_MAX, true), ...subnet }
 }
 
-/** Checks a parsed scenario file and fills in defaults. Every error names the offending field. */
-export function parseScenario(input: Json): Scenario {
-  if (!isObject(input)) fail('(root)', 'must be a JSON object')
-  checkKeys(input, '', ['name', 'description', 'seed', 'strategy', 'discovery', 'subnets', 'network', 'processing', 'startSpreadMs', 'sampleEveryMs', 'samplePairsMax', 'quietMs', 'endMs', 'coreTiming', 'events'])
-  const name = input.name === undefined ? 'scenario' : str(input.name, 'name')
+function parseSubnets(input: Record<string, Json>): SubnetSpec[] {
   if (!Array.isArray(input.subnets) || input.subnets.length === 0) fail('subnets', 'must be a non-empty list')
   if (input.subnets.length > SUBNETS_MAX) fail('subnets', `at most ${SUBNETS_MAX} subnets (SUBNETS_MAX), got ${input.subnets.length}`)
   const subnets = input.subnets.map((s: Json, i: number): SubnetSpec => {
@@ -172,20 +168,40 @@ export function parseScenario(input: Json): Scenario {
   const total = subnets.reduce((sum, s) => sum + s.nodes, 0)
   if (total > NODES_MAX) fail('subnets', `${total} nodes in all, at most ${NODES_MAX} (NODES_MAX)`)
   if (subnets.length > 1 && subnets.every((s) => s.gateways === 0)) fail('subnets', 'several subnets but no gateway: they could never reach each other')
+  return subnets
+}
 
-  const network = input.network ?? {}
-  if (!isObject(network)) fail('network', 'must be an object')
-  checkKeys(network, 'network', ['intraSubnet', 'interSubnet', 'connectSetupUs', 'synTimeoutMs', 'crashDetectMs', 'firewall'])
-  const processing = input.processing ?? {}
-  if (!isObject(processing)) fail('processing', 'must be an object')
-  checkKeys(processing, 'processing', ['perMessageUs', 'perEntryUs', 'perConnectionUs', 'perRecordSignUs', 'perRecordVerifyUs'])
-  const coreTimingIn = input.coreTiming ?? {}
-  if (!isObject(coreTimingIn)) fail('coreTiming', 'must be an object')
-  checkKeys(coreTimingIn, 'coreTiming', CORE_TIMING_KEYS)
-  const coreTiming: Record<string, number> = {}
-  for (const key of Object.keys(coreTimingIn).sort()) coreTiming[key] = num(coreTimingIn[key], `coreTiming.${key}`, 0, 86_400_000, true)
+/** `input[key]` as an object with only `allowed` keys ({} if absent). */
+function section(input: Record<string, Json>, key: string, allowed: readonly string[]): Record<string, Json> {
+  const value = input[key] ?? {}
+  if (!isObject(value)) fail(key, 'must be an object')
+  checkKeys(value, key, allowed)
+  return value
+}
 
-  const synTimeoutMs = optNum(network, 'synTimeoutMs', 'network', DEFAULT_NETWORK.synTimeoutMs, 0, 600_000)
+function parseNetwork(network: Record<string, Json>, synTimeoutMs: number): NetworkSpec {
+  return {
+    intraSubnet: linkClass(network.intraSubnet, 'network.intraSubnet', DEFAULT_NETWORK.intraSubnet),
+    interSubnet: linkClass(network.interSubnet, 'network.interSubnet', DEFAULT_NETWORK.interSubnet),
+    connectSetupUs: optNum(network, 'connectSetupUs', 'network', DEFAULT_NETWORK.connectSetupUs, 0, 60_000_000),
+    synTimeoutMs,
+    crashDetectMs: optNum(network, 'crashDetectMs', 'network', DEFAULT_NETWORK.crashDetectMs, 0, 600_000),
+    firewall: network.firewall === undefined ? 'drop' : oneOf(network.firewall, 'network.firewall', ['drop', 'reject'] as const),
+  }
+}
+
+function parseProcessing(processing: Record<string, Json>): ProcessingSpec {
+  const field = (key: keyof ProcessingSpec, max: number) => optNum(processing, key, 'processing', DEFAULT_PROCESSING[key], 0, max)
+  return {
+    perMessageUs: field('perMessageUs', 1_000_000),
+    perEntryUs: field('perEntryUs', 1_000_000),
+    perConnectionUs: field('perConnectionUs', 60_000_000),
+    perRecordSignUs: field('perRecordSignUs', 1_000_000),
+    perRecordVerifyUs: field('perRecordVerifyUs', 1_000_000),
+  }
+}
+
+function parseEvents(input: Record<string, Json>, subnetNames: readonly string[]): ScenarioEvent[] {
   const eventsIn = input.events ?? []
   if (!Array.isArray(eventsIn)) fail('events', 'must be a list')
   if (eventsIn.length > SCENARIO_EVENTS_MAX) fail('events', `at most ${SCENARIO_EVENTS_MAX} events (SCENARIO_EVENTS_MAX), got ${eventsIn.length}`)
@@ -200,11 +216,27 @@ export function parseScenario(input: Json): Scenario {
       return { atMs, type, between: [str(e.between[0], `${field}.between[0]`), str(e.between[1], `${field}.between[1]`)] }
     }
     checkKeys(e, field, ['type', 'atMs', 'nodes'])
-    return { atMs, type, nodes: selection(e.nodes, `${field}.nodes`, names) }
+    return { atMs, type, nodes: selection(e.nodes, `${field}.nodes`, subnetNames) }
   })
   for (let i = 1; i < events.length; i++) {
     if (events[i]!.atMs < events[i - 1]!.atMs) fail(`events[${i}].atMs`, 'events must be listed in time order')
   }
+  return events
+}
+
+/** Checks a parsed scenario file and fills in defaults. Every error names the offending field. */
+export function parseScenario(input: Json): Scenario {
+  if (!isObject(input)) fail('(root)', 'must be a JSON object')
+  checkKeys(input, '', ['name', 'description', 'seed', 'strategy', 'discovery', 'subnets', 'network', 'processing', 'startSpreadMs', 'sampleEveryMs', 'samplePairsMax', 'quietMs', 'endMs', 'coreTiming', 'events'])
+  const name = input.name === undefined ? 'scenario' : str(input.name, 'name')
+  const subnets = parseSubnets(input)
+  const network = section(input, 'network', ['intraSubnet', 'interSubnet', 'connectSetupUs', 'synTimeoutMs', 'crashDetectMs', 'firewall'])
+  const processing = section(input, 'processing', ['perMessageUs', 'perEntryUs', 'perConnectionUs', 'perRecordSignUs', 'perRecordVerifyUs'])
+  const coreTimingIn = section(input, 'coreTiming', CORE_TIMING_KEYS)
+  const coreTiming: Record<string, number> = {}
+  for (const key of Object.keys(coreTimingIn).sort()) coreTiming[key] = num(coreTimingIn[key], `coreTiming.${key}`, 0, 86_400_000, true)
+  const synTimeoutMs = optNum(network, 'synTimeoutMs', 'network', DEFAULT_NETWORK.synTimeoutMs, 0, 600_000)
+  const events = parseEvents(input, subnets.map((s) => s.name))
   const sendHold = coreTiming.sendHoldForDialsMs ?? 0
   const scenario: Scenario = {
     name,
@@ -212,21 +244,8 @@ export function parseScenario(input: Json): Scenario {
     strategy: input.strategy === undefined ? 'optimized' : oneOf(input.strategy, 'strategy', STRATEGIES),
     discovery: input.discovery === undefined ? 'hubs' : oneOf(input.discovery, 'discovery', DISCOVERIES),
     subnets,
-    network: {
-      intraSubnet: linkClass(network.intraSubnet, 'network.intraSubnet', DEFAULT_NETWORK.intraSubnet),
-      interSubnet: linkClass(network.interSubnet, 'network.interSubnet', DEFAULT_NETWORK.interSubnet),
-      connectSetupUs: optNum(network, 'connectSetupUs', 'network', DEFAULT_NETWORK.connectSetupUs, 0, 60_000_000),
-      synTimeoutMs,
-      crashDetectMs: optNum(network, 'crashDetectMs', 'network', DEFAULT_NETWORK.crashDetectMs, 0, 600_000),
-      firewall: network.firewall === undefined ? 'drop' : oneOf(network.firewall, 'network.firewall', ['drop', 'reject'] as const),
-    },
-    processing: {
-      perMessageUs: optNum(processing, 'perMessageUs', 'processing', DEFAULT_PROCESSING.perMessageUs, 0, 1_000_000),
-      perEntryUs: optNum(processing, 'perEntryUs', 'processing', DEFAULT_PROCESSING.perEntryUs, 0, 1_000_000),
-      perConnectionUs: optNum(processing, 'perConnectionUs', 'processing', DEFAULT_PROCESSING.perConnectionUs, 0, 60_000_000),
-      perRecordSignUs: optNum(processing, 'perRecordSignUs', 'processing', DEFAULT_PROCESSING.perRecordSignUs, 0, 1_000_000),
-      perRecordVerifyUs: optNum(processing, 'perRecordVerifyUs', 'processing', DEFAULT_PROCESSING.perRecordVerifyUs, 0, 1_000_000),
-    },
+    network: parseNetwork(network, synTimeoutMs),
+    processing: parseProcessing(processing),
     startSpreadMs: optNum(input, 'startSpreadMs', '', 0, 0, 3_600_000),
     sampleEveryMs: optNum(input, 'sampleEveryMs', '', 250, 1, 3_600_000),
     samplePairsMax: optNum(input, 'samplePairsMax', '', SAMPLE_PAIRS_DEFAULT, 1, SAMPLE_PAIRS_MAX, true),

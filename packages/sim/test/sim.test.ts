@@ -12,8 +12,6 @@ function threeSubnets(nodes: number, overrides: Record<string, unknown> = {}): S
 
 describe('event queue', () => {
   it('pops in time order, equal times in insertion order', () => {
-    const seed = Date.now() >>> 0
-    console.log(`event queue property seed: ${seed}`)
     fc.assert(
       fc.property(fc.array(fc.integer({ min: 0, max: 20 }), { maxLength: 300 }), (times) => {
         const q = new EventQueue<number>()
@@ -26,7 +24,7 @@ describe('event queue', () => {
         const expected = times.map((t, i) => [t, i] as [number, number]).sort((a, b) => a[0] - b[0] || a[1] - b[1])
         expect(out).toEqual(expected)
       }),
-      { seed, numRuns: 200 },
+      { numRuns: 200 },
     )
   })
 })
@@ -99,8 +97,6 @@ describe('final table check', () => {
   })
 
   it('catches a corrupted entry (wrong hops, wrong next hop, missing route) with both checkers, identically', () => {
-    const seed = Date.now() >>> 0
-    console.log(`corruption property seed: ${seed}`)
     const ids = sim.nodes.map((n) => n.id)
     fc.assert(
       fc.property(fc.nat(ids.length - 1), fc.nat(ids.length - 1), fc.constantFrom('hops', 'fwd', 'drop'), (i, j, how) => {
@@ -121,7 +117,7 @@ describe('final table check', () => {
           expect(reference.failures[0]).toMatchObject({ node: u, destination: v })
         }
       }),
-      { seed, numRuns: 60 },
+      { numRuns: 60 },
     )
   })
 })

@@ -6,6 +6,7 @@ import { preSharedKey } from '@libp2p/pnet'
 import { tcp } from '@libp2p/tcp'
 import type { Multiaddr } from '@multiformats/multiaddr'
 import { createLibp2p, type Libp2p } from 'libp2p'
+import { subnetFirewallAllows } from '@phoenix-overlay/core'
 import { phoenix, type PhoenixInit, type PhoenixNode } from './phoenix.ts'
 
 export interface OverlayNodeOptions extends PhoenixInit {
@@ -90,7 +91,7 @@ export function subnetFirewall(own: SubnetPlacement, placementOf: (address: Mult
   return {
     denyDialMultiaddr: (address) => {
       const target = placementOf(address)
-      return target === undefined || (target.subnet !== own.subnet && !target.gateway)
+      return target === undefined || !subnetFirewallAllows(own, target)
     },
   }
 }

@@ -1,7 +1,7 @@
 import type { RouteAdvert, UpdateMessage } from '@phoenix-overlay/core'
 import { WIRE_LIMITS, type WireLimits } from './constants.ts'
 import { utf8Bytes } from './utf8.ts'
-import { Frame as FrameMessage, Undeliverable as UndeliverableMessage, type RouteAdvert as AdvertMessage, type Update as UpdateWire } from './phoenix.ts'
+import { Frame as FrameMessage, Undeliverable as UndeliverableMessage, type RouteAdvert as AdvertMessage, type Update as UpdateWire } from './frames.generated.ts'
 
 export interface DataFrame {
   source: string

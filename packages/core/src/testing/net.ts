@@ -1,17 +1,7 @@
-import { PhoenixCore, type CoreConfig, type NodeId, type RouteView, type UpdateMessage, type ValidRoute } from '../src/index.ts'
+import { PhoenixCore, invariant, type SharedNumbering, type CoreConfig, type NodeId, type RouteView, type UpdateMessage, type ValidRoute } from '../index.ts'
+import { prng } from './prng.ts'
 
-/** mulberry32: a tiny seeded PRNG, so every interleaving can be replayed from its seed. */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
-
+/** The address TestNet gives node `id` (dialling it reaches `id`). */
 export const addressOf = (id: NodeId): string => `addr:${id}`
 const idOfAddress = (address: string): NodeId => address.slice('addr:'.length)
 
@@ -27,6 +17,8 @@ export interface NetOptions {
   afterEvent?: (net: TestNet, event: string) => void
   /** Record a trace of every event (for the replay test). */
   trace?: boolean
+  /** Check every touched core's invariants after every event (`PhoenixCore.checkInvariants`). Default true. */
+  checkInvariants?: boolean
 }
 
 /**
@@ -40,21 +32,28 @@ export class TestNet {
   private readonly links = new Map<string, UpdateMessage[]>()
   private readonly dials: { from: NodeId; by: PhoenixCore; address: string }[] = []
   private readonly connections = new Set<string>()
+  /** Cores the current event has called into: their invariants are checked when it ends. */
+  private readonly touched = new Set<PhoenixCore>()
   readonly rand: () => number
   readonly trace: string[] = []
   nowMs = 0
   events = 0
   entriesSent = 0
   messagesSent = 0
+  /** How many times a core's invariants were checked (after an event that touched it). */
+  invariantChecks = 0
 
   constructor(readonly options: NetOptions) {
     this.rand = prng(options.seed)
   }
 
-  add(config: Omit<CoreConfig, 'addresses'> & { addresses?: readonly string[] }): PhoenixCore {
-    const core = new PhoenixCore({ addresses: [addressOf(config.id)], ...config })
+  /** `numbering`: the simulator's shared node numbering (see `SharedNumbering`), to test that it changes nothing. */
+  add(config: Omit<CoreConfig, 'addresses'> & { addresses?: readonly string[] }, numbering?: SharedNumbering): PhoenixCore {
+    const core = new PhoenixCore({ addresses: [addressOf(config.id)], ...config }, numbering)
     this.cores.set(config.id, core)
     this.log(`add ${config.id}`)
+    this.touched.add(core)
+    this.eventDone()
     return core
   }
 
@@ -83,11 +82,13 @@ export class TestNet {
       this.disconnect(a, b)
     }
     this.log(`crash ${id}`)
+    this.eventDone()
   }
 
   /** Graceful leave: the core's farewell is sent on every link, then the connections close. */
   leave(id: NodeId): void {
-    const core = this.cores.get(id)!
+    const core = this.cores.get(id)
+    invariant(core !== undefined, `leave: ${id} is running`)
     for (const effect of core.leave(this.nowMs)) {
       if (effect.type === 'send') this.deliverNow(id, effect.to, effect.message)
     }
@@ -98,13 +99,18 @@ export class TestNet {
     if (!this.connections.delete(TestNet.key(a, b))) return
     this.links.delete(`${a}>${b}`)
     this.links.delete(`${b}>${a}`)
-    this.cores.get(a)?.connectionDown(b, this.nowMs)
-    this.cores.get(b)?.connectionDown(a, this.nowMs)
+    for (const [self, peer] of [[a, b], [b, a]] as const) {
+      const core = this.cores.get(self)
+      core?.connectionDown(peer, this.nowMs)
+      if (core !== undefined) this.touched.add(core)
+    }
     this.log(`down ${a} ${b}`)
   }
 
   private deliverNow(from: NodeId, to: NodeId, message: UpdateMessage): void {
-    this.cores.get(to)?.receive(from, message, this.nowMs)
+    const core = this.cores.get(to)
+    core?.receive(from, message, this.nowMs)
+    if (core !== undefined) this.touched.add(core)
   }
 
   private send(from: NodeId, to: NodeId, message: UpdateMessage): void {
@@ -117,6 +123,7 @@ export class TestNet {
   }
 
   private applyEffects(from: NodeId, core: PhoenixCore): void {
+    this.touched.add(core)
     const result = core.step(this.nowMs)
     for (const effect of result.effects) {
       if (effect.type === 'dial') this.dials.push({ from, by: core, address: effect.address })
@@ -131,6 +138,7 @@ export class TestNet {
     const core = this.cores.get(from)
     // The dialler crashed (and maybe restarted) meanwhile: the socket died with it.
     if (core === undefined || core !== by) return
+    this.touched.add(core)
     const to = idOfAddress(address)
     const target = this.cores.get(to)
     if (target === undefined || !this.allowed(from, to) || from === to) {
@@ -143,6 +151,7 @@ export class TestNet {
     this.connections.add(key)
     core.connectionUp(to, this.nowMs, address)
     if (isNew) target.connectionUp(from, this.nowMs)
+    this.touched.add(target)
     this.log(`up ${from} ${to}`)
   }
 
@@ -164,6 +173,7 @@ export class TestNet {
       const core = this.cores.get(to)
       // A full inbox refuses the message; it stays in flight until the node has stepped.
       if (core !== undefined && !core.receive(from, message, this.nowMs)) queue.splice(index, 0, message)
+      if (core !== undefined) this.touched.add(core)
       event = `deliver ${key}`
       this.log(event)
     } else if ((pick -= busyLinks.length) < busyCores.length) {
@@ -175,8 +185,18 @@ export class TestNet {
       this.completeDial(pick)
       event = 'dial'
     }
+    this.eventDone()
     this.options.afterEvent?.(this, event)
     return true
+  }
+
+  /** The end of an event: the invariants of every core it touched must hold. */
+  private eventDone(): void {
+    if (this.options.checkInvariants !== false) {
+      for (const core of this.touched) core.checkInvariants()
+      this.invariantChecks += this.touched.size
+    }
+    this.touched.clear()
   }
 
   advance(ms: number): void {

@@ -1,0 +1,216 @@
+import { invariant } from './errors.ts'
+import type { Neighbour } from './neighbours.ts'
+import { NodeSet } from './nodeset.ts'
+import type { CoreParts } from './parts.ts'
+import type { UnknownDestinations } from './police.ts'
+import { type RouteEntry, UNREACHABLE_HOPS, isFresher } from './route.ts'
+import { isUnreachableSeq, seqNewer } from './seq.ts'
+import type { NodeId, RouteAdvert, UpdateMessage } from './types.ts'
+
+/**
+ * Priority 2 of the scheduler: applying received updates to the routing table, in the order
+ * they arrived. What one advert does: a fresher route is adopted (`RouteTable.adopt`), an equal
+ * one only tells us who holds it (`RouteTable.noteHolder`); a neighbour's first update carries
+ * its hello, and its own record tells us whether it needs ours of it.
+ */
+
+export interface InboxItem {
+  readonly from: NodeId
+  /** Which connection to `from` it arrived on: news from a closed connection is stale. */
+  readonly connection: number
+  readonly message: UpdateMessage
+  /** Distinct destinations it names that we did not know when it arrived (counted against the sender until applied). */
+  readonly unknownDestinations: UnknownDestinations
+}
+
+/** Received updates waiting for the apply step, oldest first (bounded by `inboxMessagesMax`). */
+export class Inbox {
+  private readonly items: (InboxItem | undefined)[] = []
+  private head = 0
+
+  get length(): number {
+    return this.items.length - this.head
+  }
+
+  push(item: InboxItem): void {
+    this.items.push(item)
+  }
+
+  /** The oldest item, removed; undefined when empty. */
+  take(): InboxItem | undefined {
+    if (this.head === this.items.length) return undefined
+    const item = this.items[this.head]
+    this.items[this.head++] = undefined
+    if (this.head === this.items.length) {
+      this.items.length = 0
+      this.head = 0
+    }
+    return item
+  }
+}
+
+/** Applies up to `maxMessages` queued updates; returns how many messages and entries it took. */
+export function applyInbox(p: CoreParts, inbox: Inbox, maxMessages: number, nowMs: number): { messages: number; entries: number } {
+  let messages = 0
+  let entries = 0
+  while (messages < maxMessages) {
+    const item = inbox.take()
+    if (item === undefined) break
+    messages++
+    entries += item.message.entries.length
+    p.police.dequeued(item.from, item.unknownDestinations)
+    // The connection it came on may have closed since (and maybe reopened, e.g. the sender
+    // restarted): its news is then stale, and applying it could mark the new incarnation as
+    // already holding entries it never got.
+    const from = p.neighbours.get(item.from)
+    if (from !== undefined && from.connection === item.connection) applyMessage(p, from, item.message, nowMs)
+  }
+  return { messages, entries }
+}
+
+/** The trans sets of one message in our numbering, each translated once, and the rcpt sets made from them. */
+class MessageSets {
+  private slotMap: Int32Array | undefined
+  private readonly translated: (NodeSet | undefined)[] = []
+  private readonly rcptAfterChange: NodeSet[] = []
+  private readonly shared: readonly NodeSet[] | undefined
+
+  constructor(
+    private readonly p: CoreParts,
+    private readonly from: Neighbour,
+    private readonly message: UpdateMessage,
+  ) {
+    this.shared = p.numbering?.setsOf(message)
+  }
+
+  /** The sender's trans after its send, in our numbering; one frozen set per trans index, shared by every entry that names it. */
+  trans(index: number): NodeSet | undefined {
+    if (index < 0 || this.p.mode === 'naive') return undefined
+    let set = this.translated[index]
+    if (set !== undefined) return set
+    const shared = this.shared?.[index]
+    if (shared !== undefined) set = shared
+    else {
+      this.slotMap ??= slotMapOf(this.p, this.from, this.message.neighbourSlots)
+      const bytes = this.message.transSets[index]
+      invariant(bytes !== undefined, 'a checked update names only trans sets it carries')
+      set = NodeSet.translate(bytes, this.slotMap, this.p.nodeIndex.highWater)
+    }
+    this.translated[index] = set
+    return set
+  }
+
+  /** rcpt after a change: the sender plus everyone it sent the same entry to; one set per trans set. */
+  rcpt(transIndex: number): NodeSet {
+    const key = transIndex + 1
+    let set = this.rcptAfterChange[key]
+    if (set === undefined) {
+      set = new NodeSet(this.p.nodeIndex.highWater)
+      set.add(this.from.index)
+      const trans = this.trans(transIndex)
+      if (trans !== undefined) set.addAll(trans)
+      this.rcptAfterChange[key] = set.freeze()
+    }
+    return set
+  }
+}
+
+/** Sender slot -> our node index for `table`, reusing what changed least since its last message. */
+function slotMapOf(p: CoreParts, from: Neighbour, table: readonly NodeId[]): Int32Array {
+  const cached = from.senderSlots
+  if (cached !== undefined && cached.table === table) return cached.map
+  const map = new Int32Array(table.length)
+  for (let i = 0; i < table.length; i++) {
+    const id = table[i]!
+    if (cached !== undefined && i < cached.table.length && cached.table[i] === id) map[i] = cached.map[i]!
+    else map[i] = id === '' ? -1 : (p.nodeIndex.intern(id) ?? -1)
+  }
+  from.senderSlots = { table, map }
+  return map
+}
+
+function applyMessage(p: CoreParts, from: Neighbour, message: UpdateMessage, nowMs: number): void {
+  const sets = new MessageSets(p, from, message)
+  if (from.awaitingHello) {
+    from.awaitingHello = false
+    p.neighbours.setFlag(from, 'ownWaitsForHello', false)
+    applyHello(p, from, message.hello)
+  }
+  for (const advert of message.entries) {
+    applyAdvert(p, from, advert, sets, nowMs)
+    if (advert.destination === from.id && p.mode === 'optimized') heardFromOwner(p, from, advert.seq)
+  }
+}
+
+/**
+ * The first update on a connection says which number of our record the neighbour holds. If it
+ * holds our current one, it does not need it again; otherwise it gets ours now. A hello is not
+ * signed, so a claim of a newer number (we restarted, or a route to us was lost) does not move
+ * our sequence number: the neighbour sees our older record and sends us its signed newer one,
+ * which does (`heardFromOwner`).
+ */
+function applyHello(p: CoreParts, from: Neighbour, hello: UpdateMessage['hello']): void {
+  const own = p.table.own
+  if (hello?.receiverSeq === own.seq) p.table.noteHolder(own, from.index, 0, undefined)
+  else p.table.dirty.add(own)
+}
+
+/**
+ * A neighbour advertised its own record. If we hold a newer number for it (it restarted, or a
+ * retraction reached us first), it must hear ours to issue a fresher one: make our entry due
+ * to it again.
+ */
+function heardFromOwner(p: CoreParts, owner: Neighbour, seq: number): void {
+  owner.ownerSeqHeard = seq
+  const entry = p.table.get(owner.id)
+  if (entry === undefined || !seqNewer(entry.seq, seq)) return
+  entry.trans = entry.trans.without(owner.index)
+  entry.rcpt = entry.rcpt.without(owner.index)
+  p.table.dirty.add(entry)
+}
+
+function applyAdvert(p: CoreParts, from: Neighbour, advert: RouteAdvert, sets: MessageSets, nowMs: number): void {
+  const senderHops = isUnreachableSeq(advert.seq) ? UNREACHABLE_HOPS : advert.nhops
+  const table = p.table
+  if (advert.destination === p.id) {
+    // Someone holds our record with a sequence number at least ours: we restarted, or a route
+    // to us was lost (odd). Issue a newer even number so our fresh route wins everywhere.
+    if (seqNewer(advert.seq, table.own.seq)) table.ownRecordSeenAt(advert.seq, nowMs)
+    else if (advert.seq === table.own.seq && p.mode === 'optimized') table.noteHolder(table.own, from.index, senderHops, undefined)
+    return
+  }
+  const candidateHops = senderHops + 1
+  let entry = table.get(advert.destination)
+  if (entry === undefined) {
+    if (table.size >= p.limits.destinationsMax) {
+      p.traffic.destinationsRefused++
+      return
+    }
+    entry = table.insert(advert.destination, advert.seq, from.id)
+    p.police.introduced(from.id)
+    adopt(p, entry, from, advert, candidateHops, sets, true, nowMs)
+  } else if (isFresher(advert.seq, candidateHops, entry.seq, entry.nhops)) {
+    adopt(p, entry, from, advert, candidateHops, sets, false, nowMs)
+  } else if (advert.seq === entry.seq && p.mode === 'optimized') {
+    table.noteHolder(entry, from.index, senderHops, () => sets.trans(advert.trans))
+  }
+}
+
+/** Takes a fresher (or new) route, learns its addresses, and keeps a neighbour's route direct. */
+function adopt(p: CoreParts, entry: RouteEntry, from: Neighbour, advert: RouteAdvert, candidateHops: number, sets: MessageSets, isNew: boolean, nowMs: number): void {
+  const rcpt = p.mode === 'optimized' ? sets.rcpt(advert.trans) : undefined
+  const namesAdded = p.table.adopt(entry, from.id, advert, candidateHops, rcpt, isNew, nowMs)
+  if (entry.introducedBy !== undefined) p.police.countNames(entry.introducedBy, namesAdded)
+  if (entry.reachable && p.discovery) wantDial(p, entry)
+  // A record of a neighbour relayed by someone else still routes directly to the neighbour.
+  const neighbour = p.neighbours.get(entry.destination)
+  if (p.mode === 'optimized' && from !== neighbour && neighbour !== undefined) p.table.routeDirectly(neighbour.id, neighbour.index, nowMs)
+}
+
+/** Discovery: the addresses of a destination we are not connected to are worth a dial. */
+function wantDial(p: CoreParts, entry: RouteEntry): void {
+  if (entry === p.table.own || p.neighbours.has(entry.destination)) return
+  for (const address of entry.addresses) {
+    if (p.book.learn(address, entry.destination)) p.book.want(address)
+  }
+}

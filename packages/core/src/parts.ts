@@ -1,0 +1,40 @@
+import type { CoreLimits, CoreTiming } from './constants.ts'
+import type { AddressBook } from './discovery.ts'
+import type { NeighbourTable } from './neighbours.ts'
+import type { NodeIndex } from './nodeindex.ts'
+import type { Police } from './police.ts'
+import type { SharedNumbering } from './shared-numbering.ts'
+import type { RouteTable } from './table.ts'
+import type { NodeId, RoutingMode } from './types.ts'
+
+/** Messages and entries through one core (part of `CoreStats`). */
+export interface TrafficCounters {
+  messagesReceived: number
+  entriesReceived: number
+  messagesSent: number
+  entriesSent: number
+  destinationsRefused: number
+  entriesExpired: number
+}
+
+/**
+ * The pieces of one core as the modules that act on them see them (`apply.ts`, `send.ts`): the
+ * façade `PhoenixCore` owns them and hands them over; none of them is shared between cores
+ * (except a simulator's `numbering`).
+ */
+export interface CoreParts {
+  readonly id: NodeId
+  readonly mode: RoutingMode
+  readonly discovery: boolean
+  readonly limits: Readonly<CoreLimits>
+  readonly timing: Readonly<CoreTiming>
+  readonly table: RouteTable
+  readonly neighbours: NeighbourTable
+  /** Every node id we know, numbered for the trans/rcpt bitsets. */
+  readonly nodeIndex: NodeIndex
+  readonly book: AddressBook
+  readonly police: Police
+  readonly traffic: TrafficCounters
+  /** The simulator's shared numbering, if this core runs in one (see `SharedNumbering`). */
+  readonly numbering: SharedNumbering | undefined
+}

@@ -1,0 +1,225 @@
+import { invariant } from './errors.ts'
+import type { Neighbour } from './neighbours.ts'
+import { NodeSet } from './nodeset.ts'
+import type { CoreParts } from './parts.ts'
+import type { RouteEntry } from './route.ts'
+import { seqNewer } from './seq.ts'
+import type { Effect, RouteAdvert, StepResult, UpdateMessage } from './types.ts'
+
+/**
+ * Priority 3 of the scheduler: one send round. Every changed entry (every entry, after a new
+ * neighbour) goes to each neighbour that is in neither its trans nor its rcpt, and all entries
+ * for one neighbour go out merged, in messages of at most `entriesPerMessageMax` entries. In
+ * naive mode (plain DSDV) every change goes to every neighbour, and a new neighbour gets the
+ * whole table.
+ */
+export function sendRound(p: CoreParts): StepResult {
+  const round = new SendRound(p)
+  if (p.mode === 'naive') round.collectNaive()
+  else round.collectOptimized()
+  p.table.dirty.clear()
+  p.table.allDirty = false
+  return round.build()
+}
+
+/** One entry as sent: R_u[v] with the index of its trans set in the message (-1 = empty). */
+export function advertOf(entry: RouteEntry, trans: number): RouteAdvert {
+  return {
+    destination: entry.destination,
+    seq: entry.seq,
+    nhops: entry.reachable ? entry.nhops : 0,
+    names: entry.names,
+    addresses: entry.addresses,
+    trans,
+    signature: entry.signature,
+  }
+}
+
+/**
+ * Whether a neighbour needs our entry for itself: only if it holds an older number of its own
+ * record than we do. Until it has advertised itself on this connection (it always does, first
+ * thing) we wait: `heardFromOwner` in apply.ts makes the entry due if it turns out to be older.
+ */
+function ownerNeedsOwnEntry(owner: Neighbour, entry: RouteEntry): boolean {
+  return owner.ownerSeqHeard !== undefined && seqNewer(entry.seq, owner.ownerSeqHeard)
+}
+
+/** Who gets which entries (per neighbour slot) and the new trans of each entry. */
+interface Decision {
+  readonly slots: number[]
+  readonly trans: NodeSet
+}
+
+class SendRound {
+  private readonly perNeighbour = new Map<number, RouteEntry[]>()
+  /** On the wire a trans set names only our neighbours (by slot); one wire form per distinct (shared) set per round. */
+  private readonly wireForm = new Map<NodeSet, Uint8Array>()
+  /** With a shared numbering: the same set in that numbering, restricted to our neighbours like the wire form. */
+  private readonly sharedForm = new Map<Uint8Array, NodeSet>()
+  /** An entry goes to many neighbours in one round: one advert object per (entry, trans index). */
+  private readonly advertCache = new Map<RouteEntry, RouteAdvert>()
+  private slotTable: readonly string[] = []
+
+  constructor(private readonly p: CoreParts) {}
+
+  collectNaive(): void {
+    const { neighbours, table } = this.p
+    for (const neighbour of neighbours.values()) {
+      const entries = neighbour.needsWholeTable ? table.values() : table.dirty
+      for (const entry of entries) this.push(neighbour.slot, entry)
+      neighbours.setFlag(neighbour, 'needsWholeTable', false)
+    }
+  }
+
+  collectOptimized(): void {
+    const { table, neighbours } = this.p
+    // Entries whose trans and rcpt are the same (shared) sets get the same targets and the same
+    // new trans: compute each pair once per round.
+    const decided = new Map<NodeSet, Map<NodeSet, Decision>>()
+    for (const entry of table.allDirty ? table.values() : table.dirty) {
+      let byRcpt = decided.get(entry.trans)
+      if (byRcpt === undefined) decided.set(entry.trans, (byRcpt = new Map()))
+      let decision = byRcpt.get(entry.rcpt)
+      if (decision === undefined) byRcpt.set(entry.rcpt, (decision = this.decide(entry)))
+      if (entry === table.own && neighbours.count('ownWaitsForHello') > 0) {
+        entry.trans = this.ownWaitingForHellos(entry, decision)
+        continue
+      }
+      if (decision.slots.length > 0) {
+        const owner = neighbours.get(entry.destination)
+        for (const slot of decision.slots) if (slot !== owner?.slot || ownerNeedsOwnEntry(owner, entry)) this.push(slot, entry)
+      }
+      entry.trans = decision.trans
+    }
+  }
+
+  /** The neighbours in neither trans nor rcpt of `entry`, and its trans once they have it. */
+  private decide(entry: RouteEntry): Decision {
+    const { neighbours } = this.p
+    const slots: number[] = []
+    let trans = entry.trans
+    NodeSet.forEachMissing(neighbours.indexSet, entry.trans, entry.rcpt, (index) => {
+      if (trans === entry.trans) trans = entry.trans.clone()
+      trans.add(index)
+      slots.push(neighbours.slotOfIndex(index))
+    })
+    return { slots, trans: trans.frozen ? trans : trans.freeze() }
+  }
+
+  /** Our record waits for each new neighbour's hello: it may hold it already. Returns our entry's new trans. */
+  private ownWaitingForHellos(own: RouteEntry, decision: Decision): NodeSet {
+    let trans = decision.trans
+    for (const slot of decision.slots) {
+      const peer = this.p.neighbours.at(slot)
+      invariant(peer !== undefined, 'a send decision names only occupied slots')
+      if (peer.ownWaitsForHello) trans = trans.without(peer.index)
+      else this.push(slot, own)
+    }
+    return trans
+  }
+
+  private push(slot: number, entry: RouteEntry): void {
+    let list = this.perNeighbour.get(slot)
+    if (list === undefined) this.perNeighbour.set(slot, (list = []))
+    list.push(entry)
+  }
+
+  /** The messages of the round, in neighbour-slot order (connection order), whatever the node numbering. */
+  build(): StepResult {
+    const { neighbours, traffic, mode } = this.p
+    this.slotTable = mode === 'naive' ? [] : neighbours.slotTable()
+    // A new neighbour gets our hello in our first update on the connection, even an empty one.
+    if (neighbours.count('helloDue') > 0) {
+      for (const neighbour of neighbours.values()) if (neighbour.helloDue && !this.perNeighbour.has(neighbour.slot)) this.perNeighbour.set(neighbour.slot, [])
+    }
+    const effects: Effect[] = []
+    let entriesSent = 0
+    for (const [slot, entries] of [...this.perNeighbour].sort((x, y) => x[0] - y[0])) {
+      const to = neighbours.at(slot)
+      invariant(to !== undefined, 'send target slot is occupied')
+      for (const message of this.messagesTo(to, entries)) {
+        effects.push({ type: 'send', to: to.id, message })
+        entriesSent += message.entries.length
+      }
+    }
+    traffic.messagesSent += effects.length
+    traffic.entriesSent += entriesSent
+    return { kind: 'send', effects, messagesApplied: 0, entriesApplied: 0, messagesSent: effects.length, entriesSent, wakeAtMs: undefined }
+  }
+
+  /** `entries` for one neighbour, cut into messages; the first carries our hello if one is due. */
+  private messagesTo(to: Neighbour, entries: readonly RouteEntry[]): UpdateMessage[] {
+    const { limits } = this.p
+    const hello = this.helloFor(to)
+    const out: UpdateMessage[] = []
+    for (let start = 0; start < entries.length || (start === 0 && hello !== undefined); start += limits.entriesPerMessageMax) {
+      out.push(this.message(entries.slice(start, start + limits.entriesPerMessageMax), start === 0 ? hello : undefined))
+    }
+    return out
+  }
+
+  /** Our hello for `to` if it is due (once per connection): the number of its own record we hold. */
+  private helloFor(to: Neighbour): UpdateMessage['hello'] {
+    if (!to.helloDue) return undefined
+    this.p.neighbours.setFlag(to, 'helloDue', false)
+    const receiverSeq = this.p.table.get(to.id)?.seq
+    // It holds at least this number of its own record (it would have issued a newer one).
+    if (receiverSeq !== undefined && to.ownerSeqHeard === undefined) to.ownerSeqHeard = receiverSeq
+    return { receiverSeq }
+  }
+
+  private message(chunk: readonly RouteEntry[], hello: UpdateMessage['hello']): UpdateMessage {
+    const transSets: Uint8Array[] = []
+    const indexOfSet = new Map<Uint8Array, number>()
+    const adverts = chunk.map((entry) => {
+      if (this.p.mode === 'naive') return this.advertFor(entry, -1)
+      const bytes = this.wireFormOf(entry.trans)
+      if (bytes.length === 0) return this.advertFor(entry, -1)
+      let index = indexOfSet.get(bytes)
+      if (index === undefined) {
+        index = transSets.length
+        transSets.push(bytes)
+        indexOfSet.set(bytes, index)
+      }
+      return this.advertFor(entry, index)
+    })
+    const message: UpdateMessage = { neighbourSlots: transSets.length > 0 ? this.slotTable : [], transSets, entries: adverts, ...(hello !== undefined ? { hello } : {}) }
+    const numbering = this.p.numbering
+    if (numbering !== undefined && transSets.length > 0) {
+      numbering.attach(
+        message,
+        transSets.map((bytes) => {
+          const shared = this.sharedForm.get(bytes)
+          invariant(shared !== undefined, 'every wire form of this round has its shared form')
+          return shared
+        }),
+      )
+    }
+    return message
+  }
+
+  private wireFormOf(trans: NodeSet): Uint8Array {
+    let bytes = this.wireForm.get(trans)
+    if (bytes !== undefined) return bytes
+    const { neighbours, numbering, nodeIndex } = this.p
+    const slots = new NodeSet(this.slotTable.length)
+    const shared = numbering === undefined ? undefined : new NodeSet(nodeIndex.highWater)
+    trans.forEach((index) => {
+      const slot = neighbours.slotOfIndex(index)
+      if (slot < 0) return
+      slots.add(slot)
+      shared?.add(index)
+    })
+    this.wireForm.set(trans, (bytes = slots.toBytes()))
+    if (shared !== undefined) this.sharedForm.set(bytes, shared.freeze())
+    return bytes
+  }
+
+  private advertFor(entry: RouteEntry, transIndex: number): RouteAdvert {
+    const cached = this.advertCache.get(entry)
+    if (cached !== undefined && cached.trans === transIndex) return cached
+    const advert = advertOf(entry, transIndex)
+    this.advertCache.set(entry, advert)
+    return advert
+  }
+}

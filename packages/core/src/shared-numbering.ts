@@ -1,0 +1,32 @@
+import { NodeIndex } from './nodeindex.ts'
+import type { NodeSet } from './nodeset.ts'
+import type { UpdateMessage } from './types.ts'
+
+/**
+ * A simulator's speed-up, apart from the protocol: one node numbering shared by every core of one
+ * process, and a side table in which a sender leaves each message's trans sets already in that
+ * numbering, so the receiver need not translate them from the wire form bit by bit. The routing is
+ * the same with or without it (a property test compares whole traces); only cores given the same
+ * `SharedNumbering` object (the second argument of `new PhoenixCore`) use it. Never on real nodes:
+ * their messages cross a wire, and each core keeps its own numbering.
+ */
+export class SharedNumbering {
+  readonly index: NodeIndex
+  /** Held weakly: a message forgotten by the simulator takes its sets with it. */
+  private readonly sets = new WeakMap<UpdateMessage, readonly NodeSet[]>()
+
+  /** `nodesMax`: how many node ids the whole process may number. */
+  constructor(nodesMax: number) {
+    this.index = new NodeIndex(nodesMax)
+  }
+
+  /** The sender's side: `sets[i]` is `message.transSets[i]` in the shared numbering. */
+  attach(message: UpdateMessage, sets: readonly NodeSet[]): void {
+    this.sets.set(message, sets)
+  }
+
+  /** The receiver's side: the message's trans sets in the shared numbering, if its sender left them. */
+  setsOf(message: UpdateMessage): readonly NodeSet[] | undefined {
+    return this.sets.get(message)
+  }
+}

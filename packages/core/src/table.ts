@@ -1,0 +1,344 @@
+import { CORE_CONSTANTS } from './constants.ts'
+import { invariant } from './errors.ts'
+import { EMPTY_SET, NodeSet } from './nodeset.ts'
+import { type RecordAuthority, recordPayload } from './records.ts'
+import { NO_SIGNATURE, RouteEntry, UNREACHABLE_HOPS } from './route.ts'
+import { isUnreachableSeq, nextOwnSeq, seqAdd } from './seq.ts'
+import type { ForwardDecision, NodeId, PhysicalAddress, RouteAdvert } from './types.ts'
+
+/** An entry forgotten by `RouteTable.expire`, with how many names its record carried. */
+export interface ExpiredEntry {
+  readonly entry: RouteEntry
+  readonly names: number
+}
+
+/**
+ * The routing table R_u: one `RouteEntry` per destination, our own included, and what hangs off
+ * it — who holds each entry (trans/rcpt), which entries changed since the last send round (dirty),
+ * which node owns each logical name. Here are the table's own rules: adopting a fresher route,
+ * noting a holder without a change, invalidating a lost route, a neighbour's direct route, our own
+ * record, expiry, name resolution and the forwarding decision. Deciding *when* they apply is
+ * `apply.ts` (received updates) and `core.ts` (connections).
+ */
+export class RouteTable {
+  private readonly entries = new Map<NodeId, RouteEntry>()
+  readonly own: RouteEntry
+  /** name -> nodes whose freshest record claims it (usually one). */
+  private readonly nameOwners = new Map<string, Set<NodeId>>()
+  /** Entries that changed since the last send round. */
+  readonly dirty = new Set<RouteEntry>()
+  /** A neighbour joined since the last send round: every entry must be considered for it. */
+  allDirty = false
+  private nextExpiryScanMs = 0
+
+  constructor(
+    readonly id: NodeId,
+    initialSeq: number,
+    names: readonly string[],
+    addresses: readonly PhysicalAddress[],
+    private readonly records: RecordAuthority | undefined,
+  ) {
+    this.own = new RouteEntry(id)
+    this.own.fwd = id
+    this.own.nhops = 0
+    this.own.seq = initialSeq
+    this.own.addresses = addresses
+    this.own.names = names
+    this.entries.set(id, this.own)
+    this.indexNames(this.own, [])
+    this.signOwnRecord()
+  }
+
+  get size(): number {
+    return this.entries.size
+  }
+
+  get(destination: NodeId): RouteEntry | undefined {
+    return this.entries.get(destination)
+  }
+
+  has(destination: NodeId): boolean {
+    return this.entries.has(destination)
+  }
+
+  values(): IterableIterator<RouteEntry> {
+    return this.entries.values()
+  }
+
+  /** A new destination, first heard of from neighbour `from` (limits count against it). */
+  insert(destination: NodeId, seq: number, from: NodeId): RouteEntry {
+    invariant(!this.entries.has(destination), 'a destination is inserted once')
+    const entry = new RouteEntry(destination)
+    entry.seq = seq
+    entry.introducedBy = from
+    this.entries.set(destination, entry)
+    return entry
+  }
+
+  /**
+   * Takes the route `advert` offers through neighbour `from` (it is fresher than ours, or new).
+   * `rcpt`: who holds it now (optimized mode; undefined in naive mode, which keeps no sets).
+   * Returns by how many names the record grew (for the per-neighbour name limit).
+   */
+  adopt(entry: RouteEntry, from: NodeId, advert: RouteAdvert, candidateHops: number, rcpt: NodeSet | undefined, isNew: boolean, nowMs: number): number {
+    const reachable = !isUnreachableSeq(advert.seq)
+    // Same seq means the same record (the owner bumps seq whenever its names or addresses change).
+    const recordChanged = isNew || advert.seq !== entry.seq
+    const previousNames = entry.names
+    entry.seq = advert.seq
+    entry.nhops = reachable ? candidateHops : UNREACHABLE_HOPS
+    entry.fwd = reachable ? from : undefined
+    entry.changedAtMs = nowMs
+    if (recordChanged) {
+      entry.names = advert.names
+      entry.addresses = advert.addresses
+      entry.signature = advert.signature ?? NO_SIGNATURE
+      this.indexNames(entry, previousNames)
+    }
+    // The paper: on a change trans := ∅ and rcpt := {sender}. We also put e.trans into rcpt:
+    // they got this very entry from the sender, one hop closer than we could offer, and
+    // without it the paper's own Figure 2 does not come out (packages/core/README.md, "trans and rcpt").
+    if (rcpt !== undefined) {
+      entry.trans = EMPTY_SET
+      entry.rcpt = rcpt
+      // The sender holds it one hop shorter than we do, and its trans got the sender's very offer.
+      entry.rcptHopsMax = entry.nhops
+    }
+    this.dirty.add(entry)
+    return recordChanged ? advert.names.length - previousNames.length : 0
+  }
+
+  /**
+   * No change: the neighbour at `fromIndex` holds this entry at our sequence number. It counts as
+   * covered (we need not send it ours) only if what it holds is at least as good as what we would
+   * give it, and its trans only if those nodes got something at least as good. The paper adds both
+   * unconditionally; that can starve a neighbour of a shorter route (packages/core/README.md,
+   * "trans and rcpt", and its unit test). Optimized mode only.
+   */
+  noteHolder(entry: RouteEntry, fromIndex: number, senderHops: number, trans: (() => NodeSet | undefined) | undefined): void {
+    const set = trans !== undefined && senderHops <= entry.nhops ? trans() : undefined
+    const holderCovered = senderHops <= entry.nhops + 1
+    if (!holderCovered && set === undefined) return
+    const news = (s: NodeSet) => (holderCovered && !s.has(fromIndex)) || (set !== undefined && !s.containsAll(set))
+    if (!news(entry.trans) && !news(entry.rcpt)) return
+    const newTrans = entry.trans.clone()
+    const newRcpt = entry.rcpt.clone()
+    if (holderCovered) {
+      newTrans.add(fromIndex)
+      newRcpt.add(fromIndex)
+      entry.rcptHopsMax = Math.max(entry.rcptHopsMax, senderHops)
+    }
+    if (set !== undefined) {
+      newTrans.addAll(set)
+      newRcpt.addAll(set)
+      entry.rcptHopsMax = Math.max(entry.rcptHopsMax, senderHops + 1)
+    }
+    entry.trans = newTrans.freeze()
+    entry.rcpt = newRcpt.freeze()
+  }
+
+  /** Marks `entry` unreachable with the next odd sequence number, as DSDV does on a broken link. */
+  invalidate(entry: RouteEntry, nowMs: number): void {
+    entry.seq = seqAdd(entry.seq, 1)
+    entry.nhops = UNREACHABLE_HOPS
+    entry.fwd = undefined
+    entry.changedAtMs = nowMs
+    entry.trans = EMPTY_SET
+    entry.rcpt = EMPTY_SET
+    entry.rcptHopsMax = 0
+    this.dirty.add(entry)
+  }
+
+  /**
+   * The neighbour `peer` (node index `index`) is gone: nothing counts as held by it any more (it
+   * may come back with an empty table, a restart), and routes through it are lost.
+   */
+  neighbourGone(peer: NodeId, index: number, nowMs: number): void {
+    for (const entry of this.entries.values()) {
+      entry.trans.forget(index)
+      entry.rcpt.forget(index)
+      if (entry.fwd === peer && entry.reachable && entry !== this.own) this.invalidate(entry, nowMs)
+    }
+  }
+
+  /**
+   * A neighbour whose record we already hold is one hop away: the connection itself shows it (the
+   * transport authenticates the peer's id), so the route need not wait for the neighbour to
+   * advertise itself, and it may not (see the hello). Loop-free: the next hop is the destination.
+   * If the route changes, it is advertised to the neighbours that may need it. As on any change,
+   * whoever got our longer route needs this one (trans := ∅). Not those in rcpt if they hold it at
+   * 2 hops or fewer: 1 + 1 is all we can offer (typically the hub's other neighbours).
+   */
+  routeDirectly(peer: NodeId, index: number, nowMs: number): void {
+    const entry = this.entries.get(peer)
+    if (entry === undefined || !entry.reachable || (entry.fwd === peer && entry.nhops === 1)) return
+    entry.fwd = peer
+    entry.nhops = 1
+    entry.changedAtMs = nowMs
+    entry.trans = EMPTY_SET
+    let rcpt: NodeSet
+    if (entry.rcptHopsMax <= CORE_CONSTANTS.directRouteHolderHopsMax) rcpt = entry.rcpt.clone()
+    else {
+      rcpt = new NodeSet(index + 1)
+      entry.rcptHopsMax = 0
+    }
+    rcpt.add(index)
+    entry.rcpt = rcpt.freeze()
+    this.dirty.add(entry)
+  }
+
+  /** Our names or addresses changed: a new even sequence number, signed, due to everyone. */
+  setOwnRecord(names: readonly string[], addresses: readonly PhysicalAddress[]): void {
+    const previous = this.own.names
+    this.own.names = names
+    this.own.addresses = addresses
+    this.indexNames(this.own, previous)
+    this.own.seq = nextOwnSeq(this.own.seq)
+    this.signOwnRecord()
+    this.own.trans = EMPTY_SET
+    this.own.rcpt = EMPTY_SET
+    this.dirty.add(this.own)
+  }
+
+  /** Someone holds our record with a newer number than ours: issue the next even one, so our fresh route wins everywhere. */
+  ownRecordSeenAt(seq: number, nowMs: number): void {
+    this.own.seq = nextOwnSeq(seq)
+    this.signOwnRecord()
+    this.own.changedAtMs = nowMs
+    // Everyone, the sender included, holds an older record of us now.
+    this.own.trans = EMPTY_SET
+    this.own.rcpt = EMPTY_SET
+    this.dirty.add(this.own)
+  }
+
+  /** Graceful leave: our own entry becomes unreachable (the next odd number). */
+  withdrawOwn(): void {
+    this.own.seq = seqAdd(this.own.seq, 1)
+    this.own.nhops = UNREACHABLE_HOPS
+  }
+
+  /**
+   * Forgets unreachable entries kept longer than `retentionMs` (scanning at most once per
+   * `expiryScanEveryMs`); an entry still to be sent is kept. Returns what was forgotten; the
+   * caller frees their node indices.
+   */
+  expire(nowMs: number, retentionMs: number): ExpiredEntry[] {
+    if (nowMs < this.nextExpiryScanMs) return []
+    this.nextExpiryScanMs = nowMs + CORE_CONSTANTS.expiryScanEveryMs
+    const cutoff = nowMs - retentionMs
+    const expired: ExpiredEntry[] = []
+    for (const [destination, entry] of this.entries) {
+      if (entry === this.own || entry.reachable || entry.changedAtMs > cutoff || this.dirty.has(entry) || this.allDirty) continue
+      this.entries.delete(destination)
+      expired.push({ entry, names: entry.names.length })
+      const previous = entry.names
+      entry.names = []
+      this.indexNames(entry, previous)
+    }
+    return expired
+  }
+
+  /** Scrubs node indices about to be freed from every set, so a node given a reused index is not taken to hold entries it never got. */
+  forgetIndices(indices: readonly number[]): void {
+    for (const entry of this.entries.values()) {
+      for (const index of indices) {
+        entry.trans.forget(index)
+        entry.rcpt.forget(index)
+      }
+    }
+  }
+
+  /**
+   * The node a message for `name` should go to next, or undefined if no owner is reachable.
+   * When several nodes claim the name, the reachable claimant with the smallest id wins: the
+   * same answer at every node that can reach it, so a name never means two nodes at once
+   * (`nameConflicts` reports the claims).
+   */
+  resolve(name: string): { owner: NodeId; nextHop: NodeId; nhops: number } | undefined {
+    const owners = this.nameOwners.get(name)
+    if (owners === undefined) return undefined
+    let best: RouteEntry | undefined
+    for (const owner of owners) {
+      const entry = this.entries.get(owner)
+      if (entry === undefined || !entry.reachable) continue
+      if (best === undefined || owner < best.destination) best = entry
+    }
+    if (best === undefined) return undefined
+    invariant(best.fwd !== undefined, 'a reachable entry has a next hop')
+    return { owner: best.destination, nextHop: best.fwd, nhops: best.nhops }
+  }
+
+  /** Names claimed by more than one node, with the claimants (resolution picks the nearest). */
+  nameConflicts(): { name: string; owners: NodeId[] }[] {
+    const out: { name: string; owners: NodeId[] }[] = []
+    for (const [name, owners] of this.nameOwners) if (owners.size > 1) out.push({ name, owners: [...owners].sort() })
+    return out
+  }
+
+  /**
+   * The forwarding decision (see `PhoenixCore.forward`). `linked`: whether we hold an open
+   * connection to the destination, which makes it one hop away even before its record arrives.
+   */
+  forward(destination: NodeId, hopLimit: number, linked: boolean, name: string | undefined): ForwardDecision {
+    if (destination === this.id) {
+      if (name !== undefined && name !== '' && !this.own.names.includes(name)) return { action: 'drop', reason: 'no-such-name' }
+      return { action: 'deliver' }
+    }
+    if (!Number.isInteger(hopLimit) || hopLimit <= 0) return { action: 'drop', reason: 'hop-limit' }
+    const entry = this.entries.get(destination)
+    if (entry !== undefined && entry.reachable && entry.fwd !== undefined) return { action: 'forward', nextHop: entry.fwd, hopLimit: hopLimit - 1 }
+    if (linked) return { action: 'forward', nextHop: destination, hopLimit: hopLimit - 1 }
+    return { action: 'drop', reason: 'no-route' }
+  }
+
+  /** Checks what the table must always hold (for `PhoenixCore.checkInvariants`). */
+  checkInvariants(left: boolean, isNeighbour: (id: NodeId) => boolean, isKnownIndex: (index: number) => boolean, destinationsMax: number): void {
+    invariant(this.entries.size <= destinationsMax + 1, `at most destinationsMax (${destinationsMax}) destinations besides our own`)
+    invariant(this.entries.get(this.id) === this.own && this.own.fwd === this.id, 'our own entry is in the table and points at us')
+    if (!left) invariant(this.own.nhops === 0 && !isUnreachableSeq(this.own.seq), 'our own entry is 0 hops away with an even sequence number')
+    const checkedSets = new Set<NodeSet>()
+    for (const entry of this.entries.values()) {
+      if (entry !== this.own) this.checkEntry(entry, isNeighbour)
+      for (const set of [entry.trans, entry.rcpt]) {
+        if (checkedSets.has(set)) continue
+        checkedSets.add(set)
+        set.forEach((index) => invariant(isKnownIndex(index), `trans/rcpt of ${entry.destination} name only known nodes (index ${index})`))
+      }
+    }
+    for (const entry of this.dirty) invariant(this.entries.get(entry.destination) === entry, `dirty entry ${entry.destination} is in the table`)
+    for (const [name, owners] of this.nameOwners) {
+      for (const owner of owners) invariant(this.entries.get(owner)?.names.includes(name) === true, `name ${name} is indexed only for ${owner}, whose record claims it`)
+    }
+  }
+
+  private checkEntry(entry: RouteEntry, isNeighbour: (id: NodeId) => boolean): void {
+    const what = `route to ${entry.destination}`
+    if (entry.reachable) {
+      invariant(entry.fwd !== undefined && isNeighbour(entry.fwd), `${what}: a reachable route's next hop is a neighbour`)
+      invariant(Number.isInteger(entry.nhops) && entry.nhops >= 1, `${what}: a reachable route is at least one hop`)
+    } else {
+      invariant(entry.fwd === undefined && entry.nhops === UNREACHABLE_HOPS, `${what}: an unreachable route has no next hop`)
+    }
+  }
+
+  private indexNames(entry: RouteEntry, previous: readonly string[]): void {
+    for (const name of previous) {
+      if (entry.names.includes(name)) continue
+      const owners = this.nameOwners.get(name)
+      owners?.delete(entry.destination)
+      if (owners?.size === 0) this.nameOwners.delete(name)
+    }
+    for (const name of entry.names) {
+      let owners = this.nameOwners.get(name)
+      if (owners === undefined) this.nameOwners.set(name, (owners = new Set()))
+      owners.add(entry.destination)
+    }
+  }
+
+  /** Our record's signature must follow every change of our seq, names or addresses. */
+  private signOwnRecord(): void {
+    if (this.records === undefined) return
+    const evenSeq = this.own.seq - (this.own.seq % 2)
+    this.own.signature = this.records.sign(recordPayload(this.id, evenSeq, this.own.names, this.own.addresses))
+  }
+}

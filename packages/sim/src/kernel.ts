@@ -1,0 +1,132 @@
+import { invariant } from '@phoenix-overlay/core'
+import { EventQueue } from './heap.ts'
+import type { Connection } from './network.ts'
+import type { Payload, SimNode } from './process.ts'
+import type { Scenario } from './scenario.ts'
+
+/** Everything that can happen in a run, in virtual time; `sim.ts` hands each kind to its handler. */
+export type SimEvent =
+  | { readonly k: 'step'; readonly node: SimNode; readonly token: number }
+  | { readonly k: 'dial'; readonly node: SimNode; readonly incarnation: number; readonly address: string; readonly target: SimNode | undefined; readonly ok: boolean; readonly first: boolean }
+  | { readonly k: 'deliver'; readonly conn: Connection; readonly toB: boolean; readonly payload: Payload }
+  | { readonly k: 'down'; readonly node: SimNode; readonly incarnation: number; readonly peer: SimNode; readonly connId: number }
+  | { readonly k: 'scenario'; readonly index: number }
+  | { readonly k: 'start'; readonly node: SimNode }
+  | { readonly k: 'close'; readonly conn: Connection }
+  | { readonly k: 'sample' }
+  | { readonly k: 'quiet' }
+
+/** What a run counts as it goes; the result is assembled from it (`result.ts`). */
+export interface SimCounters {
+  messages: number
+  entries: number
+  bytes: number
+  messagesLost: number
+  recordSigns: number
+  recordVerifications: number
+  dialsStarted: number
+  dialsFailed: number
+  /** Payloads on the wire now. */
+  inFlight: number
+  /** Payloads held on links because a full inbox refused them. */
+  held: number
+  /** Dials in flight that will succeed. */
+  goodDialsPending: number
+  openConnections: number
+  /** Dials in flight to addresses never tried before: while any is, discovery is not done. */
+  firstDialsPending: number
+  /** Virtual time of the last routing activity (an update applied, a connection change, a master table applied). */
+  lastActivityMs: number
+  lastScenarioEventMs: number
+  scenarioEventsLeft: number
+}
+
+/**
+ * The simulator's kernel: the virtual clock, the event queue, the nodes (by index, id and
+ * address) and their CPUs. A node is busy for what it was charged; `kick` wakes it as soon as it
+ * is free. Every other part of the simulator acts through it.
+ */
+export class Kernel {
+  nowMs = 0
+  readonly queue = new EventQueue<SimEvent>()
+  readonly byId = new Map<string, SimNode>()
+  readonly byAddress = new Map<string, SimNode>()
+  readonly counters: SimCounters
+
+  constructor(
+    readonly scenario: Scenario,
+    readonly nodes: readonly SimNode[],
+    /** Connection events (dial outcomes, ups, downs) with the virtual time; for tests and debugging. */
+    readonly trace: ((timeMs: number, line: string) => void) | undefined,
+  ) {
+    for (const node of nodes) {
+      this.byAddress.set(node.address, node)
+      this.byId.set(node.id, node)
+    }
+    this.counters = {
+      messages: 0,
+      entries: 0,
+      bytes: 0,
+      messagesLost: 0,
+      recordSigns: 0,
+      recordVerifications: 0,
+      dialsStarted: 0,
+      dialsFailed: 0,
+      inFlight: 0,
+      held: 0,
+      goodDialsPending: 0,
+      openConnections: 0,
+      firstDialsPending: 0,
+      lastActivityMs: 0,
+      lastScenarioEventMs: 0,
+      scenarioEventsLeft: scenario.events.length,
+    }
+  }
+
+  schedule(atMs: number, event: SimEvent): void {
+    this.queue.push(atMs, event)
+  }
+
+  /** The node is busy for `costMs` more, after whatever it was already doing; returns when it is free. */
+  charge(node: SimNode, costMs: number): number {
+    node.busyUntilMs = Math.max(this.nowMs, node.busyUntilMs) + costMs
+    return node.busyUntilMs
+  }
+
+  /** Wakes `node` at `atMs` or as soon as it is free after that (at most one wake-up pending per node). */
+  kick(node: SimNode, atMs = this.nowMs): void {
+    if (!node.alive) return
+    const at = Math.max(atMs, node.busyUntilMs)
+    if (node.stepAtMs <= at) return
+    node.stepAtMs = at
+    this.schedule(at, { k: 'step', node, token: ++node.stepToken })
+  }
+
+  /** Routing activity now: the run is not quiet yet. */
+  activity(): void {
+    this.counters.lastActivityMs = this.nowMs
+  }
+
+  /** The node with id `id`, which a core or the scenario named: it must exist. */
+  node(id: string): SimNode {
+    const node = this.byId.get(id)
+    invariant(node !== undefined, `a simulated node ${id} exists`)
+    return node
+  }
+
+  /** The step event: the node is free (or reschedules itself until it is) and its process works once. */
+  onStep(e: Extract<SimEvent, { k: 'step' }>, retryHeld: (node: SimNode) => void): void {
+    const node = e.node
+    if (e.token !== node.stepToken || !node.alive) return
+    node.stepAtMs = Number.POSITIVE_INFINITY
+    if (this.nowMs < node.busyUntilMs) {
+      this.kick(node)
+      return
+    }
+    node.process?.step(this.nowMs)
+    if (node.heldOn.size > 0) {
+      retryHeld(node)
+      this.kick(node)
+    }
+  }
+}

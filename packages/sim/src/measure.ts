@@ -1,0 +1,197 @@
+import { checkRoutesAgainstBfs, connectablePairs, invariant, type RouteCheckFailure } from '@phoenix-overlay/core'
+import { CHECK_FAILURES_MAX, QUIET_COMPLETE_MS, REFERENCE_CHECK_NODES_MAX, SAMPLES_MAX, SAMPLE_HOPS_MAX } from './constants.ts'
+import { Graph, checkRoutesFast } from './graph.ts'
+import type { Kernel } from './kernel.ts'
+import type { Network } from './network.ts'
+import type { Prng } from '@phoenix-overlay/core/testing'
+import type { SimNode, SimRoute } from './process.ts'
+import { round3, type Sample } from './result.ts'
+
+/** A test's hook into the final check: tamper with what the check sees, to prove it notices. */
+export type RouteCorruption = (u: string, v: string, r: { fwd: string; nhops: number } | undefined) => { fwd: string; nhops: number } | undefined
+
+export interface TableCheck {
+  ok: boolean
+  method: 'reference' | 'twin-classes'
+  failures: RouteCheckFailure[]
+}
+
+/** The final state in the shape `--dump-tables` documents, for independent verification. */
+export interface TableDump {
+  nodes: { id: string; subnet: string; gateway: boolean; alive: boolean }[]
+  connections: [string, string][]
+  tables: Record<string, Record<string, { fwd: string; nhops: number; seq: number }>>
+}
+
+/**
+ * What a run measures, apart from what it counts: reachability samples over time (Figures 5–6),
+ * the end of the run (quiet), the final connection graph, the check of every table against BFS
+ * shortest paths in it, and the table dump.
+ */
+export class Measurement {
+  readonly samples: Sample[] = []
+  samplingStopped = false
+  /** False after a liveness change that activity does not record (a crash): the next sample is taken. */
+  samplesSkippable = true
+  private readonly samplePairs: [SimNode, SimNode][] = []
+
+  constructor(
+    private readonly kernel: Kernel,
+    private readonly network: Network,
+  ) {}
+
+  /** Node `u`'s valid route to `v` as (next hop, hops), from whatever runs on it. */
+  routeOf(u: SimNode, v: SimNode): SimRoute | undefined {
+    return u.process?.route(v)
+  }
+
+  /** The ordered pairs every sample walks: all of them up to samplePairsMax, a seeded sample beyond. */
+  choosePairs(rng: Prng): void {
+    const nodes = this.kernel.nodes
+    const n = nodes.length
+    const max = this.kernel.scenario.samplePairsMax
+    if (n * (n - 1) <= max) {
+      for (const u of nodes) for (const v of nodes) if (u !== v) this.samplePairs.push([u, v])
+      return
+    }
+    for (let i = 0; i < max; i++) {
+      const u = rng.int(n)
+      let v = rng.int(n - 1)
+      if (v >= u) v++
+      this.samplePairs.push([nodes[u]!, nodes[v]!])
+    }
+  }
+
+  /** Takes a reachability sample now, unless nothing happened since the last one (`force`: take it anyway). */
+  sample(force = false): void {
+    // Tables change only through activity; with none since the last sample this one would be
+    // identical, so it is skipped (the series is a step function between recorded samples).
+    const previous = this.samples.at(-1)
+    if (!force && previous !== undefined && this.kernel.counters.lastActivityMs < previous.tMs && this.samplesSkippable) return
+    this.samplesSkippable = true
+    if (this.samples.length >= SAMPLES_MAX) {
+      this.samplingStopped = true
+      return
+    }
+    let pairs = 0
+    let reachable = 0
+    let hops = 0
+    for (const [u, v] of this.samplePairs) {
+      if (!u.alive || !v.alive) continue
+      pairs++
+      const h = this.hopsAlongRoutes(u, v)
+      if (h !== undefined) {
+        reachable++
+        hops += h
+      }
+    }
+    this.samples.push({ tMs: round3(this.kernel.nowMs), reachableFraction: pairs === 0 ? 0 : reachable / pairs, meanHops: reachable === 0 ? 0 : hops / reachable, pairs })
+  }
+
+  /** Hops from `u` to `v` following each node's route over open connections, or undefined if the walk does not arrive. */
+  private hopsAlongRoutes(u: SimNode, v: SimNode): number | undefined {
+    let at = u
+    let h = 0
+    while (at !== v && h < SAMPLE_HOPS_MAX) {
+      const r = this.routeOf(at, v)
+      const conn = r === undefined ? undefined : at.links.get(r.fwd.index)
+      if (r === undefined || conn === undefined || !conn.open) break
+      at = r.fwd
+      h++
+    }
+    return at === v ? h : undefined
+  }
+
+  /**
+   * The run is over when nothing is in flight and either (a) every pair of live nodes the firewall
+   * allows is connected and nothing happened for a send hold plus QUIET_COMPLETE_MS, or (b)
+   * nothing happened for quietMs and no address is being dialled for the first time (discovery is
+   * exhausted; the graph stays incomplete, which the result reports as connectionsMissing).
+   * `masterDone`: the master baseline's own end (undefined for the other strategies).
+   */
+  isQuiet(masterDone: boolean | undefined): boolean {
+    const { counters, scenario, nowMs } = this.kernel
+    if (counters.scenarioEventsLeft > 0 || counters.inFlight > 0 || counters.held > 0 || counters.goodDialsPending > 0) return false
+    if (masterDone !== undefined) return masterDone
+    const live = this.kernel.nodes.filter((n) => n.alive)
+    if (this.connectionsMissing(live, counters.openConnections) === 0) {
+      const hold = scenario.coreTiming.sendHoldForDialsMs ?? 0
+      if (nowMs >= counters.lastActivityMs + hold + QUIET_COMPLETE_MS) return true
+    }
+    return counters.firstDialsPending === 0 && nowMs >= counters.lastActivityMs + scenario.quietMs
+  }
+
+  /** Allowed pairs of live nodes (`live`) that are not connected, given `connected` open connections among them. */
+  connectionsMissing(live: readonly SimNode[], connected: number): number {
+    return connectablePairs(live) - this.network.failedAllowedLinks() - connected
+  }
+
+  /** Live nodes and the open connections among them, for the final check and the table dump. */
+  finalGraph(): { live: SimNode[]; edges: [SimNode, SimNode][] } {
+    const nodes = this.kernel.nodes
+    const live = nodes.filter((n) => n.alive)
+    const edges: [SimNode, SimNode][] = []
+    for (const u of live) for (const [v, conn] of u.links) if (conn.open && u.index < v && nodes[v]!.alive) edges.push([u, nodes[v]!])
+    return { live, edges }
+  }
+
+  /**
+   * Checks every live node's table against BFS shortest paths in the final connection graph:
+   * core's reference checker up to REFERENCE_CHECK_NODES_MAX nodes, the twin-class checker beyond.
+   */
+  checkTables(corrupt?: RouteCorruption, method: 'auto' | 'reference' | 'twin-classes' = 'auto'): TableCheck {
+    const { live, edges } = this.finalGraph()
+    const lookup = (u: SimNode, v: SimNode): { fwd: string; nhops: number } | undefined => {
+      const r = this.routeOf(u, v)
+      const view = r === undefined ? undefined : { fwd: r.fwd.id, nhops: r.nhops }
+      return corrupt === undefined ? view : corrupt(u.id, v.id, view)
+    }
+    if (method === 'reference' || (method === 'auto' && live.length <= REFERENCE_CHECK_NODES_MAX)) {
+      const failures = checkRoutesAgainstBfs(
+        live.map((n) => n.id),
+        edges.map(([a, b]) => [a.id, b.id] as const),
+        (u, v) => lookup(this.kernel.node(u), this.kernel.node(v)),
+        CHECK_FAILURES_MAX,
+      )
+      return { ok: failures.length === 0, method: 'reference', failures }
+    }
+    const position = new Map(live.map((n, i) => [n.index, i]))
+    const at = (n: SimNode): number => {
+      const i = position.get(n.index)
+      invariant(i !== undefined, 'an edge of the final graph joins live nodes')
+      return i
+    }
+    const graph = new Graph(live.length, edges.map(([a, b]) => [at(a), at(b)] as [number, number]))
+    const failures = checkRoutesFast(
+      graph,
+      live.map((n) => n.id),
+      (u, v) => {
+        const r = lookup(live[u]!, live[v]!)
+        if (r === undefined) return undefined
+        const f = this.kernel.byId.get(r.fwd)
+        return { fwd: f === undefined ? -1 : (position.get(f.index) ?? -1), nhops: r.nhops }
+      },
+      CHECK_FAILURES_MAX,
+    )
+    return { ok: failures.length === 0, method: 'twin-classes', failures }
+  }
+
+  dumpTables(): TableDump {
+    const { live, edges } = this.finalGraph()
+    const tables: TableDump['tables'] = {}
+    for (const u of live) {
+      const table: TableDump['tables'][string] = {}
+      for (const v of this.kernel.nodes) {
+        if (v === u) continue
+        const r = this.routeOf(u, v)
+        if (r !== undefined) table[v.id] = { fwd: r.fwd.id, nhops: r.nhops, seq: r.seq }
+      }
+      tables[u.id] = table
+    }
+    return {
+      nodes: this.kernel.nodes.map((n) => ({ id: n.id, subnet: this.kernel.scenario.subnets[n.subnet]!.name, gateway: n.gateway, alive: n.alive })),
+      connections: edges.map(([a, b]) => [a.id, b.id]),
+      tables,
+    }
+  }
+}

@@ -1,0 +1,22 @@
+/**
+ * Set up once for every test file (`setupFiles` in vitest.config.ts): fast-check draws from one
+ * seed, PHOENIX_SEED if set, else the clock, and the seed is printed so that any failing property
+ * run can be replayed with `PHOENIX_SEED=<seed> npx vitest run <file>`. (fast-check's own repo
+ * configures itself the same way, in its vitest.setup.mjs.)
+ */
+import fc from 'fast-check'
+
+/** fast-check seeds are 32-bit integers; the clock's milliseconds are folded into [0, 2^31). */
+const SEED_RANGE = 2 ** 31
+
+/** The seed PHOENIX_SEED names, or the clock's if it is unset or empty. */
+export function seedOf(text: string | undefined): number {
+  if (text === undefined || text.trim() === '') return Date.now() % SEED_RANGE
+  const seed = Number(text)
+  if (!Number.isInteger(seed) || seed < 0 || seed >= SEED_RANGE) throw new Error(`PHOENIX_SEED must be an integer in [0, 2^31), got ${JSON.stringify(text)}`)
+  return seed
+}
+
+export const seed = seedOf(process.env.PHOENIX_SEED)
+fc.configureGlobal({ seed })
+console.log(`fast-check seed ${seed} (replay with PHOENIX_SEED=${seed})`)
