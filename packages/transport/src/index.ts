@@ -3,3 +3,7 @@ export { PHOENIX_PROTOCOL, TRANSPORT_LIMITS, TRANSPORT_TIMING, type TransportLim
 export { PhoenixTransportError, type TransportErrorCode } from './errors.ts'
 export { createPhoenixLibp2p, subnetFirewall, type OverlayNodeOptions } from './node.ts'
 export { LocalCluster, type ClusterNode } from './local-cluster.ts'
+export { SshTunnels, SshTunnelError, SSH_TUNNEL_LIMITS, SSH_TUNNEL_TIMING, type SshTunnelErrorCode, type SshTunnelLease, type SshTunnelsInit } from './ssh-tunnel.ts'
+export { formatSshAddress, isSshAddress, parseSshAddress, type SshAddress } from './ssh-address.ts'
+export { advertisable, classifyAddress, orderForDialing, type AddressClass, type LocalView } from './address-classes.ts'
+export { firstFreePort, parsePortRange, type PortRange } from './port-range.ts'
