@@ -132,8 +132,12 @@ export interface SimResult {
 }
 
 export interface RunOptions {
-  /** Called every `progressEvery` events with the virtual time; for progress bars. */
-  readonly onProgress?: (virtualMs: number, events: number) => void
+  /**
+   * Called every `progressEvery` events and once at the end, for progress bars: the virtual time,
+   * the events processed, and the latest sample's reachable fraction (0 before the first sample),
+   * which tracks convergence where the virtual time (bounded only by endMs) does not.
+   */
+  readonly onProgress?: (virtualMs: number, events: number, reachableFraction: number) => void
   readonly sizeOfUpdate?: UpdateSizer
   readonly bytesModel?: string
   /** Called for connection events (dial outcomes, ups, downs) with the virtual time; for tests and debugging. */
@@ -902,7 +906,7 @@ export class Simulation {
       }
       this.nowMs = timeMs
       if (++this.events > EVENTS_PER_RUN_MAX) throw new SimulationError('LIMIT_EXCEEDED', `more than ${EVENTS_PER_RUN_MAX} events (EVENTS_PER_RUN_MAX)`)
-      if (this.events % progressEvery === 0) options.onProgress?.(this.nowMs, this.events)
+      if (this.events % progressEvery === 0) options.onProgress?.(this.nowMs, this.events, this.samples.at(-1)?.reachableFraction ?? 0)
       switch (item.k) {
         case 'step':
           this.onStep(item)
@@ -942,8 +946,8 @@ export class Simulation {
       if (converged) break
     }
     this.finished = true
-    options.onProgress?.(this.nowMs, this.events)
     if (converged && this.samples.at(-1)?.tMs !== round3(this.nowMs)) this.sample(true)
+    options.onProgress?.(this.nowMs, this.events, this.samples.at(-1)?.reachableFraction ?? 0)
     const { live, edges } = this.finalGraph()
     const check = converged ? this.checkTables() : { ok: false, method: 'reference' as const, failures: [{ node: '-', destination: '-', problem: `not converged by endMs ${s.endMs}` }] }
     const n = this.nodes.length
