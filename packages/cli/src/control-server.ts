@@ -1,4 +1,4 @@
-import { PhoenixTransportError, type PhoenixNode } from '@phoenix-overlay/transport'
+import type { PhoenixNode } from '@phoenix-overlay/transport'
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import { CONTROL_BODY_BYTES_MAX, SEND_WAIT_MS_DEFAULT, SEND_WAIT_MS_MAX } from './constants.ts'
 import type { Inbox, InboxReader } from './inbox.ts'
@@ -152,7 +152,8 @@ export function createControlServer(): { server: Server; serve(target: ControlTa
       // A refused body may still be arriving: read it away so the client gets the answer, not a reset.
       req.resume()
       if (error instanceof ControlError) return reply(res, error.status, { error: error.code, message: error.message })
-      const code = error instanceof PhoenixTransportError ? error.code : 'ERROR'
+      // PhoenixTransportError, by name: this module is loaded before the transport, which is slow to load.
+      const code = error instanceof Error && error.name === 'PhoenixTransportError' ? String((error as Error & { code: unknown }).code) : 'ERROR'
       reply(res, STATUS_OF[code] ?? 400, { error: code, message: (error as Error).message })
     })
   })

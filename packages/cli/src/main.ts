@@ -23,7 +23,7 @@ function commandOf(args: readonly string[]): string | undefined {
  */
 export async function buildProgram(args: readonly string[] = process.argv.slice(2)): Promise<Command> {
   const program = new Command()
-  program.name('phoenix').description('Phoenix overlay: hub-bootstrapped discovery and optimized DSDV routing').version(VERSION, '-V, --version').showHelpAfterError()
+  program.name('phoenix').description('Phoenix overlay: hub-bootstrapped discovery and optimized DSDV routing').version(VERSION, '-V, --version')
   if (commandOf(args) === 'sim') (await import('./commands/sim.ts')).registerSimCommand(program, SIM_DESCRIPTION)
   else program.command('sim').description(SIM_DESCRIPTION)
   registerNodeCommand(program, VERSION)

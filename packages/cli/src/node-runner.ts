@@ -1,7 +1,7 @@
 import { generateKeyPair } from '@libp2p/crypto/keys'
 import { enable as enableLogs } from '@libp2p/logger'
 import { multiaddr } from '@multiformats/multiaddr'
-import { createPhoenixLibp2p, PhoenixTransportError, type PhoenixNode, type ReceivedMessage } from '@phoenix-overlay/transport'
+import type { PhoenixNode, ReceivedMessage } from '@phoenix-overlay/transport'
 import { readFileSync } from 'node:fs'
 import { INBOX_BYTES_MAX, INBOX_MESSAGES_MAX } from './constants.ts'
 import { controlText, type ControlEndpoint } from './control-client.ts'
@@ -80,8 +80,8 @@ async function pump(phoenix: PhoenixNode, inbox: Inbox): Promise<void> {
         inbox.push(toInboxMessage(next.value))
       }
     } catch (error) {
-      if (!(error instanceof PhoenixTransportError && error.code === 'RECEIVER_TOO_SLOW')) throw error
-      process.stderr.write(`phoenix: ${error.message}; messages were lost\n`)
+      if ((error as { code?: unknown }).code !== 'RECEIVER_TOO_SLOW') throw error
+      process.stderr.write(`phoenix: ${(error as Error).message}; messages were lost\n`)
     }
   }
 }
@@ -129,6 +129,9 @@ export async function runNode(options: NodeOptions, version: string): Promise<vo
   if (options.control !== undefined) releases.push((await bindControl(control.server, options.control)).release)
   const privateKey = options.key !== undefined ? await loadOrCreateKey(options.key) : await generateKeyPair('Ed25519')
   const privateNetworkKey = options.psk !== undefined ? await readPsk(options.psk) : undefined
+  // Loaded only now: libp2p takes seconds to load on a busy machine, and a conflict or a bad
+  // option found above should fail at once.
+  const { createPhoenixLibp2p } = await import('@phoenix-overlay/transport')
   const { libp2p, phoenix } = await createPhoenixLibp2p({
     listen: options.listen,
     hubs: options.hub,

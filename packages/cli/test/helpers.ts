@@ -14,6 +14,7 @@ export const tempDir = (label: string) => mkdtempSync(join(tmpdir(), `phoenix-cl
 export interface Run {
   code: number | null
   stdout: string
+  stdoutBytes: Uint8Array
   stderr: string
 }
 
@@ -21,9 +22,9 @@ export interface Run {
 export function phoenix(args: readonly string[], input?: string | Uint8Array, timeoutMs = 30_000): Promise<Run> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [PHOENIX_JS, ...args], { cwd: REPO, stdio: ['pipe', 'pipe', 'pipe'] })
-    let stdout = ''
+    const stdout: Buffer[] = []
     let stderr = ''
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString('utf8')))
+    child.stdout.on('data', (d: Buffer) => stdout.push(d))
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString('utf8')))
     const timer = setTimeout(() => {
       child.kill('SIGKILL')
@@ -31,7 +32,8 @@ export function phoenix(args: readonly string[], input?: string | Uint8Array, ti
     }, timeoutMs)
     child.on('close', (code) => {
       clearTimeout(timer)
-      resolve({ code, stdout, stderr })
+      const bytes = Buffer.concat(stdout)
+      resolve({ code, stdout: bytes.toString('utf8'), stdoutBytes: new Uint8Array(bytes), stderr })
     })
     child.stdin.on('error', () => {})
     child.stdin.end(input)

@@ -73,7 +73,7 @@ async function sendOne(name: string, payload: Uint8Array, o: SendOptions, where:
   const query = `name=${encodeURIComponent(name)}&waitMs=${o.waitMs}${o.ack === true ? '&ack=1' : ''}`
   const { status, text } = await callControl(o.control, 'POST', `/send?${query}`, payload)
   if (status !== 200) {
-    const hint = status === 404 && /NO_ROUTE/.test(text) ? ` (waited ${o.waitMs} ms; --wait-ms sets how long)` : ''
+    const hint = status === 404 && /NO_ROUTE/.test(text) ? ' (--wait-ms sets how long to wait for a route)' : ''
     throw new Error(`send to ${name}${where}: ${describeFailure(status, text)}${hint}`)
   }
   process.stdout.write(o.json === true ? text : `${describeSent(JSON.parse(text) as SendAnswer)}\n`)
