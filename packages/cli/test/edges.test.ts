@@ -76,18 +76,23 @@ describe("the CLI's edges", () => {
   })
 
   it('every start-up failure is one line naming its option', async () => {
-    failsWith(await phoenix(['node', '--listen', `/ip4/127.0.0.1/tcp/${listenPort}`]), `phoenix: --listen /ip4/127.0.0.1/tcp/${listenPort}: address already in use (another process listens there; pick another port, or /tcp/0 for any free one)`)
-    failsWith(await phoenix(['node', '--control', String(port)]), `phoenix: --control ${port}: 127.0.0.1:${port} is in use by phoenix node pid ${aPid}`)
     const missing = join(dir, 'no', 'such', 'node.key')
-    failsWith(await phoenix(['node', '--key', missing]), `phoenix: --key ${missing}: directory ${join(dir, 'no', 'such')} does not exist`)
     const isDir = join(dir, 'keydir')
     mkdirSync(isDir)
-    failsWith(await phoenix(['node', '--key', isDir]), `phoenix: --key ${isDir}: not a file (a directory)`)
     const garbage = join(dir, 'garbage.key')
     writeFileSync(garbage, 'not a key')
-    failsWith(await phoenix(['node', '--key', garbage]), new RegExp(`^phoenix: --key ${garbage}: not a libp2p private key \\(9 bytes; `))
-    failsWith(await phoenix(['node', '--hub', 'example.com:7000']), /^phoenix: --hub example.com:7000: not a multiaddr/)
-    failsWith(await phoenix(['routes', '--control', join(dir, 'nobody.sock')]), `phoenix: --control ${join(dir, 'nobody.sock')}: no node answers on ${join(dir, 'nobody.sock')} (is \`phoenix node --control ${join(dir, 'nobody.sock')}\` running?)`)
+    const nobody = join(dir, 'nobody.sock')
+    const cases: [string[], string | RegExp][] = [
+      [['node', '--listen', `/ip4/127.0.0.1/tcp/${listenPort}`], `phoenix: --listen /ip4/127.0.0.1/tcp/${listenPort}: address already in use (another process listens there; pick another port, or /tcp/0 for any free one)`],
+      [['node', '--control', String(port)], `phoenix: --control ${port}: 127.0.0.1:${port} is in use by phoenix node pid ${aPid}`],
+      [['node', '--key', missing], `phoenix: --key ${missing}: directory ${join(dir, 'no', 'such')} does not exist`],
+      [['node', '--key', isDir], `phoenix: --key ${isDir}: not a file (a directory)`],
+      [['node', '--key', garbage], new RegExp(`^phoenix: --key ${garbage}: not a libp2p private key \\(9 bytes; `)],
+      [['node', '--hub', 'example.com:7000'], /^phoenix: --hub example.com:7000: not a multiaddr/],
+      [['routes', '--control', nobody], `phoenix: --control ${nobody}: no node answers on ${nobody} (is \`phoenix node --control ${nobody}\` running?)`],
+    ]
+    const runs = await Promise.all(cases.map(([args]) => phoenix(args)))
+    runs.forEach((run, i) => failsWith(run, cases[i]![1]))
   })
 
   it('--version prints the package version', async () => {

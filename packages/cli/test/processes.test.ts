@@ -1,5 +1,5 @@
 import { join } from 'node:path'
-import { afterEach, describe, expect, it } from 'vitest'
+import { afterAll, describe, expect, it } from 'vitest'
 import { STOP_GRACE_MS } from '../src/constants.ts'
 import { callControl } from '../src/control-client.ts'
 import { processTree, REPO, start, tempDir, waitGone, type Started } from './helpers.ts'
@@ -14,7 +14,7 @@ const WAYS: Record<string, (args: string[]) => Started> = {
 }
 
 const running: Started[] = []
-afterEach(() => {
+afterAll(() => {
   for (const s of running.splice(0)) s.killGroup()
 })
 
@@ -32,7 +32,7 @@ async function startWay(way: string): Promise<{ node: Started; tree: Set<number>
   return { node, tree, nodePid, socket }
 }
 
-describe(`phoenix node stops within STOP_GRACE_MS (${STOP_GRACE_MS} ms), leaving gracefully, whoever gets the signal`, () => {
+describe.concurrent(`phoenix node stops within STOP_GRACE_MS (${STOP_GRACE_MS} ms), leaving gracefully, whoever gets the signal`, () => {
   for (const way of Object.keys(WAYS)) {
     it(`SIGTERM to the pid that \`${way}\` started stops every process it started`, async () => {
       const { node, tree } = await startWay(way)
