@@ -38,7 +38,7 @@ describe("the CLI's edges", () => {
     nodes.push(a)
     const address = (await a.waitFor(/listening on (\S+)/))[1]!
     listenPort = /\/tcp\/(\d+)/.exec(address)![1]!
-    aPid = (await a.waitFor(/; pid (\d+)/))[1]!
+    aPid = String(a.pid)
     const b = startNode(['--name', 'edge-b', '--name', 'rank-0000001', '--name', 'a-rather-long-job-name-for-the-table', '--hub', address, '--control', socket])
     nodes.push(b)
     await Promise.all([a.waitFor(/control endpoint on/), b.waitFor(/control endpoint on/)])

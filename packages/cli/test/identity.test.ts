@@ -15,7 +15,7 @@ describe('one live process per identity and per control socket', () => {
 
   beforeAll(async () => {
     first = startNode(['--name', 'first', '--key', key, '--control', socket])
-    firstPid = Number((await first.waitFor(/; pid (\d+)/))[1])
+    firstPid = first.pid
     await first.waitFor(/control endpoint on/)
   })
   afterAll(() => first.killGroup())

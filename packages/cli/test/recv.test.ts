@@ -19,7 +19,7 @@ describe('receiving from the command line', () => {
     const work = startNode(['--name', 'work', '--hub', address, '--control', workSocket])
     const printer = startNode(['--name', 'printer', '--hub', address, '--print'])
     nodes.push(work, printer)
-    await Promise.all([work.waitFor(/control endpoint on/), printer.waitFor(/pid \d+/)])
+    await Promise.all([work.waitFor(/control endpoint on/), printer.waitFor(/listening on/)])
   })
   afterAll(() => {
     for (const n of nodes) n.killGroup()
