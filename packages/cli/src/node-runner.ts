@@ -86,8 +86,11 @@ async function pump(phoenix: PhoenixNode, inbox: Inbox): Promise<void> {
   }
 }
 
-/** `node --print`: stdout as the reader of last resort, one NDJSON line per message. */
-function stdoutReader(inbox: Inbox): InboxReader {
+/**
+ * `node --print`: stdout as the reader of last resort, one NDJSON line per message. If stdout
+ * closes (`phoenix node --print | head`), printing stops and messages wait for `recv` instead.
+ */
+function printMessages(inbox: Inbox): void {
   const reader: InboxReader = {
     names: undefined,
     fallback: true,
@@ -97,7 +100,11 @@ function stdoutReader(inbox: Inbox): InboxReader {
       return flowing
     },
   }
-  return reader
+  const detach = inbox.attach(reader)
+  process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+    detach()
+    process.stderr.write(`phoenix: stdout failed (${error.code ?? error.message}); --print stops, messages wait for phoenix recv\n`)
+  })
 }
 
 async function readPsk(file: string): Promise<Uint8Array> {
@@ -147,7 +154,7 @@ export async function runNode(options: NodeOptions, version: string): Promise<vo
   // (DEBUG=... replaces this choice, e.g. DEBUG=phoenix:* for everything the node logs).
   if (process.env.DEBUG === undefined) enableLogs('phoenix:*:error')
   const inbox = new Inbox(INBOX_MESSAGES_MAX, INBOX_BYTES_MAX)
-  if (options.print === true) inbox.attach(stdoutReader(inbox))
+  if (options.print === true) printMessages(inbox)
   pump(phoenix, inbox).catch((error: Error) => process.stderr.write(`phoenix: receiving stopped: ${error.message}\n`))
   control.serve({ phoenix, inbox, id: libp2p.peerId.toString(), addresses: () => libp2p.getMultiaddrs().map(String), version })
   say(`phoenix node ${libp2p.peerId.toString()} listening on ${libp2p.getMultiaddrs().map(String).join(' ')}`)

@@ -1,6 +1,5 @@
 import { Command, InvalidArgumentError } from 'commander'
 import { once } from 'node:events'
-import { createInterface } from 'node:readline'
 import { describeFailure, openControl, type ControlEndpoint } from '../control-client.ts'
 import { payloadOfLine, type MessageLine } from '../message-line.ts'
 import { guardProcess } from '../process-guard.ts'
@@ -25,25 +24,33 @@ async function write(text: string | Uint8Array): Promise<void> {
   if (!process.stdout.write(text)) await once(process.stdout, 'drain')
 }
 
+/** Takes one message from the node (`GET /messages?count=1`); undefined when the node ended the stream first (it is leaving). */
+async function takeOne(endpoint: ControlEndpoint, query: URLSearchParams): Promise<string | undefined> {
+  const res = await openControl(endpoint, 'GET', `/messages?${query.toString()}`)
+  const chunks: Buffer[] = []
+  for await (const chunk of res) chunks.push(chunk as Buffer)
+  const text = Buffer.concat(chunks).toString('utf8')
+  if (res.statusCode !== 200) throw new Error(`recv: ${describeFailure(res.statusCode ?? 0, text)}`)
+  return text.trim() === '' ? undefined : text.trim()
+}
+
 /**
- * Streams messages from a node's `GET /messages`. With `--count` the node itself stops after that
- * many, so none is handed to this reader and then lost when it exits.
+ * Prints messages as the node hands them over, asking for one at a time: a message is taken from
+ * the node's inbox only when recv is ready to print it, so a recv that is killed (or whose reader
+ * goes away, `phoenix recv | head -1`) loses at most the one message it was printing.
  */
 async function recv(o: RecvOptions): Promise<void> {
   const query = new URLSearchParams()
   for (const name of o.name) query.append('name', name)
-  if (o.count !== undefined) query.set('count', String(o.count))
-  const res = await openControl(o.control, 'GET', `/messages?${query.toString()}`)
-  if (res.statusCode !== 200) {
-    const chunks: Buffer[] = []
-    for await (const chunk of res) chunks.push(chunk as Buffer)
-    throw new Error(`recv: ${describeFailure(res.statusCode ?? 0, Buffer.concat(chunks).toString('utf8'))}`)
-  }
+  query.set('count', '1')
   // Killing recv must not wait for a message: its launcher's death or a signal ends it at once.
-  guardProcess({ stop: async () => void res.destroy(), say: () => {} })
+  guardProcess({ stop: async () => {}, say: () => {} })
+  // A reader that went away ends recv quietly, as it would any filter.
+  process.stdout.on('error', () => process.exit(0))
   let received = 0
-  for await (const line of createInterface({ input: res, crlfDelay: Infinity })) {
-    if (line === '') continue
+  while (o.count === undefined || received < o.count) {
+    const line = await takeOne(o.control, query)
+    if (line === undefined) break
     received++
     if (o.json === true) await write(`${line}\n`)
     else {
