@@ -8,8 +8,9 @@ import { LockHeldError, PidLock } from './key-lock.ts'
 /** Asks whatever answers on the endpoint for its pid; undefined when nothing answers as a phoenix node does. */
 async function probePid(endpoint: ControlEndpoint): Promise<number | undefined> {
   try {
-    const { status, text } = await callControl(endpoint, 'GET', '/status', undefined, CONTROL_PROBE_TIMEOUT_MS)
-    const pid = status === 200 ? (JSON.parse(text) as { pid?: unknown }).pid : undefined
+    // A node answers 200 with its status, or 503 while it starts; both name its pid.
+    const { text } = await callControl(endpoint, 'GET', '/status', undefined, CONTROL_PROBE_TIMEOUT_MS)
+    const pid = (JSON.parse(text) as { pid?: unknown }).pid
     return typeof pid === 'number' ? pid : undefined
   } catch {
     return undefined

@@ -90,6 +90,7 @@ function streamMessages(target: ControlTarget, req: IncomingMessage, res: Server
   const reader: InboxReader = {
     names: names.length > 0 ? new Set(names) : undefined,
     fallback: false,
+    accepting: () => !res.destroyed && !res.writableEnded && req.socket.writable,
     take: (message) => {
       const flowing = res.write(toMessageLine(message))
       if (--remaining === 0) {
@@ -146,7 +147,7 @@ export function createControlServer(): { server: Server; serve(target: ControlTa
   let target: ControlTarget | undefined
   const streams = new Set<ServerResponse>()
   const server = createServer((req, res) => {
-    if (target === undefined) return reply(res, 503, { error: 'NOT_STARTED', message: 'the node is starting' })
+    if (target === undefined) return reply(res, 503, { error: 'NOT_STARTED', message: 'the node is starting', pid: process.pid })
     route(target, req, res, streams).catch((error: unknown) => {
       if (res.headersSent) return void res.destroy()
       // A refused body may still be arriving: read it away so the client gets the answer, not a reset.

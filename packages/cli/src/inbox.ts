@@ -20,6 +20,8 @@ export interface InboxReader {
   readonly fallback: boolean
   /** Hands one message over; false: the reader is full, hand it nothing more until `ready()`. */
   take(message: InboxMessage): boolean
+  /** False once the reader is going away (its connection closed) and must be handed nothing; absent: always true. */
+  accepting?(): boolean
 }
 
 /**
@@ -95,7 +97,7 @@ export class Inbox {
   }
 
   private pick(name: string): { reader: InboxReader; ready: boolean } | undefined {
-    const takes = (r: { reader: InboxReader; ready: boolean }) => r.ready && (r.reader.names === undefined || r.reader.names.has(name))
+    const takes = (r: { reader: InboxReader; ready: boolean }) => r.ready && (r.reader.names === undefined || r.reader.names.has(name)) && (r.reader.accepting?.() ?? true)
     return this.readers.find((r) => !r.reader.fallback && takes(r)) ?? this.readers.find((r) => r.reader.fallback && takes(r))
   }
 

@@ -70,6 +70,18 @@ describe('the inbox', () => {
     expect(slow.got).toEqual(['1', '2'])
   })
 
+  it('hands nothing to a reader that is going away', () => {
+    const inbox = new Inbox(100, 1 << 20)
+    let open = true
+    const closing = { ...reader(), accepting: () => open }
+    inbox.attach(closing)
+    inbox.push(message('a', '1'))
+    open = false
+    inbox.push(message('a', '2'))
+    expect(closing.got).toEqual(['1'])
+    expect(inbox.size).toBe(1)
+  })
+
   it('never loses, duplicates or reorders a message (property)', () => {
     const seed = Number(process.env.PHOENIX_SEED ?? Date.now() % 2 ** 31)
     console.log(`inbox property seed ${seed} (replay with PHOENIX_SEED=${seed})`)
