@@ -1,22 +1,51 @@
 import { Command, CommanderError } from 'commander'
-import { registerNodeCommands } from './commands/node.ts'
-import { registerSimCommand } from './commands/sim.ts'
+import { readFileSync } from 'node:fs'
+import { registerInspectCommands } from './commands/inspect.ts'
+import { registerNodeCommand } from './commands/node.ts'
+import { registerRecvCommand } from './commands/recv.ts'
+import { registerSendCommand } from './commands/send.ts'
 
-export function buildProgram(): Command {
+/** The package's version (package.json sits one level above src/, as it will above a built dist/). */
+export const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version
+
+const SIM_DESCRIPTION = 'run a discrete-event simulation of a scenario file and check every routing table against BFS'
+
+/** The command a command line runs (`phoenix help sim` counts as `sim`). */
+function commandOf(args: readonly string[]): string | undefined {
+  const words = args.filter((a) => !a.startsWith('-'))
+  return words[0] === 'help' ? words[1] : words[0]
+}
+
+/**
+ * The program. The simulator takes a third of a second to load, so unless the command line is
+ * about `sim` (`sim`, `help sim`), `sim` is listed with its description only: `send` and `recv`,
+ * which shell jobs run once per message, start without it.
+ */
+export async function buildProgram(args: readonly string[] = process.argv.slice(2)): Promise<Command> {
   const program = new Command()
-  program.name('phoenix').description('Phoenix overlay: hub-bootstrapped discovery and optimized DSDV routing').showHelpAfterError()
-  registerSimCommand(program)
-  registerNodeCommands(program)
+  program.name('phoenix').description('Phoenix overlay: hub-bootstrapped discovery and optimized DSDV routing').version(VERSION, '-V, --version')
+  if (commandOf(args) === 'sim') (await import('./commands/sim.ts')).registerSimCommand(program, SIM_DESCRIPTION)
+  else program.command('sim').description(SIM_DESCRIPTION)
+  registerNodeCommand(program, VERSION)
+  registerInspectCommands(program)
+  registerSendCommand(program)
+  registerRecvCommand(program)
   return program
+}
+
+/** Every failure is one line on stderr: `phoenix: <option or field> <value>: <cause>`. */
+function oneLine(error: unknown): string {
+  const text = error instanceof Error ? error.message : String(error)
+  return text.split('\n')[0]!.trim()
 }
 
 const isMain = process.argv[1] !== undefined && /(main\.ts|phoenix(\.js)?)$/.test(process.argv[1])
 if (isMain) {
   try {
-    await buildProgram().parseAsync(process.argv)
+    await (await buildProgram()).parseAsync(process.argv)
   } catch (error) {
     if (error instanceof CommanderError) process.exit(error.exitCode)
-    process.stderr.write(`phoenix: ${error instanceof Error ? error.message : String(error)}\n`)
+    process.stderr.write(`phoenix: ${oneLine(error)}\n`)
     process.exit(1)
   }
 }

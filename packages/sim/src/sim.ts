@@ -14,8 +14,12 @@ import { assembleResult, round3, type SimResult } from './result.ts'
 import type { Scenario } from './scenario.ts'
 
 export interface RunOptions {
-  /** Called every `progressEvery` events with the virtual time; for progress bars. */
-  readonly onProgress?: (virtualMs: number, events: number) => void
+  /**
+   * Called every `progressEvery` events and once at the end, for progress bars: the virtual time,
+   * the events processed, and the latest sample's reachable fraction (0 before the first sample),
+   * which tracks convergence where the virtual time (bounded only by endMs) does not.
+   */
+  readonly onProgress?: (virtualMs: number, events: number, reachableFraction: number) => void
   readonly sizeOfUpdate?: UpdateSizer
   readonly bytesModel?: string
   /** Called for connection events (dial outcomes, ups, downs) with the virtual time; for tests and debugging. */
@@ -107,13 +111,19 @@ export class Simulation {
       }
       kernel.nowMs = timeMs
       if (++this.events > EVENTS_PER_RUN_MAX) throw new SimulationError('LIMIT_EXCEEDED', `more than ${EVENTS_PER_RUN_MAX} events (EVENTS_PER_RUN_MAX)`)
-      if (this.events % PROGRESS_EVERY_EVENTS === 0) options.onProgress?.(kernel.nowMs, this.events)
+      if (this.events % PROGRESS_EVERY_EVENTS === 0) options.onProgress?.(kernel.nowMs, this.events, this.reachableFraction())
       ;(handlers[item.k] as (event: SimEvent) => void)(item)
       if (this.converged) break
     }
     this.finished = true
-    options.onProgress?.(kernel.nowMs, this.events)
+    const { measurement } = this
+    if (this.converged && measurement.samples.at(-1)?.tMs !== round3(kernel.nowMs)) measurement.sample(true)
+    options.onProgress?.(kernel.nowMs, this.events, this.reachableFraction())
     return this.result()
+  }
+
+  private reachableFraction(): number {
+    return this.measurement.samples.at(-1)?.reachableFraction ?? 0
   }
 
   /** Every node not held back by a `join` starts (spread over startSpreadMs); scenario events, sampling and the end check are scheduled. */
@@ -155,7 +165,6 @@ export class Simulation {
 
   private result(): SimResult {
     const { kernel, measurement, scenario: s } = this
-    if (this.converged && measurement.samples.at(-1)?.tMs !== round3(kernel.nowMs)) measurement.sample(true)
     const { live, edges } = measurement.finalGraph()
     const check: TableCheck = this.converged ? measurement.checkTables() : { ok: false, method: 'reference', failures: [{ node: '-', destination: '-', problem: `not converged by endMs ${s.endMs}` }] }
     return assembleResult(s, this.nodes.length, kernel.counters, {

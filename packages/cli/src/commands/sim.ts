@@ -1,7 +1,7 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { SingleBar, Presets } from 'cli-progress'
 import { InvalidArgumentError, type Command } from 'commander'
+import { SimProgress, type ProgressStream } from '../sim-progress.ts'
 import { DISCOVERIES, STRATEGIES, SimulationError, parseScenario, resultToJson, samplesToCsv, scaleScenario, simulate, type Discovery, type Scenario, type Strategy } from '@phoenix-overlay/sim'
 
 function integer(name: string, min: number, max: number) {
@@ -62,10 +62,10 @@ export function loadScenario(file: string, options: SimCommandOptions): Scenario
   }
 }
 
-export function registerSimCommand(program: Command): void {
+export function registerSimCommand(program: Command, description: string): void {
   program
     .command('sim')
-    .description('run a discrete-event simulation of a scenario file and check every routing table against BFS')
+    .description(description)
     .argument('<scenario>', 'scenario JSON file (see packages/sim/README.md)')
     .option('--seed <n>', 'PRNG seed (overrides the file)', integer('--seed', 0, 2 ** 32 - 1))
     .option('--nodes <n>', 'scale the scenario to this many nodes, keeping subnet proportions', integer('--nodes', 1, 20_000))
@@ -83,27 +83,14 @@ export function registerSimCommand(program: Command): void {
     })
 }
 
-/** Runs the command; returns the exit code (1 when a table is wrong or the run did not converge). */
-export function runSim(file: string, options: SimCommandOptions): number {
+/** Runs the command; returns the exit code (1 when a table is wrong or the run did not converge). Progress and the summary go to `stderr`. */
+export function runSim(file: string, options: SimCommandOptions, stderr: ProgressStream = process.stderr): number {
   const scenario = loadScenario(file, options)
-  // The run is one synchronous loop, so the bar is redrawn from the progress callback, never from
-  // a timer: on a terminal by cli-progress, elsewhere (with --progress) as a line every 5 s.
-  const isTty = process.stderr.isTTY === true
-  const bar = isTty ? new SingleBar({ stream: process.stderr, format: 'sim |{bar}| {value}/{total} virtual ms | {events} events', hideCursor: true }, Presets.shades_classic) : undefined
-  const lines = !isTty && options.progress === true
-  let lastLineMs = 0
-  bar?.start(scenario.endMs, 0, { events: 0 })
+  // The run is one synchronous loop, so progress is drawn from the simulator's callback, never from a timer.
+  const progress = new SimProgress(stderr, options.progress === true)
   const wallStart = performance.now()
-  const { sim, result } = simulate(scenario, {
-    onProgress: (virtualMs, events) => {
-      bar?.update(Math.min(scenario.endMs, Math.round(virtualMs)), { events })
-      if (lines && performance.now() - lastLineMs >= 5000) {
-        lastLineMs = performance.now()
-        process.stderr.write(`sim: ${(virtualMs / 1000).toFixed(3)} s virtual, ${events} events, ${((lastLineMs - wallStart) / 1000).toFixed(0)} s wall, rss ${(process.memoryUsage().rss / 2 ** 20).toFixed(0)} MiB\n`)
-      }
-    },
-  })
-  bar?.stop()
+  const { sim, result } = simulate(scenario, { onProgress: (virtualMs, events, reachable) => progress.update(virtualMs, events, reachable) })
+  progress.stop()
   const wallMs = performance.now() - wallStart
   const json = resultToJson(result)
   if (options.out !== undefined) {
@@ -115,14 +102,14 @@ export function runSim(file: string, options: SimCommandOptions): number {
   }
   if (options.dumpTables !== undefined) writeFileSync(options.dumpTables, `${JSON.stringify(sim.dumpTables())}\n`)
   // Wall time and memory vary from run to run, so they go to stderr, never into the result file.
-  process.stderr.write(
+  stderr.write(
     `${result.scenario}: ${result.nodes} nodes, ${result.strategy}/${result.discovery}: ` +
       `${result.converged ? `converged at ${result.convergenceMs} ms virtual` : 'DID NOT CONVERGE'}, ` +
       `${result.messages} messages, ${result.entries} entries (${result.entriesOverLowerBound}x N(N-1)), ${result.bytes} bytes; ` +
       `tables ${result.check.ok ? 'match BFS' : 'WRONG'}; wall ${(wallMs / 1000).toFixed(1)} s, rss ${(process.memoryUsage().rss / 2 ** 20).toFixed(0)} MiB\n`,
   )
   if (!result.check.ok) {
-    for (const f of result.check.failures.slice(0, 10)) process.stderr.write(`  ${f.node} -> ${f.destination}: ${f.problem}\n`)
+    for (const f of result.check.failures.slice(0, 10)) stderr.write(`  ${f.node} -> ${f.destination}: ${f.problem}\n`)
     return 1
   }
   return 0

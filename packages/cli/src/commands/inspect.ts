@@ -1,0 +1,67 @@
+import { Command, Option } from 'commander'
+import { callControl, describeFailure, parseControl, type ControlEndpoint } from '../control-client.ts'
+import { clip, formatTable, shortId } from '../table.ts'
+
+/** A route as `GET /routes` gives it (the core's RouteView). */
+interface RouteRow {
+  destination: string
+  fwd?: string
+  nhops: number
+  seq: number
+  reachable: boolean
+  names: string[]
+}
+
+/** The widest the names column gets, so a table stays within about 80 columns. */
+const NAMES_WIDTH_MAX = 28
+
+export const controlOption = () => new Option('--control <port|socket>', "the node's control endpoint").argParser(parseControl).makeOptionMandatory()
+
+async function getJson<T>(endpoint: ControlEndpoint, path: string): Promise<{ json: T; text: string }> {
+  const { status, text } = await callControl(endpoint, 'GET', path)
+  if (status !== 200) throw new Error(describeFailure(status, text))
+  return { json: JSON.parse(text) as T, text }
+}
+
+/** Routes as rows: reachable first, then by hops and name; ids shortened, names clipped. */
+export function routesTable(routes: readonly RouteRow[]): string {
+  const sorted = [...routes].sort((a, b) => Number(b.reachable) - Number(a.reachable) || a.nhops - b.nhops || a.names.join().localeCompare(b.names.join()))
+  const rows = sorted.map((r) => [
+    shortId(r.destination),
+    clip(r.names.join(',') || '-', NAMES_WIDTH_MAX),
+    !r.reachable || r.fwd === undefined ? '-' : r.fwd === r.destination ? 'direct' : shortId(r.fwd),
+    r.reachable ? String(r.nhops) : '∞',
+    String(r.seq),
+  ])
+  return formatTable(['destination', 'names', 'next hop', 'hops', 'seq'], rows, new Set([3, 4]))
+}
+
+/** Neighbours with the names their routes carry. */
+export function peersTable(peers: readonly string[], routes: readonly RouteRow[]): string {
+  const namesOf = new Map(routes.map((r) => [r.destination, r.names]))
+  return formatTable(['peer', 'names'], peers.map((p) => [shortId(p), clip((namesOf.get(p) ?? []).join(',') || '-', NAMES_WIDTH_MAX * 2)]))
+}
+
+export function registerInspectCommands(program: Command): void {
+  program
+    .command('routes')
+    .description("print a running node's routing table (ids shortened; --json for everything)")
+    .addOption(controlOption())
+    .option('--json', 'print the JSON the control endpoint gives (full ids, addresses)')
+    .action(async (o: { control: ControlEndpoint; json?: boolean }) => {
+      const { json, text } = await getJson<RouteRow[]>(o.control, '/routes')
+      process.stdout.write(o.json === true ? text : routesTable(json))
+    })
+
+  program
+    .command('peers')
+    .description("print a running node's neighbours and their names")
+    .addOption(controlOption())
+    .option('--json', 'print [{"id","names"}] with full ids')
+    .action(async (o: { control: ControlEndpoint; json?: boolean }) => {
+      const [{ json: peers }, { json: routes }] = await Promise.all([getJson<string[]>(o.control, '/peers'), getJson<RouteRow[]>(o.control, '/routes')])
+      if (o.json !== true) return void process.stdout.write(peersTable(peers, routes))
+      const namesOf = new Map(routes.map((r) => [r.destination, r.names]))
+      process.stdout.write(`${JSON.stringify(peers.map((id) => ({ id, names: namesOf.get(id) ?? [] })))}\n`)
+    })
+}

@@ -1,0 +1,73 @@
+import { Command, InvalidArgumentError } from 'commander'
+import { once } from 'node:events'
+import { describeFailure, openControl, type ControlEndpoint } from '../control-client.ts'
+import { payloadOfLine, type MessageLine } from '../message-line.ts'
+import { guardProcess } from '../process-guard.ts'
+import { controlOption } from './inspect.ts'
+
+const collect = (value: string, previous: string[]) => [...previous, value]
+
+interface RecvOptions {
+  control: ControlEndpoint
+  name: string[]
+  count?: number
+  json?: boolean
+}
+
+function countOption(value: string): number {
+  const n = Number(value)
+  if (!/^\d+$/.test(value) || n < 1 || !Number.isSafeInteger(n)) throw new InvalidArgumentError(`must be a positive integer, got ${JSON.stringify(value)}`)
+  return n
+}
+
+async function write(text: string | Uint8Array): Promise<void> {
+  if (!process.stdout.write(text)) await once(process.stdout, 'drain')
+}
+
+/** Takes one message from the node (`GET /messages?count=1`); undefined when the node ended the stream first (it is leaving). */
+async function takeOne(endpoint: ControlEndpoint, query: URLSearchParams): Promise<string | undefined> {
+  const res = await openControl(endpoint, 'GET', `/messages?${query.toString()}`)
+  const chunks: Buffer[] = []
+  for await (const chunk of res) chunks.push(chunk as Buffer)
+  const text = Buffer.concat(chunks).toString('utf8')
+  if (res.statusCode !== 200) throw new Error(`recv: ${describeFailure(res.statusCode ?? 0, text)}`)
+  return text.trim() === '' ? undefined : text.trim()
+}
+
+/**
+ * Prints messages as the node hands them over, asking for one at a time: a message is taken from
+ * the node's inbox only when recv is ready to print it, so a recv that is killed (or whose reader
+ * goes away, `phoenix recv | head -1`) loses at most the one message it was printing.
+ */
+async function recv(o: RecvOptions): Promise<void> {
+  const query = new URLSearchParams()
+  for (const name of o.name) query.append('name', name)
+  query.set('count', '1')
+  // Killing recv must not wait for a message: its launcher's death or a signal ends it at once.
+  guardProcess({ stop: async () => {}, say: () => {} })
+  // A reader that went away ends recv quietly, as it would any filter.
+  process.stdout.on('error', () => process.exit(0))
+  let received = 0
+  while (o.count === undefined || received < o.count) {
+    const line = await takeOne(o.control, query)
+    if (line === undefined) break
+    received++
+    if (o.json === true) await write(`${line}\n`)
+    else {
+      await write(payloadOfLine(JSON.parse(line) as MessageLine))
+      await write('\n')
+    }
+  }
+  if (o.count !== undefined && received < o.count) throw new Error(`recv: the node ended the stream after ${received} of ${o.count} messages (it is leaving)`)
+}
+
+export function registerRecvCommand(program: Command): void {
+  program
+    .command('recv')
+    .description('print messages a running node receives, as they arrive (each message goes to one reader)')
+    .addOption(controlOption())
+    .option('--name <name>', 'only messages sent to this name (repeatable; default: every name)', collect, [] as string[])
+    .option('--count <n>', 'exit after n messages', countOption)
+    .option('--json', 'one JSON line per message: {"from","name","id","hops","text"|"base64"}')
+    .action(async (o: RecvOptions) => recv(o))
+}

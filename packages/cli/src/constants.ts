@@ -1,0 +1,57 @@
+/** Every limit and timing of the `phoenix` command, with its reason. */
+
+/**
+ * Largest message the control endpoint accepts for `send` (413 past it). The wire's payload limit
+ * is 4 MiB; a command-line client has no business near it, and the node holds a whole body in
+ * memory before sending it. Bigger payloads: embed the library (`@phoenix-overlay/transport`).
+ */
+export const CONTROL_BODY_BYTES_MAX = 1024 * 1024
+
+/**
+ * Received messages a `phoenix node` holds for its readers (`phoenix recv`, `--print`). When it
+ * is full the node stops taking messages from the transport, whose own buffer then fills and
+ * refuses further messages (their senders hear it), so unread messages never grow the process
+ * without bound. 10,000 is minutes of work for a shell job that reads as fast as it is fed.
+ */
+export const INBOX_MESSAGES_MAX = 10_000
+
+/**
+ * Bytes of received payloads held for readers, for the same reason: 64 MiB is 64 of the largest
+ * messages the control endpoint sends, or 16 of the largest the wire carries.
+ */
+export const INBOX_BYTES_MAX = 64 * 1024 * 1024
+
+/**
+ * How often a node checks that the launchers it was started through (npx, pnpm, npm, the `.bin`
+ * shell shims) are still alive: a SIGTERM sent to the pid a user holds kills the shim, not Node,
+ * so this poll is how the signal reaches the node. Reading a few /proc files 4 times a second
+ * costs nothing measurable.
+ */
+export const LAUNCHER_POLL_MS = 250
+
+/**
+ * How long a leave (libp2p stop: goodbye to neighbours, streams closed) may take before the
+ * process exits anyway, so a node whose neighbours do not answer cannot outlive its grace period.
+ */
+export const LEAVE_TIMEOUT_MS = 4_000
+
+/**
+ * The promise to job managers: after SIGTERM or SIGINT to the pid they started, or the death of
+ * its launcher, no process of the command is left after this long (launcher poll + leave + exit).
+ */
+export const STOP_GRACE_MS = 5_000
+
+/** Longest `--wait-ms` (`waitMs`) a send may wait for a route: ten minutes, beyond any convergence. */
+export const SEND_WAIT_MS_MAX = 600_000
+
+/** How long `send` waits for a route by default, the transport's own routeWaitMs. */
+export const SEND_WAIT_MS_DEFAULT = 10_000
+
+/** How long probing an existing control socket or port for a live node may take before it counts as dead. */
+export const CONTROL_PROBE_TIMEOUT_MS = 1_000
+
+/**
+ * A lock takeover (replacing the lock file of a process that died) is guarded by a directory
+ * held for microseconds; one older than this was left by a process killed in that instant.
+ */
+export const LOCK_TAKEOVER_STALE_MS = 5_000

@@ -1,0 +1,61 @@
+import { InvalidArgumentError } from 'commander'
+import { request, type IncomingMessage } from 'node:http'
+
+/** `--control`: a TCP port on 127.0.0.1, or a unix socket path (reachable from other network namespaces). */
+export type ControlEndpoint = { port: number } | { socketPath: string }
+
+export function parseControl(value: string): ControlEndpoint {
+  if (/^\d+$/.test(value)) {
+    const port = Number(value)
+    if (port < 1 || port > 65535) throw new InvalidArgumentError(`port must be in 1..65535, got ${value}`)
+    return { port }
+  }
+  if (value.length === 0) throw new InvalidArgumentError('give a port number or a unix socket path')
+  return { socketPath: value }
+}
+
+/** How the user wrote it: the port or the path. */
+export function controlText(endpoint: ControlEndpoint): string {
+  return 'port' in endpoint ? String(endpoint.port) : endpoint.socketPath
+}
+
+function where(endpoint: ControlEndpoint): string {
+  return 'port' in endpoint ? `127.0.0.1:${endpoint.port}` : endpoint.socketPath
+}
+
+function unreachable(endpoint: ControlEndpoint, error: NodeJS.ErrnoException): Error {
+  const why =
+    error.code === 'ECONNREFUSED' || error.code === 'ENOENT'
+      ? `no node answers on ${where(endpoint)} (is \`phoenix node --control ${controlText(endpoint)}\` running?)`
+      : `cannot reach ${where(endpoint)}: ${error.message}`
+  return new Error(`--control ${controlText(endpoint)}: ${why}`)
+}
+
+/** Opens a request to a node's control endpoint and resolves with the response (its body still to read). */
+export function openControl(endpoint: ControlEndpoint, method: string, path: string, body?: Uint8Array, timeoutMs?: number): Promise<IncomingMessage> {
+  return new Promise((resolve, reject) => {
+    const req = request({ ...endpoint, ...('port' in endpoint ? { host: '127.0.0.1' } : {}), method, path }, resolve)
+    req.on('error', (error: NodeJS.ErrnoException) => reject(unreachable(endpoint, error)))
+    if (timeoutMs !== undefined) req.setTimeout(timeoutMs, () => req.destroy(Object.assign(new Error(`no answer within ${timeoutMs} ms`), { code: 'ETIMEDOUT' })))
+    req.end(body)
+  })
+}
+
+/** Calls a running node's control endpoint and reads the whole answer. */
+export async function callControl(endpoint: ControlEndpoint, method: string, path: string, body?: Uint8Array, timeoutMs?: number): Promise<{ status: number; text: string }> {
+  const res = await openControl(endpoint, method, path, body, timeoutMs)
+  const chunks: Buffer[] = []
+  for await (const chunk of res) chunks.push(chunk as Buffer)
+  return { status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }
+}
+
+/** A control endpoint's error answer (`{"error":"NO_ROUTE","message":"…"}`) as one line. */
+export function describeFailure(status: number, text: string): string {
+  try {
+    const body = JSON.parse(text) as { error?: string; message?: string }
+    if (body.error !== undefined) return `${body.error}: ${body.message ?? ''}`.trim()
+  } catch {
+    // Not JSON: fall through to the raw text.
+  }
+  return `the node answered ${status}: ${text.trim().replace(/\s+/g, ' ').slice(0, 200)}`
+}

@@ -1,0 +1,168 @@
+import type { PhoenixNode } from '@phoenix-overlay/transport'
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
+import { CONTROL_BODY_BYTES_MAX, SEND_WAIT_MS_DEFAULT, SEND_WAIT_MS_MAX } from './constants.ts'
+import type { Inbox, InboxReader } from './inbox.ts'
+import { toMessageLine } from './message-line.ts'
+
+/** What the control endpoint serves, once the node has started. */
+export interface ControlTarget {
+  readonly phoenix: PhoenixNode
+  readonly id: string
+  addresses(): string[]
+  readonly inbox: Inbox
+  readonly version: string
+}
+
+/** A request refused before it reached the node (an HTTP status and a one-line reason). */
+class ControlError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+  ) {
+    super(message)
+  }
+}
+
+const USAGE =
+  'GET /status /routes /peers /metrics /messages?name=&count=, POST /send?name=&ack=1&waitMs= (body: the message), POST /names?add=&remove=, POST /hubs?add='
+
+const STATUS_OF: Record<string, number> = { NO_ROUTE: 404, QUEUE_FULL: 503, NOT_STARTED: 503, ACK_TIMEOUT: 504, UNDELIVERABLE: 502, RECEIVER_TOO_SLOW: 503 }
+
+function reply(res: ServerResponse, status: number, body: unknown, contentType = 'application/json'): void {
+  res.writeHead(status, { 'content-type': contentType })
+  res.end(contentType === 'application/json' ? `${JSON.stringify(body)}\n` : String(body))
+}
+
+async function readBody(req: IncomingMessage): Promise<Uint8Array> {
+  const tooLarge = () => new ControlError(413, 'INVALID_INPUT', `the message is larger than the control endpoint's ${CONTROL_BODY_BYTES_MAX} bytes (CONTROL_BODY_BYTES_MAX)`)
+  if (Number(req.headers['content-length'] ?? 0) > CONTROL_BODY_BYTES_MAX) throw tooLarge()
+  const chunks: Buffer[] = []
+  let size = 0
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length
+    if (size > CONTROL_BODY_BYTES_MAX) throw tooLarge()
+    chunks.push(chunk as Buffer)
+  }
+  return new Uint8Array(Buffer.concat(chunks))
+}
+
+function integerParam(url: URL, name: string, fallback: number | undefined, min: number, max: number): number | undefined {
+  const text = url.searchParams.get(name)
+  if (text === null) return fallback
+  const n = Number(text)
+  if (!/^\d+$/.test(text) || n < min || n > max) throw new ControlError(400, 'INVALID_INPUT', `${name} must be an integer in [${min}, ${max}], got ${JSON.stringify(text)}`)
+  return n
+}
+
+/** The sender's message id, if the transport's `send` gives one (a number, or an object with `id`). */
+function sentId(sent: unknown): number | undefined {
+  if (typeof sent === 'number') return sent
+  if (typeof sent === 'object' && sent !== null && 'id' in sent && typeof sent.id === 'number') return sent.id
+  return undefined
+}
+
+async function send(target: ControlTarget, req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
+  const name = url.searchParams.get('name')
+  if (name === null || name === '') throw new ControlError(400, 'INVALID_INPUT', 'send needs ?name=<logical name>')
+  const waitMs = integerParam(url, 'waitMs', SEND_WAIT_MS_DEFAULT, 0, SEND_WAIT_MS_MAX)!
+  const ack = url.searchParams.get('ack') === '1'
+  const body = await readBody(req)
+  const t0 = performance.now()
+  const sent: unknown = await target.phoenix.send(name, body, { ack, routeWaitMs: waitMs })
+  const id = sentId(sent)
+  reply(res, 200, { sent: true, acked: ack, name, bytes: body.length, ms: +(performance.now() - t0).toFixed(2), route: target.phoenix.resolve(name) ?? null, ...(id !== undefined ? { id } : {}) })
+}
+
+/**
+ * `GET /messages`: an NDJSON stream of received messages (see message-line.ts), each handed to
+ * exactly one reader. `name` (repeatable) takes only those names; `count` ends the stream after
+ * that many, so a reader that wants n messages is never handed an (n+1)th it would drop.
+ */
+function streamMessages(target: ControlTarget, req: IncomingMessage, res: ServerResponse, url: URL, streams: Set<ServerResponse>): void {
+  const names = url.searchParams.getAll('name')
+  let remaining = integerParam(url, 'count', Number.POSITIVE_INFINITY, 1, Number.MAX_SAFE_INTEGER)!
+  res.writeHead(200, { 'content-type': 'application/x-ndjson', 'cache-control': 'no-store' })
+  res.flushHeaders()
+  streams.add(res)
+  let detach: (() => void) | undefined
+  let finished = false
+  const reader: InboxReader = {
+    names: names.length > 0 ? new Set(names) : undefined,
+    fallback: false,
+    accepting: () => !res.destroyed && !res.writableEnded && req.socket.writable,
+    take: (message) => {
+      const flowing = res.write(toMessageLine(message))
+      if (--remaining === 0) {
+        finished = true
+        detach?.()
+        res.end()
+        return false
+      }
+      if (!flowing) res.once('drain', () => target.inbox.ready(reader))
+      return flowing
+    },
+  }
+  detach = target.inbox.attach(reader)
+  if (finished) detach()
+  res.on('close', () => {
+    detach?.()
+    streams.delete(res)
+  })
+  req.resume()
+}
+
+async function route(target: ControlTarget, req: IncomingMessage, res: ServerResponse, streams: Set<ServerResponse>): Promise<void> {
+  const url = new URL(req.url ?? '/', 'http://control')
+  const { phoenix } = target
+  const at = `${req.method} ${url.pathname}`
+  if (at === 'GET /routes') return reply(res, 200, phoenix.routes())
+  if (at === 'GET /peers') return reply(res, 200, phoenix.peers())
+  if (at === 'GET /metrics') return reply(res, 200, phoenix.metricsText(), 'text/plain; version=0.0.4')
+  if (at === 'GET /messages') return streamMessages(target, req, res, url, streams)
+  if (at === 'POST /send') return send(target, req, res, url)
+  if (at === 'GET /status') {
+    const reachable = phoenix.routes().filter((r) => r.reachable).length
+    return reply(res, 200, { id: target.id, pid: process.pid, version: target.version, addresses: target.addresses(), names: phoenix.names, peers: phoenix.peers().length, reachable, inbox: { messages: target.inbox.size, bytes: target.inbox.bytes } })
+  }
+  if (at === 'POST /hubs') {
+    const added = url.searchParams.getAll('add')
+    for (const hub of added) phoenix.addHub(hub)
+    return reply(res, 200, { added: added.length })
+  }
+  if (at === 'POST /names') {
+    for (const name of url.searchParams.getAll('add')) phoenix.addName(name)
+    for (const name of url.searchParams.getAll('remove')) phoenix.removeName(name)
+    return reply(res, 200, { names: phoenix.names })
+  }
+  reply(res, 404, { error: 'NOT_FOUND', message: USAGE })
+}
+
+/**
+ * The control endpoint: plain HTTP on 127.0.0.1 or a unix socket. It answers 503 until `serve`
+ * hands it the started node, so it can be bound (and a port or socket conflict reported) before
+ * the node joins the network. `endStreams` ends every `GET /messages` stream (at leave).
+ */
+export function createControlServer(): { server: Server; serve(target: ControlTarget): void; endStreams(): void } {
+  let target: ControlTarget | undefined
+  const streams = new Set<ServerResponse>()
+  const server = createServer((req, res) => {
+    if (target === undefined) return reply(res, 503, { error: 'NOT_STARTED', message: 'the node is starting', pid: process.pid })
+    route(target, req, res, streams).catch((error: unknown) => {
+      if (res.headersSent) return void res.destroy()
+      // A refused body may still be arriving: read it away so the client gets the answer, not a reset.
+      req.resume()
+      if (error instanceof ControlError) return reply(res, error.status, { error: error.code, message: error.message })
+      // PhoenixTransportError, by name: this module is loaded before the transport, which is slow to load.
+      const code = error instanceof Error && error.name === 'PhoenixTransportError' ? String((error as Error & { code: unknown }).code) : 'ERROR'
+      reply(res, STATUS_OF[code] ?? 400, { error: code, message: (error as Error).message })
+    })
+  })
+  return {
+    server,
+    serve: (t) => (target = t),
+    endStreams: () => {
+      for (const res of streams) res.end()
+    },
+  }
+}

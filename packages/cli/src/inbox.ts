@@ -1,0 +1,129 @@
+import { invariant } from '@phoenix-overlay/core'
+
+/** A message delivered to this node, as the CLI keeps it for its readers. */
+export interface InboxMessage {
+  /** Peer id of the sender. */
+  readonly from: string
+  /** Which of our names it was sent to. */
+  readonly name: string
+  /** The sender's message id, when the transport gives one. */
+  readonly id: number | undefined
+  readonly hops: number
+  readonly payload: Uint8Array
+}
+
+/** Someone who takes messages out of the inbox: a `phoenix recv` connection, or the node's stdout (`--print`). */
+export interface InboxReader {
+  /** The names it takes; undefined: every name. */
+  readonly names: ReadonlySet<string> | undefined
+  /** Takes a message only when no other reader does (stdout under `--print`). */
+  readonly fallback: boolean
+  /** Hands one message over; false: the reader is full, hand it nothing more until `ready()`. */
+  take(message: InboxMessage): boolean
+  /** False once the reader is going away (its connection closed) and must be handed nothing; absent: always true. */
+  accepting?(): boolean
+}
+
+/**
+ * The node's bounded buffer of received messages. Each message goes to exactly one reader: the
+ * ready non-fallback reader that takes its name and has waited longest (readers take turns), else
+ * a ready fallback reader; with none it waits here, in arrival order, until one comes.
+ */
+export class Inbox {
+  private readonly held: InboxMessage[] = []
+  private heldBytes = 0
+  /** Readers in turn order; a reader that takes a message moves to the back. */
+  private readonly readers: { reader: InboxReader; ready: boolean }[] = []
+  private roomWaiters: (() => void)[] = []
+
+  constructor(
+    readonly messagesMax: number,
+    readonly bytesMax: number,
+  ) {
+    invariant(messagesMax > 0 && bytesMax > 0, 'an inbox holds at least one message')
+  }
+
+  get size(): number {
+    return this.held.length
+  }
+
+  get bytes(): number {
+    return this.heldBytes
+  }
+
+  /** True while another message fits (an empty inbox takes any one message, however large). */
+  hasRoom(): boolean {
+    return this.held.length === 0 || (this.held.length < this.messagesMax && this.heldBytes < this.bytesMax)
+  }
+
+  /** Resolves once `hasRoom()`. */
+  async waitForRoom(): Promise<void> {
+    while (!this.hasRoom()) await new Promise<void>((resolve) => this.roomWaiters.push(resolve))
+  }
+
+  push(message: InboxMessage): void {
+    invariant(this.hasRoom(), 'a message is pushed only when the inbox has room')
+    if (this.handOver(message)) return
+    this.held.push(message)
+    this.heldBytes += message.payload.length
+  }
+
+  /** Adds a reader (it is handed what waits for it at once); returns its removal. */
+  attach(reader: InboxReader): () => void {
+    const entry = { reader, ready: true }
+    this.readers.push(entry)
+    this.dispatch()
+    return () => {
+      const at = this.readers.indexOf(entry)
+      if (at >= 0) this.readers.splice(at, 1)
+    }
+  }
+
+  /** A reader that answered `false` can take messages again. */
+  ready(reader: InboxReader): void {
+    const entry = this.readers.find((r) => r.reader === reader)
+    if (entry === undefined || entry.ready) return
+    entry.ready = true
+    this.dispatch()
+  }
+
+  /** Empties the inbox (the node is leaving); returns how many messages no reader took. */
+  close(): number {
+    const unread = this.held.length
+    this.held.length = 0
+    this.heldBytes = 0
+    this.wakeRoomWaiters()
+    return unread
+  }
+
+  private pick(name: string): { reader: InboxReader; ready: boolean } | undefined {
+    const takes = (r: { reader: InboxReader; ready: boolean }) => r.ready && (r.reader.names === undefined || r.reader.names.has(name)) && (r.reader.accepting?.() ?? true)
+    return this.readers.find((r) => !r.reader.fallback && takes(r)) ?? this.readers.find((r) => r.reader.fallback && takes(r))
+  }
+
+  private handOver(message: InboxMessage): boolean {
+    const entry = this.pick(message.name)
+    if (entry === undefined) return false
+    this.readers.splice(this.readers.indexOf(entry), 1)
+    this.readers.push(entry)
+    entry.ready = entry.reader.take(message)
+    return true
+  }
+
+  private dispatch(): void {
+    let kept = 0
+    for (const message of this.held) {
+      if (this.handOver(message)) this.heldBytes -= message.payload.length
+      else this.held[kept++] = message
+    }
+    if (kept === this.held.length) return
+    this.held.length = kept
+    this.wakeRoomWaiters()
+  }
+
+  private wakeRoomWaiters(): void {
+    const waiters = this.roomWaiters
+    this.roomWaiters = []
+    for (const wake of waiters) wake()
+  }
+}

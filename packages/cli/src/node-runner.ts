@@ -1,0 +1,174 @@
+import { generateKeyPair } from '@libp2p/crypto/keys'
+import { enable as enableLogs } from '@libp2p/logger'
+import { multiaddr } from '@multiformats/multiaddr'
+import type { PhoenixNode, ReceivedMessage } from '@phoenix-overlay/transport'
+import { readFileSync } from 'node:fs'
+import { INBOX_BYTES_MAX, INBOX_MESSAGES_MAX } from './constants.ts'
+import { controlText, type ControlEndpoint } from './control-client.ts'
+import { bindControl } from './control-endpoint.ts'
+import { createControlServer } from './control-server.ts'
+import { lockKey, loadOrCreateKey } from './identity.ts'
+import { Inbox, type InboxMessage, type InboxReader } from './inbox.ts'
+import { toMessageLine } from './message-line.ts'
+import { guardProcess } from './process-guard.ts'
+
+export interface NodeOptions {
+  listen: string[]
+  hub: string[]
+  name: string[]
+  key?: string
+  control?: ControlEndpoint
+  mode: 'optimized' | 'naive'
+  sign: boolean
+  discovery: boolean
+  psk?: string
+  allow: string[]
+  print?: boolean
+}
+
+function checkMultiaddrs(option: string, values: readonly string[]): void {
+  for (const value of values) {
+    try {
+      multiaddr(value)
+    } catch (error) {
+      throw new Error(`${option} ${value}: not a multiaddr (${(error as Error).message.split('\n')[0]})`)
+    }
+  }
+}
+
+const LISTEN_CAUSES: Record<string, string> = {
+  EADDRINUSE: 'address already in use (another process listens there; pick another port, or /tcp/0 for any free one)',
+  EADDRNOTAVAIL: 'not an address of this machine',
+  EACCES: 'permission denied (ports below 1024 need privileges)',
+}
+
+/**
+ * libp2p reports listen failures as one multi-line error (with stack traces, and advice about a
+ * `transportManager` option the CLI does not have); this names the `--listen` address and cause.
+ */
+function describeStartError(error: Error): Error {
+  if (error.name === 'UnsupportedListenAddressesError') {
+    const first = /^\s+(\/\S+): (?:\w*Error: )?(.+)$/m.exec(error.message)
+    if (first !== null) {
+      const code = /\b(E[A-Z]+)\b/.exec(first[2]!)?.[1]
+      return new Error(`--listen ${first[1]}: ${(code !== undefined ? LISTEN_CAUSES[code] : undefined) ?? first[2]}`)
+    }
+    return new Error(`--listen: ${error.message.split('\n')[0]}`)
+  }
+  if (/pre-shared key|psk|swarm key/i.test(error.message)) return new Error(`--psk: ${error.message.split('\n')[0]}`)
+  return new Error(error.message.split('\n')[0])
+}
+
+function toInboxMessage(m: ReceivedMessage): InboxMessage {
+  // The sender's message id, once the transport carries one (`'id' in m` compiles either way).
+  const id = 'id' in m && typeof m.id === 'number' ? m.id : undefined
+  return { from: m.from, name: m.name, id, hops: m.hops, payload: m.payload }
+}
+
+/**
+ * Reads everything the transport delivers into the inbox, never taking a message the inbox has no
+ * room for: when readers fall behind the transport's own buffer fills and refuses what comes next.
+ */
+async function pump(phoenix: PhoenixNode, inbox: Inbox): Promise<void> {
+  for (;;) {
+    const messages = phoenix.messages()
+    try {
+      for (;;) {
+        await inbox.waitForRoom()
+        const next = await messages.next()
+        if (next.done === true) return
+        inbox.push(toInboxMessage(next.value))
+      }
+    } catch (error) {
+      if ((error as { code?: unknown }).code !== 'RECEIVER_TOO_SLOW') throw error
+      process.stderr.write(`phoenix: ${(error as Error).message}; messages were lost\n`)
+    }
+  }
+}
+
+/**
+ * `node --print`: stdout as the reader of last resort, one NDJSON line per message. If stdout
+ * closes (`phoenix node --print | head`), printing stops and messages wait for `recv` instead.
+ */
+function printMessages(inbox: Inbox): void {
+  const reader: InboxReader = {
+    names: undefined,
+    fallback: true,
+    take: (message) => {
+      const flowing = process.stdout.write(toMessageLine(message))
+      if (!flowing) process.stdout.once('drain', () => inbox.ready(reader))
+      return flowing
+    },
+  }
+  const detach = inbox.attach(reader)
+  process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+    detach()
+    process.stderr.write(`phoenix: stdout failed (${error.code ?? error.message}); --print stops, messages wait for phoenix recv\n`)
+  })
+}
+
+async function readPsk(file: string): Promise<Uint8Array> {
+  try {
+    return new Uint8Array(readFileSync(file))
+  } catch (error) {
+    throw new Error(`--psk ${file}: cannot read the private network key (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`)
+  }
+}
+
+/**
+ * Runs one node: takes its identity's lock and its control endpoint first (so a conflict fails
+ * before anything joins the network), then starts libp2p, and leaves gracefully when the process
+ * guard says so. Locks and the socket are released on any exit.
+ */
+export async function runNode(options: NodeOptions, version: string): Promise<void> {
+  checkMultiaddrs('--listen', options.listen)
+  checkMultiaddrs('--hub', options.hub)
+  const say = (line: string) => (options.print === true ? process.stderr : process.stdout).write(`${line}\n`)
+  const releases: (() => void)[] = []
+  process.on('exit', () => {
+    for (const release of releases.reverse()) release()
+  })
+  if (options.key !== undefined) {
+    const lock = lockKey(options.key)
+    releases.push(() => lock.release())
+  }
+  const control = createControlServer()
+  if (options.control !== undefined) releases.push((await bindControl(control.server, options.control)).release)
+  const privateKey = options.key !== undefined ? await loadOrCreateKey(options.key) : await generateKeyPair('Ed25519')
+  const privateNetworkKey = options.psk !== undefined ? await readPsk(options.psk) : undefined
+  // Loaded only now: libp2p takes seconds to load on a busy machine, and a conflict or a bad
+  // option found above should fail at once.
+  const { createPhoenixLibp2p } = await import('@phoenix-overlay/transport')
+  const { libp2p, phoenix } = await createPhoenixLibp2p({
+    listen: options.listen,
+    hubs: options.hub,
+    names: options.name,
+    mode: options.mode,
+    signRecords: options.sign,
+    discovery: options.discovery,
+    privateKey,
+    ...(privateNetworkKey !== undefined ? { privateNetworkKey } : {}),
+    ...(options.allow.length > 0 ? { allowedPeers: options.allow } : {}),
+  }).catch((error: Error) => Promise.reject(describeStartError(error)))
+  // A neighbour dropped for breaking the protocol is logged at error level: shown by default
+  // (DEBUG=... replaces this choice, e.g. DEBUG=phoenix:* for everything the node logs).
+  if (process.env.DEBUG === undefined) enableLogs('phoenix:*:error')
+  const inbox = new Inbox(INBOX_MESSAGES_MAX, INBOX_BYTES_MAX)
+  if (options.print === true) printMessages(inbox)
+  pump(phoenix, inbox).catch((error: Error) => process.stderr.write(`phoenix: receiving stopped: ${error.message}\n`))
+  control.serve({ phoenix, inbox, id: libp2p.peerId.toString(), addresses: () => libp2p.getMultiaddrs().map(String), version })
+  say(`phoenix node ${libp2p.peerId.toString()} listening on ${libp2p.getMultiaddrs().map(String).join(' ')}`)
+  say(`names: ${phoenix.names.join(', ') || '(none)'}; hubs: ${options.hub.length}; pid ${process.pid}`)
+  if (options.control !== undefined) say(`control endpoint on ${'port' in options.control ? `127.0.0.1:${options.control.port}` : controlText(options.control)}`)
+
+  // A graceful leave on SIGTERM/SIGINT or a launcher's death: neighbours hear we are gone before connections close.
+  guardProcess({
+    stop: async () => {
+      await libp2p.stop()
+      control.endStreams()
+      const unread = inbox.close()
+      if (unread > 0) process.stderr.write(`phoenix: ${unread} received messages were never read (no phoenix recv took them)\n`)
+      say('left')
+    },
+  })
+}

@@ -1,0 +1,113 @@
+import { randomBytes } from 'node:crypto'
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { createServer } from 'node:net'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { CONTROL_BODY_BYTES_MAX } from '../src/constants.ts'
+import { phoenix, startNode, tempDir, type Run, type Started } from './helpers.ts'
+
+/** A port nothing listens on right now. */
+async function freePort(): Promise<number> {
+  const server = createServer()
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const { port } = server.address() as { port: number }
+  await new Promise((resolve) => server.close(resolve))
+  return port
+}
+
+/** The command failed with exactly one line on stderr, and that line is `expected`. */
+function failsWith(run: Run, expected: string | RegExp): void {
+  expect(run.code).toBe(1)
+  const lines = run.stderr.trim().split('\n')
+  expect(lines).toHaveLength(1)
+  if (typeof expected === 'string') expect(lines[0]).toBe(expected)
+  else expect(lines[0]).toMatch(expected)
+}
+
+describe("the CLI's edges", () => {
+  const dir = tempDir('edges')
+  const socket = join(dir, 'b.sock')
+  let port: number
+  let listenPort: string
+  let aPid: string
+  const nodes: Started[] = []
+
+  beforeAll(async () => {
+    port = await freePort()
+    const a = startNode(['--name', 'edge-a', '--control', String(port)])
+    nodes.push(a)
+    const address = (await a.waitFor(/listening on (\S+)/))[1]!
+    listenPort = /\/tcp\/(\d+)/.exec(address)![1]!
+    aPid = String(a.pid)
+    const b = startNode(['--name', 'edge-b', '--name', 'rank-0000001', '--name', 'a-rather-long-job-name-for-the-table', '--hub', address, '--control', socket])
+    nodes.push(b)
+    await Promise.all([a.waitFor(/control endpoint on/), b.waitFor(/control endpoint on/)])
+  })
+  afterAll(() => {
+    for (const n of nodes) n.killGroup()
+  })
+
+  it('send takes the message from stdin or --file, past the ~128 KiB an argument allows', async () => {
+    const big = randomBytes(200 * 1024).toString('base64')
+    const viaStdin = await phoenix(['send', '--control', socket, '--ack', 'edge-a'], big)
+    expect(viaStdin.stdout).toMatch(/^acknowledged by edge-a/)
+    const file = join(dir, 'message.bin')
+    writeFileSync(file, big)
+    const viaFile = await phoenix(['send', '--control', socket, '--ack', '--file', file, 'edge-a'])
+    expect(viaFile.stdout).toMatch(/^acknowledged by edge-a/)
+    const got = await phoenix(['recv', '--control', String(port), '--count', '2'])
+    expect(got.stdout).toBe(`${big}\n${big}\n`)
+  })
+
+  it('a message over the control endpoint cap fails in one line naming the cap', async () => {
+    const file = join(dir, 'huge.bin')
+    writeFileSync(file, new Uint8Array(CONTROL_BODY_BYTES_MAX + 1))
+    failsWith(await phoenix(['send', '--control', socket, '--file', file, 'edge-a']), `phoenix: --file ${file}: more than ${CONTROL_BODY_BYTES_MAX} bytes, more than the control endpoint takes in one message (${CONTROL_BODY_BYTES_MAX}, CONTROL_BODY_BYTES_MAX)`)
+  })
+
+  it('send says whether the message was acknowledged; --wait-ms 0 fails at once when there is no route', async () => {
+    expect((await phoenix(['send', '--control', socket, 'edge-a', 'hi'])).stdout).toMatch(/^sent to edge-a \(12D3…\w{8}, 1 hop\) in [\d.]+ ms; not acknowledged/)
+    const t0 = performance.now()
+    failsWith(await phoenix(['send', '--control', socket, '--wait-ms', '0', 'nobody', 'hi']), /^phoenix: send to nobody: NO_ROUTE: no route to a node named "nobody" after waiting 0 ms \(--wait-ms/)
+    // The default wait is 10 s; the whole command (Node start included) takes a fraction of it.
+    expect(performance.now() - t0).toBeLessThan(8_000)
+    failsWith(await phoenix(['send', '--control', socket, '--wait-ms', 'soon', 'x', 'y']), /^error: option '--wait-ms <ms>' argument 'soon' is invalid/)
+    await phoenix(['recv', '--control', String(port), '--count', '1'])
+  })
+
+  it('every start-up failure is one line naming its option', async () => {
+    const missing = join(dir, 'no', 'such', 'node.key')
+    const isDir = join(dir, 'keydir')
+    mkdirSync(isDir)
+    const garbage = join(dir, 'garbage.key')
+    writeFileSync(garbage, 'not a key')
+    const nobody = join(dir, 'nobody.sock')
+    const cases: [string[], string | RegExp][] = [
+      [['node', '--listen', `/ip4/127.0.0.1/tcp/${listenPort}`], `phoenix: --listen /ip4/127.0.0.1/tcp/${listenPort}: address already in use (another process listens there; pick another port, or /tcp/0 for any free one)`],
+      [['node', '--control', String(port)], `phoenix: --control ${port}: 127.0.0.1:${port} is in use by phoenix node pid ${aPid}`],
+      [['node', '--key', missing], `phoenix: --key ${missing}: directory ${join(dir, 'no', 'such')} does not exist`],
+      [['node', '--key', isDir], `phoenix: --key ${isDir}: not a file (a directory)`],
+      [['node', '--key', garbage], new RegExp(`^phoenix: --key ${garbage}: not a libp2p private key \\(9 bytes; `)],
+      [['node', '--hub', 'example.com:7000'], /^phoenix: --hub example.com:7000: not a multiaddr/],
+      [['routes', '--control', nobody], `phoenix: --control ${nobody}: no node answers on ${nobody} (is \`phoenix node --control ${nobody}\` running?)`],
+    ]
+    const runs = await Promise.all(cases.map(([args]) => phoenix(args)))
+    runs.forEach((run, i) => failsWith(run, cases[i]![1]))
+  })
+
+  it('--version prints the package version', async () => {
+    const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }
+    expect((await phoenix(['--version'])).stdout).toBe(`${version}\n`)
+  })
+
+  it('routes and peers fit in 100 columns and show names', async () => {
+    const routes = (await phoenix(['routes', '--control', String(port)])).stdout
+    const peers = (await phoenix(['peers', '--control', String(port)])).stdout
+    for (const line of [...routes.split('\n'), ...peers.split('\n')]) expect([...line].length).toBeLessThanOrEqual(100)
+    expect(routes).toMatch(/^DESTINATION +NAMES +NEXT HOP +HOPS +SEQ$/m)
+    expect(routes).toMatch(/^12D3…\w{8} +edge-b,rank-0000001,a-rathe… +direct +1 +\d+$/m)
+    expect(peers).toMatch(/^12D3…\w{8} +edge-b,rank-0000001,a-rather-long-job-name-for-the-table$/m)
+    const json = JSON.parse((await phoenix(['peers', '--control', String(port), '--json'])).stdout) as { id: string; names: string[] }[]
+    expect(json).toEqual([{ id: expect.stringMatching(/^12D3KooW/), names: ['edge-b', 'rank-0000001', 'a-rather-long-job-name-for-the-table'] }])
+  })
+})

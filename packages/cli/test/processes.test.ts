@@ -1,0 +1,65 @@
+import { join } from 'node:path'
+import { afterAll, describe, expect, it } from 'vitest'
+import { STOP_GRACE_MS } from '../src/constants.ts'
+import { callControl } from '../src/control-client.ts'
+import { processInfo } from '../src/proc.ts'
+import { processTree, REPO, start, tempDir, waitGone, type Started } from './helpers.ts'
+
+// Each way the README starts a node. For npx and `npx pnpm exec` the pid a user (or job manager)
+// holds is npm's (or, with node_modules/.bin on PATH, that of pnpm's shell shim running npm), and
+// between it and Node sit `sh -c` and more shims that do not pass signals on. The bin execs Node.
+const WAYS: Record<string, (args: string[]) => Started> = {
+  npx: (args) => start('npx', ['phoenix', ...args]),
+  bin: (args) => start(join(REPO, 'node_modules/.bin/phoenix'), args),
+  'pnpm exec': (args) => start('npx', ['-y', 'pnpm@10', 'exec', 'phoenix', ...args]),
+}
+
+const running: Started[] = []
+afterAll(() => {
+  for (const s of running.splice(0)) s.killGroup()
+})
+
+/** Starts a node one way and returns it with its whole process tree and Node's own pid. */
+async function startWay(way: string): Promise<{ node: Started; tree: Set<number>; nodePid: number; socket: string }> {
+  const socket = join(tempDir('proc'), 'control.sock')
+  const node = WAYS[way]!(['node', '--name', 'proc', '--control', socket])
+  running.push(node)
+  await node.waitFor(/control endpoint on/)
+  const tree = processTree(node.pid)
+  // Node itself: the process in the tree that runs the CLI's script (launchers name only the bin).
+  const nodes = [...tree].filter((pid) => processInfo(pid)?.command.includes('bin/phoenix.js node'))
+  const shims = nodes.filter((pid) => /^\/bin\/sh /.test(processInfo(pid)!.command))
+  const nodePids = nodes.filter((pid) => !shims.includes(pid))
+  expect(nodePids).toHaveLength(1)
+  const nodePid = nodePids[0]!
+  expect((await callControl({ socketPath: socket }, 'GET', '/status')).status).toBe(200)
+  return { node, tree, nodePid, socket }
+}
+
+describe.concurrent(`phoenix node stops within STOP_GRACE_MS (${STOP_GRACE_MS} ms), leaving gracefully, whoever gets the signal`, () => {
+  for (const way of Object.keys(WAYS)) {
+    it(`SIGTERM to the pid that \`${way}\` started stops every process it started`, async () => {
+      const { node, tree } = await startWay(way)
+      process.kill(node.pid, 'SIGTERM')
+      const ms = await waitGone(tree, STOP_GRACE_MS)
+      console.log(`${way}: ${tree.size} processes gone ${Math.round(ms)} ms after SIGTERM`)
+      expect(node.stdout).toMatch(/^left$/m)
+    })
+  }
+
+  it("SIGINT to the bin stops the node too: the bin's pid is Node's own", async () => {
+    const { node, tree, nodePid } = await startWay('bin')
+    expect(node.pid).toBe(nodePid)
+    process.kill(node.pid, 'SIGINT')
+    await waitGone(tree, STOP_GRACE_MS)
+    expect(node.stdout).toMatch(/^left$/m)
+  })
+
+  it('a launcher that dies without passing anything on (SIGKILL to npx) takes the node with it', async () => {
+    const { node, tree } = await startWay('npx')
+    process.kill(node.pid, 'SIGKILL')
+    await waitGone(tree, STOP_GRACE_MS)
+    expect(node.stderr).toMatch(/launcher pid \d+ .* exited; leaving/)
+    expect(node.stdout).toMatch(/^left$/m)
+  })
+})

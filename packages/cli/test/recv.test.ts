@@ -1,0 +1,80 @@
+import { createHash } from 'node:crypto'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { callControl } from '../src/control-client.ts'
+import type { MessageLine } from '../src/message-line.ts'
+import { phoenix, PHOENIX_JS, start, startNode, tempDir, type Started } from './helpers.ts'
+
+describe('receiving from the command line', () => {
+  const dir = tempDir('recv')
+  const hubSocket = join(dir, 'hub.sock')
+  const workSocket = join(dir, 'work.sock')
+  const nodes: Started[] = []
+
+  beforeAll(async () => {
+    const hub = startNode(['--name', 'coord', '--control', hubSocket])
+    nodes.push(hub)
+    const address = (await hub.waitFor(/listening on (\S+)/))[1]!
+    await hub.waitFor(/control endpoint on/)
+    const work = startNode(['--name', 'work', '--hub', address, '--control', workSocket])
+    const printer = startNode(['--name', 'printer', '--hub', address, '--print'])
+    nodes.push(work, printer)
+    await Promise.all([work.waitFor(/control endpoint on/), printer.waitFor(/listening on/)])
+  })
+  afterAll(() => {
+    for (const n of nodes) n.killGroup()
+  })
+
+  it('recv sees every message that send --ack reported acknowledged, in order', async () => {
+    const recv = start(process.execPath, [PHOENIX_JS, 'recv', '--control', workSocket, '--count', '20', '--json'])
+    try {
+      const texts = Array.from({ length: 20 }, (_, i) => `task ${i} ${'x'.repeat(i * 50)}`)
+      const sent = await phoenix(['send', '--control', hubSocket, '--lines', '--ack', 'work'], `${texts.join('\n')}\n`)
+      expect(sent.stderr).toBe('')
+      const acked = sent.stdout.trim().split('\n')
+      expect(acked).toHaveLength(20)
+      for (const line of acked) expect(line).toMatch(/acknowledged by work \(12D3…\w{8}, 1 hop\) in [\d.]+ ms$/)
+      expect(await recv.exited).toBe(0)
+      const lines = recv.stdout.trim().split('\n').map((l) => JSON.parse(l) as MessageLine)
+      expect(lines.map((l) => l.text)).toEqual(texts)
+      const hubId = JSON.parse((await callControl({ socketPath: hubSocket }, 'GET', '/status')).text).id
+      for (const l of lines) expect(l).toMatchObject({ from: hubId, name: 'work', hops: 1 })
+      for (const l of lines) expect(l.id === null || typeof l.id === 'number').toBe(true)
+    } finally {
+      recv.killGroup()
+    }
+  })
+
+  it('holds messages until a reader comes; text as text, other bytes as base64 (and raw without --json)', async () => {
+    const binary = new Uint8Array([0, 0xff, 0xfe, 10, 65])
+    await phoenix(['send', '--control', hubSocket, '--ack', 'work', 'first'])
+    await phoenix(['send', '--control', hubSocket, '--ack', 'work'], binary)
+    const json = await phoenix(['recv', '--control', workSocket, '--count', '1', '--json'])
+    expect(JSON.parse(json.stdout)).toMatchObject({ name: 'work', text: 'first' })
+    const raw = await phoenix(['recv', '--control', workSocket, '--count', '1'])
+    expect(raw.stdoutBytes).toEqual(new Uint8Array([...binary, 10]))
+    await phoenix(['send', '--control', hubSocket, '--ack', 'work'], binary)
+    const line = JSON.parse((await phoenix(['recv', '--control', workSocket, '--count', '1', '--json'])).stdout) as MessageLine
+    expect(line.text).toBeUndefined()
+    expect(new Uint8Array(Buffer.from(line.base64!, 'base64'))).toEqual(binary)
+  })
+
+  it('recv --name takes only that name; messages for other names wait for their reader', async () => {
+    await callControl({ socketPath: workSocket }, 'POST', '/names?add=side')
+    await phoenix(['send', '--control', hubSocket, '--ack', 'work', 'for work'])
+    await phoenix(['send', '--control', hubSocket, '--ack', 'side', 'for side'])
+    expect((await phoenix(['recv', '--control', workSocket, '--name', 'side', '--count', '1'])).stdout).toBe('for side\n')
+    expect((await phoenix(['recv', '--control', workSocket, '--count', '1'])).stdout).toBe('for work\n')
+  })
+
+  it('node --print writes each message to stdout as a JSON line (status lines on stderr)', async () => {
+    const payload = 'p'.repeat(300_000)
+    const sent = await phoenix(['send', '--control', hubSocket, '--ack', 'printer'], payload)
+    expect(sent.stdout).toMatch(/^acknowledged by printer/)
+    const printer = nodes[2]!
+    const line = JSON.parse((await printer.waitFor(/^\{.*\}$/m))[0]) as MessageLine
+    expect(createHash('sha256').update(line.text!).digest('hex')).toBe(createHash('sha256').update(payload).digest('hex'))
+    expect(printer.stdout.trim().split('\n')).toHaveLength(1)
+    expect(printer.stderr).toMatch(/^phoenix node \S+ listening on/m)
+  })
+})
