@@ -26,18 +26,6 @@ const STATUS_RETRY_MS = 100
 /** The heading of the README section whose first ts block is the embedding example. */
 const USE_IT_HEADING = '## Use it in your project'
 
-let installed: Installed
-
-beforeAll(async () => {
-  installed = await installFresh('consumer')
-  const sizes = installed.tarballs.map((t) => `${t.file.split('/').pop()} ${(t.bytes / 1024).toFixed(1)} KiB`).join(', ')
-  console.log(`consumer: build ${Math.round(installed.buildMs)} ms, pack ${Math.round(installed.packMs)} ms, npm install ${Math.round(installed.installMs)} ms; ${sizes}`)
-}, INSTALL_TIMEOUT_MS)
-
-afterAll(() => {
-  if (installed !== undefined) rmSync(dirname(installed.project), { recursive: true, force: true })
-})
-
 /** The embedding example: the first ts block after the "Use it in your project" heading of the root README. */
 function readmeExample(): string {
   const text = readFileSync(join(repoRoot, 'README.md'), 'utf8')
@@ -81,6 +69,18 @@ async function statusOf(socketPath: string, timeoutMs: number): Promise<{ versio
 }
 
 describe('a fresh npm project with the packed packages installed (test/consumer)', () => {
+  let installed: Installed
+
+  beforeAll(async () => {
+    installed = await installFresh('consumer')
+    const sizes = installed.tarballs.map((t) => `${t.file.split('/').pop()} ${(t.bytes / 1024).toFixed(1)} KiB`).join(', ')
+    console.log(`consumer: build ${Math.round(installed.buildMs)} ms, pack ${Math.round(installed.packMs)} ms, npm install ${Math.round(installed.installMs)} ms; ${sizes}`)
+  }, INSTALL_TIMEOUT_MS)
+
+  afterAll(() => {
+    if (installed !== undefined) rmSync(dirname(installed.project), { recursive: true, force: true })
+  })
+
   it('takes every dependency from the registry, none from git or GitHub', () => {
     expect(gitSources(installed.project)).toEqual([])
   })
@@ -229,12 +229,13 @@ describe('the published manifests (packages/*/package.json)', () => {
       expect(m.files).toContain('dist')
       // In the repository `exports` name the TypeScript sources (tsx, vitest); `pnpm pack` puts
       // `publishConfig.exports` in their place. An entry point added to one only fails here.
-      const built = m.publishConfig?.exports ?? {}
-      expect(Object.keys(built).sort()).toEqual(Object.keys(m.exports ?? {}).sort())
-      for (const [entry, source] of Object.entries(m.exports ?? {})) {
-        const stem = source.replace(/^\.\/src\//, './dist/').replace(/\.ts$/, '')
-        expect(built[entry], entry).toEqual({ types: `${stem}.d.ts`, import: `${stem}.js` })
-      }
+      const expected = Object.fromEntries(
+        Object.entries(m.exports ?? {}).map(([entry, source]) => {
+          const stem = source.replace(/^\.\/src\//, './dist/').replace(/\.ts$/, '')
+          return [entry, { types: `${stem}.d.ts`, import: `${stem}.js` }]
+        }),
+      )
+      expect(m.publishConfig?.exports, `packages/${dir}/package.json: publishConfig.exports must be the built twin of every entry in exports`).toEqual(expected)
       // A module imported at run time but only a devDependency works here (pnpm installs it) and
       // breaks for a user; tsx must never be needed by what a user installs.
       const dependencies = Object.keys(m.dependencies ?? {})
