@@ -85,6 +85,22 @@ describe('a fresh npm project with the packed packages installed (test/consumer)
     expect(gitSources(installed.project)).toEqual([])
   })
 
+  it('each installed package is built JavaScript with declarations and maps, its sources beside them, no tests, no workspace ranges', () => {
+    for (const dir of PUBLISHED) {
+      const name = manifestOf(dir).name
+      const root = join(installed.project, 'node_modules', ...name.split('/'))
+      const files = new Set(listFiles(root).map((f) => f.slice(root.length + 1)))
+      const entry = name === '@phoenix-overlay/cli' ? 'main' : 'index'
+      for (const f of [`dist/${entry}.js`, `dist/${entry}.js.map`, `dist/${entry}.d.ts`, `dist/${entry}.d.ts.map`, `src/${entry}.ts`, 'package.json', 'README.md']) expect(files.has(f), `${name}: ${f}`).toBe(true)
+      expect([...files].filter((f) => /(^|\/)test\/|\.test\.|tsbuildinfo/.test(f)), name).toEqual([])
+      const text = readFileSync(join(root, 'package.json'), 'utf8')
+      expect(text, name).not.toContain('workspace:')
+      expect(text, name).not.toContain('./src/')
+    }
+    // One `phoenix` command: the umbrella's, not the CLI package's in-repo shell script.
+    expect(realpathSync(join(installed.project, 'node_modules', '.bin', 'phoenix'))).toBe(realpathSync(join(installed.project, 'node_modules', 'phoenix-overlay', 'bin', 'phoenix.js')))
+  })
+
   it('(a) plain JavaScript: two nodes with the service exchange an acknowledged message by name', async () => {
     const file = join(installed.project, 'two-nodes.mjs')
     writeFileSync(
@@ -200,15 +216,15 @@ interface Manifest {
 
 const manifestOf = (dir: string): Manifest => JSON.parse(readFileSync(join(repoRoot, 'packages', dir, 'package.json'), 'utf8')) as Manifest
 
-/** Every .ts file under a directory. */
-function tsFiles(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? tsFiles(join(dir, e.name)) : e.name.endsWith('.ts') ? [join(dir, e.name)] : []))
+/** Every file under a directory. */
+function listFiles(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? listFiles(join(dir, e.name)) : [join(dir, e.name)]))
 }
 
 /** The packages a package's sources import (`pkg` or `@scope/pkg`, subpaths and `node:` built-ins left out). */
 function importedPackages(dir: string): string[] {
   const found = new Set<string>()
-  for (const file of tsFiles(join(repoRoot, 'packages', dir, 'src'))) {
+  for (const file of listFiles(join(repoRoot, 'packages', dir, 'src')).filter((f) => f.endsWith('.ts'))) {
     for (const m of readFileSync(file, 'utf8').matchAll(/(?:\bfrom|\bimport\()\s*'([^'.][^']*)'/g)) {
       const spec = m[1]!
       if (spec.startsWith('node:')) continue
@@ -219,6 +235,10 @@ function importedPackages(dir: string): string[] {
 }
 
 describe('the published manifests (packages/*/package.json)', () => {
+  it('all share one version (released together; see CHANGELOG.md)', () => {
+    expect(new Set(PUBLISHED.map((dir) => manifestOf(dir).version)).size).toBe(1)
+  })
+
   for (const dir of PUBLISHED) {
     it(`${dir}: publishable, with built exports for every source export, and every import a dependency`, () => {
       const m = manifestOf(dir)
