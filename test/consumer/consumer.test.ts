@@ -9,7 +9,7 @@
  * The manifest checks at the end read the package.json files only.
  */
 import { spawn } from 'node:child_process'
-import { readdirSync, readFileSync, readlinkSync, realpathSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync, readlinkSync, realpathSync, rmSync, writeFileSync } from 'node:fs'
 import { get } from 'node:http'
 import { connect } from 'node:net'
 import { dirname, join } from 'node:path'
@@ -235,6 +235,14 @@ function importedPackages(dir: string): string[] {
 }
 
 describe('the published manifests (packages/*/package.json)', () => {
+  it('every other workspace package is private, so `pnpm -r publish` publishes exactly these', () => {
+    const dirs = [...readdirSync(join(repoRoot, 'packages')).map((d) => `packages/${d}`), 'test', 'bench', 'simulations', ...readdirSync(join(repoRoot, 'examples')).map((d) => `examples/${d}`)]
+    const published = new Set<string>(PUBLISHED.map((d) => `packages/${d}`))
+    const others = dirs.filter((d) => !published.has(d) && existsSync(join(repoRoot, d, 'package.json')))
+    expect(others.length).toBeGreaterThan(0)
+    for (const d of others) expect((JSON.parse(readFileSync(join(repoRoot, d, 'package.json'), 'utf8')) as Manifest).private, d).toBe(true)
+  })
+
   it('all share one version (released together; see CHANGELOG.md)', () => {
     expect(new Set(PUBLISHED.map((dir) => manifestOf(dir).version)).size).toBe(1)
   })
