@@ -179,8 +179,7 @@ await worker.stop(); await hub.libp2p.stop()
     node.stderr.on('data', (d: Buffer) => (output += d.toString('utf8')))
     const exited = new Promise<number | null>((resolve) => node.on('exit', (code) => resolve(code)))
     try {
-      // Ready once the control endpoint answers: the node prints its address lines before it
-      // installs its SIGTERM handler in the same turn, so the first answer comes after both.
+      // Ready once the control endpoint answers, with the version and listen address.
       const status = await statusOf(control, STOP_WAIT_MS)
       expect(status.version).toBe(umbrella.version)
       const port = Number(/\/ip4\/127\.0\.0\.1\/tcp\/(\d+)/.exec(status.addresses.join(' '))?.[1])

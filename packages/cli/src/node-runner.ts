@@ -157,11 +157,9 @@ export async function runNode(options: NodeOptions, version: string): Promise<vo
   if (options.print === true) printMessages(inbox)
   pump(phoenix, inbox).catch((error: Error) => process.stderr.write(`phoenix: receiving stopped: ${error.message}\n`))
   control.serve({ phoenix, inbox, id: libp2p.peerId.toString(), addresses: () => libp2p.getMultiaddrs().map(String), version })
-  say(`phoenix node ${libp2p.peerId.toString()} listening on ${libp2p.getMultiaddrs().map(String).join(' ')}`)
-  say(`names: ${phoenix.names.join(', ') || '(none)'}; hubs: ${options.hub.length}; pid ${process.pid}`)
-  if (options.control !== undefined) say(`control endpoint on ${'port' in options.control ? `127.0.0.1:${options.control.port}` : controlText(options.control)}`)
-
   // A graceful leave on SIGTERM/SIGINT or a launcher's death: neighbours hear we are gone before connections close.
+  // Installed before the lines below, which a job manager reads as "started": a signal sent the
+  // moment it sees them must find the handler (Node's default for SIGTERM is to die at once).
   guardProcess({
     stop: async () => {
       await libp2p.stop()
@@ -171,4 +169,8 @@ export async function runNode(options: NodeOptions, version: string): Promise<vo
       say('left')
     },
   })
+
+  say(`phoenix node ${libp2p.peerId.toString()} listening on ${libp2p.getMultiaddrs().map(String).join(' ')}`)
+  say(`names: ${phoenix.names.join(', ') || '(none)'}; hubs: ${options.hub.length}; pid ${process.pid}`)
+  if (options.control !== undefined) say(`control endpoint on ${'port' in options.control ? `127.0.0.1:${options.control.port}` : controlText(options.control)}`)
 }
