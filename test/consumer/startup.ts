@@ -2,14 +2,15 @@
  * `phoenix --version` start-up time: the repository's bin (packages/cli/bin/phoenix, which loads
  * the TypeScript sources through tsx) against the bin a user installs (phoenix-overlay's
  * bin/phoenix.js, built JavaScript), both on the workspace's Node 24, in one run, interleaved.
- * Also prints the tarballs' sizes and what `npm install` of them takes in a fresh project.
+ * Also prints the tarballs' sizes and what `npm install` of them takes in a fresh project, with
+ * npm's cache as it is and with an empty one.
  *
  *   npx -y pnpm@10 run bench:startup [-- --runs 10]
  */
 import { rmSync } from 'node:fs'
 import { basename, dirname, join } from 'node:path'
 import { parseArgs } from 'node:util'
-import { installFresh, repoRoot, run } from './install.ts'
+import { installFresh, npmInstall, repoRoot, run } from './install.ts'
 
 const { values } = parseArgs({ options: { runs: { type: 'string', default: '10' } } })
 const runs = Number(values.runs)
@@ -27,7 +28,10 @@ try {
   for (const t of installed.tarballs) console.log(`  ${basename(t.file).padEnd(40)} ${(t.bytes / 1024).toFixed(1).padStart(7)} KiB`)
   const total = installed.tarballs.reduce((sum, t) => sum + t.bytes, 0)
   console.log(`  ${'total'.padEnd(40)} ${(total / 1024).toFixed(1).padStart(7)} KiB`)
-  console.log(`npm install of the tarballs in a fresh project: ${(installed.installMs / 1000).toFixed(1)} s (build ${(installed.buildMs / 1000).toFixed(1)} s, pack ${(installed.packMs / 1000).toFixed(1)} s)`)
+  console.log(`build ${(installed.buildMs / 1000).toFixed(1)} s, pack ${(installed.packMs / 1000).toFixed(1)} s`)
+  console.log(`npm install of the tarballs in a fresh project, npm's cache as it is: ${(installed.installMs / 1000).toFixed(1)} s`)
+  const coldMs = await npmInstall(join(dirname(installed.project), 'cold'), installed.tarballs, join(dirname(installed.project), 'empty-npm-cache'))
+  console.log(`npm install of the tarballs in a fresh project, empty npm cache (all from the registry): ${(coldMs / 1000).toFixed(1)} s`)
 
   const bins = {
     'before: packages/cli/bin/phoenix (tsx, from source)': join(repoRoot, 'packages', 'cli', 'bin', 'phoenix'),
