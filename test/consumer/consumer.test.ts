@@ -19,6 +19,8 @@ import { PUBLISHED, gitSources, installFresh, repoRoot, run, tsc, userEnv, type 
 
 /** Build, pack and a cold `npm install` take ~30 s on a quiet 2-core machine; times 3 and some for a loaded one. */
 const INSTALL_TIMEOUT_MS = 180_000
+/** One use of the installed packages: (b)'s type-check of every declaration takes ~10 s quiet, ~20 s loaded; times 3 and some. */
+const USE_TIMEOUT_MS = 120_000
 /** A node leaves within 5 s of SIGTERM (the CLI's STOP_GRACE_MS); times 3 for a loaded machine. */
 const STOP_WAIT_MS = 15_000
 /** How often to ask a starting node's control endpoint whether it is up. */
@@ -127,10 +129,10 @@ console.log(JSON.stringify({ name: m.name, text: new TextDecoder().decode(m.payl
 await worker.stop(); await hub.libp2p.stop()
 `,
     )
-    const { stdout } = await run(process.execPath, [file], installed.project, 60_000)
+    const { stdout } = await run(process.execPath, [file], installed.project, USE_TIMEOUT_MS)
     const out = JSON.parse(stdout.trim().split('\n').pop()!) as Record<string, string>
     expect(out).toEqual({ name: 'rank-0', text: 'hello', from: out.worker, worker: out.worker, noRoute: 'NO_ROUTE', coreError: 'function' })
-  })
+  }, USE_TIMEOUT_MS)
 
   it("(b) the README's embedding example type-checks under strict against the shipped declarations, and runs", async () => {
     const example = readmeExample()
@@ -161,9 +163,9 @@ await worker.stop(); await hub.libp2p.stop()
     expect(checked.stdout, 'tsc found errors').toBe('')
     expect(checked.code).toBe(0)
     // Node 24 strips the types of a .ts file outside node_modules, so the example runs as written.
-    const { stdout } = await run(process.execPath, ['example.ts'], installed.project, 60_000)
+    const { stdout } = await run(process.execPath, ['example.ts'], installed.project, USE_TIMEOUT_MS)
     expect(stdout).toMatch(/rank-0 got "hello"/)
-  })
+  }, USE_TIMEOUT_MS)
 
   it('(c) the installed phoenix bin answers --version, starts a node, and stops on SIGTERM to its pid', async () => {
     const bin = join(installed.project, 'node_modules', '.bin', 'phoenix')
@@ -197,7 +199,7 @@ await worker.stop(); await hub.libp2p.stop()
     } finally {
       if (node.exitCode === null && node.signalCode === null) node.kill('SIGKILL')
     }
-  })
+  }, USE_TIMEOUT_MS)
 })
 
 interface Manifest {
