@@ -15,7 +15,7 @@ import { connect } from 'node:net'
 import { dirname, join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { codeBlocks } from '../docs/readme-examples.ts'
-import { PUBLISHED, gitSources, installFresh, repoRoot, run, tsc, userEnv, type Installed } from './install.ts'
+import { PUBLISHED, gitSources, installFresh, repoRoot, run, sameRangeAs, tsc, userEnv, type Installed } from './install.ts'
 
 /** Build, pack and a cold `npm install` take ~30 s on a quiet 2-core machine; times 3 and some for a loaded one. */
 const INSTALL_TIMEOUT_MS = 180_000
@@ -74,7 +74,8 @@ describe('a fresh npm project with the packed packages installed (test/consumer)
   let installed: Installed
 
   beforeAll(async () => {
-    installed = await installFresh('consumer')
+    // The user's own libp2p node, for (a): its modules at the ranges the transport is built against.
+    installed = await installFresh('consumer', ['libp2p', '@libp2p/tcp', '@chainsafe/libp2p-noise', '@chainsafe/libp2p-yamux'].map((name) => sameRangeAs('transport', name)))
     const sizes = installed.tarballs.map((t) => `${t.file.split('/').pop()} ${(t.bytes / 1024).toFixed(1)} KiB`).join(', ')
     console.log(`consumer: build ${Math.round(installed.buildMs)} ms, pack ${Math.round(installed.packMs)} ms, npm install ${Math.round(installed.installMs)} ms; ${sizes}`)
   }, INSTALL_TIMEOUT_MS)

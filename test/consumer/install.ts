@@ -105,22 +105,31 @@ export async function pack(into: string): Promise<{ tarballs: Tarball[]; ms: num
 }
 
 /** A new npm project in `dir` with the tarballs installed (`cacheDir`: npm's cache, e.g. an empty one for a cold install); returns how long `npm install` took. */
-export async function npmInstall(dir: string, tarballs: readonly Tarball[], cacheDir?: string): Promise<number> {
+export async function npmInstall(dir: string, tarballs: readonly Tarball[], options: { cacheDir?: string; alsoFromRegistry?: readonly string[] } = {}): Promise<number> {
   mkdirSync(dir, { recursive: true })
   writeFileSync(join(dir, 'package.json'), `${JSON.stringify({ name: 'phoenix-consumer', version: '1.0.0', private: true, type: 'module' }, null, 2)}\n`)
-  const cache = cacheDir === undefined ? [] : ['--cache', cacheDir]
-  return (await run('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error', ...cache, ...tarballs.map((t) => t.file)], dir)).ms
+  const cache = options.cacheDir === undefined ? [] : ['--cache', options.cacheDir]
+  const args = ['install', '--no-audit', '--no-fund', '--loglevel=error', ...cache, ...tarballs.map((t) => t.file), ...(options.alsoFromRegistry ?? [])]
+  return (await run('npm', args, dir)).ms
 }
 
-/** Build, pack and `npm install` into a new temporary project; returns where, and what each step took. */
-export async function installFresh(label: string): Promise<Installed> {
+/** `name@range` as `packages/<dir>` depends on it: what a user adds to put the service in a libp2p node of their own. */
+export function sameRangeAs(dir: string, name: string): string {
+  const manifest = JSON.parse(readFileSync(join(repoRoot, 'packages', dir, 'package.json'), 'utf8')) as { dependencies?: Record<string, string> }
+  const range = manifest.dependencies?.[name]
+  if (range === undefined) throw new Error(`packages/${dir}/package.json does not depend on ${name}`)
+  return `${name}@${range}`
+}
+
+/** Build, pack and `npm install` into a new temporary project (with `alsoFromRegistry`, e.g. `libp2p@^3`); returns where, and what each step took. */
+export async function installFresh(label: string, alsoFromRegistry: readonly string[] = []): Promise<Installed> {
   const root = mkdtempSync(join(tmpdir(), `phoenix-${label}-`))
   const packs = join(root, 'tarballs')
   const project = join(root, 'project')
   mkdirSync(packs)
   const buildMs = await build()
   const { tarballs, ms: packMs } = await pack(packs)
-  const installMs = await npmInstall(project, tarballs)
+  const installMs = await npmInstall(project, tarballs, { alsoFromRegistry })
   return { project, tarballs, buildMs, packMs, installMs }
 }
 

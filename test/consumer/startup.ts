@@ -30,7 +30,7 @@ try {
   console.log(`  ${'total'.padEnd(40)} ${(total / 1024).toFixed(1).padStart(7)} KiB`)
   console.log(`build ${(installed.buildMs / 1000).toFixed(1)} s, pack ${(installed.packMs / 1000).toFixed(1)} s`)
   console.log(`npm install of the tarballs in a fresh project, npm's cache as it is: ${(installed.installMs / 1000).toFixed(1)} s`)
-  const coldMs = await npmInstall(join(dirname(installed.project), 'cold'), installed.tarballs, join(dirname(installed.project), 'empty-npm-cache'))
+  const coldMs = await npmInstall(join(dirname(installed.project), 'cold'), installed.tarballs, { cacheDir: join(dirname(installed.project), 'empty-npm-cache') })
   console.log(`npm install of the tarballs in a fresh project, empty npm cache (all from the registry): ${(coldMs / 1000).toFixed(1)} s`)
 
   const bins = {
