@@ -55,7 +55,7 @@ function describeStartError(error: Error): Error {
     }
     return new Error(`--listen: ${error.message.split('\n')[0]}`)
   }
-  if (/pre-shared key|psk|swarm key/i.test(error.message)) return new Error(`--psk: ${error.message.split('\n')[0]}`)
+  if (/pre-shared key|psk|swarm key/i.test(error.message)) return new Error(`--psk: ${error.message.split('\n')[0]!.replace(/^privateNetworkKey: /, '')}`)
   return new Error(error.message.split('\n')[0])
 }
 
