@@ -44,7 +44,10 @@ async function start(config: NodeConfig): Promise<{ phoenix: PhoenixNode; stop: 
     ...(config.psk !== undefined ? { privateNetworkKey: new Uint8Array(Buffer.from(config.psk, 'latin1')) } : {}),
     connectionGater: subnetFirewall(own, (address) => config.placement[Number(/\/tcp\/(\d+)/.exec(address.toString())?.[1])]),
   })
-  return { phoenix, stop: () => libp2p.stop(), address: `/ip4/127.0.0.1/tcp/${config.port}/p2p/${libp2p.peerId.toString()}` }
+  return { phoenix, stop: async () => {
+      await libp2p.stop()
+    },
+    address: `/ip4/127.0.0.1/tcp/${config.port}/p2p/${libp2p.peerId.toString()}` }
 }
 
 /** Keeps `window` acknowledged sends to `flowTo` in flight until the time is up, then waits for them all to settle. */

@@ -74,15 +74,15 @@ interface RelayResult {
 
 /** Starts the hub and the 8 members (with the key, or none), waits for full routes, runs the flows, stops everything. */
 async function relay(seconds: number, window: number, withKey: boolean): Promise<RelayResult> {
-  const psk = withKey ? Buffer.from(generateSwarmKey()).toString('latin1') : undefined
+  const psk = withKey ? { psk: Buffer.from(generateSwarmKey()).toString('latin1') } : {}
   const base = 41000 + (process.pid % 400) * 10
   const placement: NodeConfig['placement'] = { [base]: { subnet: 'hub', gateway: true } }
   const labels = [...Array.from({ length: FLOWS_PER_SIDE }, (_, i) => `a${i}`), ...Array.from({ length: FLOWS_PER_SIDE }, (_, i) => `b${i}`)]
   labels.forEach((label, i) => (placement[base + 1 + i] = { subnet: label[0]!.toUpperCase(), gateway: false }))
   const hub = spawnChild('node')
-  const { address: hubAddress } = await hub.request<{ address: string }>({ label: 'hub', port: base, psk, hubs: [], placement } satisfies NodeConfig)
+  const { address: hubAddress } = await hub.request<{ address: string }>({ label: 'hub', port: base, ...psk, hubs: [], placement } satisfies NodeConfig)
   const members = labels.map(() => spawnChild('node'))
-  await Promise.all(members.map((m, i) => m.request({ label: labels[i]!, port: base + 1 + i, psk, hubs: [hubAddress], placement } satisfies NodeConfig)))
+  await Promise.all(members.map((m, i) => m.request({ label: labels[i]!, port: base + 1 + i, ...psk, hubs: [hubAddress], placement } satisfies NodeConfig)))
   const routeErrors = await Promise.all(members.map((m, i) => m.request<{ error?: string }>({ routesTo: labels.filter((_, j) => j !== i) })))
   for (const [i, r] of routeErrors.entries()) if (r.error !== undefined) throw new Error(`${labels[i]}: ${r.error}`)
   const peer = (label: string) => (label.startsWith('a') ? `b${label.slice(1)}` : `a${label.slice(1)}`)

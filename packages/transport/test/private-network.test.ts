@@ -142,12 +142,16 @@ describe('nodes: a Phoenix node with our protector and one with @libp2p/pnet\'s'
       connectionMonitor: { enabled: false },
       services: { phoenix: phoenix({ names, hubs }) },
     })
-    stops.push(() => libp2p.stop())
+    stops.push(async () => {
+      await libp2p.stop()
+    })
     return { libp2p, phoenix: libp2p.services.phoenix as PhoenixNode }
   }
   const ourNode = async (psk: Uint8Array, names: string[], hubs: string[] = []) => {
     const node = await createPhoenixLibp2p({ listen: ['/ip4/127.0.0.1/tcp/0'], privateNetworkKey: psk, names, hubs })
-    stops.push(() => node.libp2p.stop())
+    stops.push(async () => {
+      await node.libp2p.stop()
+    })
     return node
   }
   const firstMessage = (node: PhoenixNode) => node.messages().next().then((m) => (m.done === true ? undefined : new TextDecoder().decode(m.value.payload)))
