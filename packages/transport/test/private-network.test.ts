@@ -1,7 +1,7 @@
 import { noise } from '@chainsafe/libp2p-noise'
 import { yamux } from '@chainsafe/libp2p-yamux'
 import { generateKeyPair } from '@libp2p/crypto/keys'
-import type { MessageStream } from '@libp2p/interface'
+import type { ConnectionProtector, MessageStream } from '@libp2p/interface'
 import { generateKey as pnetGenerateKey, preSharedKey } from '@libp2p/pnet'
 import { tcp } from '@libp2p/tcp'
 import { xsalsa20 } from '@noble/ciphers/salsa.js'
@@ -131,14 +131,15 @@ describe('nodes: a Phoenix node with our protector and one with @libp2p/pnet\'s'
   afterEach(async () => {
     await Promise.all(stops.splice(0).map((stop) => stop()))
   })
-  const pnetNode = async (psk: Uint8Array, names: string[], hubs: string[]) => {
+  /** A Phoenix node on libp2p with the given protector: `@libp2p/pnet`'s, or one of ours we keep a handle on. */
+  const libp2pNode = async (protector: () => ConnectionProtector, names: string[], hubs: string[]) => {
     const libp2p = await createLibp2p({
       privateKey: await generateKeyPair('Ed25519'),
       addresses: { listen: ['/ip4/127.0.0.1/tcp/0'] },
       transports: [tcp()],
       connectionEncrypters: [noise()],
       streamMuxers: [yamux()],
-      connectionProtector: preSharedKey({ psk }),
+      connectionProtector: protector,
       connectionMonitor: { enabled: false },
       services: { phoenix: phoenix({ names, hubs }) },
     })
@@ -147,6 +148,7 @@ describe('nodes: a Phoenix node with our protector and one with @libp2p/pnet\'s'
     })
     return { libp2p, phoenix: libp2p.services.phoenix as PhoenixNode }
   }
+  const pnetNode = (psk: Uint8Array, names: string[], hubs: string[]) => libp2pNode(preSharedKey({ psk }), names, hubs)
   const ourNode = async (psk: Uint8Array, names: string[], hubs: string[] = []) => {
     const node = await createPhoenixLibp2p({ listen: ['/ip4/127.0.0.1/tcp/0'], privateNetworkKey: psk, names, hubs })
     stops.push(async () => {
@@ -168,8 +170,9 @@ describe('nodes: a Phoenix node with our protector and one with @libp2p/pnet\'s'
     expect(await atMember).toBe('from ours')
   }, 60_000)
 
-  it('with different keys, neither can connect to the other', async () => {
-    const ours = await ourNode(generateSwarmKey(), ['ours'])
+  it('with different keys, neither can connect to the other, and our protector keeps nothing of the attempts', async () => {
+    const ourProtector = new PrivateNetworkProtector({ psk: generateSwarmKey() })
+    const ours = await libp2pNode(() => ourProtector, ['ours'], [])
     const theirs = await pnetNode(generateSwarmKey(), ['pnets'], [])
     await expect(ours.libp2p.dial(theirs.libp2p.getMultiaddrs()[0]!)).rejects.toThrow()
     await expect(theirs.libp2p.dial(ours.libp2p.getMultiaddrs()[0]!)).rejects.toThrow()
@@ -177,6 +180,19 @@ describe('nodes: a Phoenix node with our protector and one with @libp2p/pnet\'s'
     expect(ours.libp2p.getConnections()).toEqual([])
     expect(theirs.libp2p.getConnections()).toEqual([])
     expect(ours.phoenix.peers()).toEqual([])
+    expect(ourProtector.openConnections).toBe(0)
+  }, 60_000)
+
+  it('a node of ours connects with the key, and the connection is let go when it closes', async () => {
+    const psk = generateSwarmKey()
+    const ourProtector = new PrivateNetworkProtector({ psk })
+    const ours = await libp2pNode(() => ourProtector, ['ours'], [])
+    const theirs = await pnetNode(psk, ['pnets'], [])
+    const connection = await ours.libp2p.dial(theirs.libp2p.getMultiaddrs()[0]!)
+    expect(ourProtector.openConnections).toBe(1)
+    await connection.close()
+    await new Promise((r) => setTimeout(r, 200))
+    expect(ourProtector.openConnections).toBe(0)
   }, 60_000)
 })
 
