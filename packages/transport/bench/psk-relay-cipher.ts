@@ -19,6 +19,7 @@ interface CipherMemoryRequest {
 }
 
 const BIG_WRITE_BYTES = 64 * 1024 * 1024
+const WARM_UP_CONNECTIONS = 200
 
 async function settledHeapBytes(): Promise<number> {
   const gc = (globalThis as { gc?: () => void }).gc
@@ -35,7 +36,7 @@ const unprotected: ConnectionProtector = { protect: async (connection) => connec
 
 async function oneConnection(dialer: ConnectionProtector, listener: ConnectionProtector, i: number): Promise<void> {
   const [a, b] = await protectedPair(dialer, listener)
-  const hello = patterned(100 + (i % 200), i)
+  const hello = patterned(100 + (Math.abs(i) % 200), i)
   const there = receive(b, hello.byteLength)
   a.send(hello)
   await there
@@ -45,19 +46,20 @@ async function oneConnection(dialer: ConnectionProtector, listener: ConnectionPr
   await Promise.all([a.close(), b.close()])
 }
 
-/** What the cipher holds, in words: pnet's xsalsa20 WebAssembly slots and memory, or the connections ours counts open. */
-function held(request: CipherMemoryRequest, ours: PrivateNetworkProtector[]): string {
-  if (request.protector === 'none') return 'nothing (no cipher)'
-  if (request.protector === 'ours') return `${ours.reduce((s, p) => s + p.openConnections, 0)} connections held`
+/** What the cipher holds, in bytes or connections: pnet's xsalsa20 WebAssembly slots and memory, or the connections ours counts open. */
+function held(request: CipherMemoryRequest, ours: PrivateNetworkProtector[]): { amount: number; unit: string; memoryBytes?: number } {
+  if (request.protector === 'none') return { amount: 0, unit: 'bytes (no cipher)' }
+  if (request.protector === 'ours') return { amount: ours.reduce((s, p) => s + p.openConnections, 0), unit: 'connections held open' }
   const { slotBytes, memoryBytes } = xsalsa20Memory()
-  return `${slotBytes} bytes of cipher slots held, WebAssembly memory ${memoryBytes} bytes`
+  return { amount: slotBytes, unit: 'bytes of xsalsa20 slots held', memoryBytes }
 }
 
 async function measure(request: CipherMemoryRequest): Promise<string> {
   const psk = generateSwarmKey()
   const ours = request.protector === 'ours' ? [new PrivateNetworkProtector({ psk }), new PrivateNetworkProtector({ psk })] : []
   const [dialer, listener] = request.protector === 'ours' ? ours : request.protector === 'none' ? [unprotected, unprotected] : [preSharedKey({ psk })(), preSharedKey({ psk })()]
-  await oneConnection(dialer!, listener!, 0) // loads every module once, so the baseline is not the code
+  // Warm up: load every module and let the JIT settle, so the baseline is not code being compiled.
+  for (let i = 0; i < WARM_UP_CONNECTIONS; i++) await oneConnection(dialer!, listener!, -1 - i)
   const heapBefore = await settledHeapBytes()
   const before = held(request, ours)
   const started = performance.now()
@@ -68,8 +70,14 @@ async function measure(request: CipherMemoryRequest): Promise<string> {
   const seconds = (performance.now() - started) / 1000
   const heapAfter = await settledHeapBytes()
   const after = held(request, ours)
+  const wasm = before.memoryBytes === undefined ? '' : `, WebAssembly memory ${before.memoryBytes} -> ${after.memoryBytes} bytes`
   const big = await bigWrite(dialer!, listener!)
-  return `${failure || `all ${request.connections} connections ok`} (${seconds.toFixed(1)} s); before: ${before}; after: ${after}; heap after GC ${((heapAfter - heapBefore) / 1024).toFixed(0)} KiB over the start; one 64 MiB write: ${big}`
+  return [
+    `${failure || `all ${request.connections} connections ok`} (${seconds.toFixed(1)} s)`,
+    `${before.amount} -> ${after.amount} ${before.unit} (+${after.amount - before.amount})${wasm}`,
+    `heap after GC ${((heapAfter - heapBefore) / 1024).toFixed(0)} KiB over the start`,
+    `one 64 MiB write: ${big}`,
+  ].join('; ')
 }
 
 async function bigWrite(dialer: ConnectionProtector, listener: ConnectionProtector): Promise<string> {

@@ -234,7 +234,8 @@ describe('protector: memory', () => {
         gc()
       }
     }
-    await oneConnection(0) // loads everything once, so the baseline counts no module code
+    // Warm up (modules loaded, JIT settled) so the baseline is not code being compiled; watched too.
+    for (let i = 0; i < 100; i++) await oneConnection(10_000 + i)
     await settle()
     const heapBefore = process.memoryUsage().heapUsed
     const refs: WeakRef<MessageStream>[] = []
