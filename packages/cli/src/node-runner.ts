@@ -46,7 +46,7 @@ const LISTEN_CAUSES: Record<string, string> = {
  * libp2p reports listen failures as one multi-line error (with stack traces, and advice about a
  * `transportManager` option the CLI does not have); this names the `--listen` address and cause.
  */
-function describeStartError(error: Error): Error {
+function describeStartError(error: Error, pskFile: string | undefined): Error {
   if (error.name === 'UnsupportedListenAddressesError') {
     const first = /^\s+(\/\S+): (?:\w*Error: )?(.+)$/m.exec(error.message)
     if (first !== null) {
@@ -55,6 +55,8 @@ function describeStartError(error: Error): Error {
     }
     return new Error(`--listen: ${error.message.split('\n')[0]}`)
   }
+  // The transport names its option (`privateNetworkKey: …`); the user gave `--psk <file>`.
+  if (/^privateNetworkKey: /.test(error.message)) return new Error(`--psk ${pskFile}: ${error.message.split('\n')[0]!.slice('privateNetworkKey: '.length)}`)
   if (/pre-shared key|psk|swarm key/i.test(error.message)) return new Error(`--psk: ${error.message.split('\n')[0]}`)
   return new Error(error.message.split('\n')[0])
 }
@@ -149,7 +151,7 @@ export async function runNode(options: NodeOptions, version: string): Promise<vo
     privateKey,
     ...(privateNetworkKey !== undefined ? { privateNetworkKey } : {}),
     ...(options.allow.length > 0 ? { allowedPeers: options.allow } : {}),
-  }).catch((error: Error) => Promise.reject(describeStartError(error)))
+  }).catch((error: Error) => Promise.reject(describeStartError(error, options.psk)))
   // A neighbour dropped for breaking the protocol is logged at error level: shown by default
   // (DEBUG=... replaces this choice, e.g. DEBUG=phoenix:* for everything the node logs).
   if (process.env.DEBUG === undefined) enableLogs('phoenix:*:error')

@@ -89,6 +89,7 @@ describe("the CLI's edges", () => {
       [['node', '--key', isDir], `phoenix: --key ${isDir}: not a file (a directory)`],
       [['node', '--key', garbage], new RegExp(`^phoenix: --key ${garbage}: not a libp2p private key \\(9 bytes; `)],
       [['node', '--hub', 'example.com:7000'], /^phoenix: --hub example.com:7000: not a multiaddr/],
+      [['node', '--psk', garbage], new RegExp(`^phoenix: --psk ${garbage}: not a swarm key \\(first line is "not a key"; expected /key/swarm/psk/1\\.0\\.0/`)],
       [['routes', '--control', nobody], `phoenix: --control ${nobody}: no node answers on ${nobody} (is \`phoenix node --control ${nobody}\` running?)`],
     ]
     const runs = await Promise.all(cases.map(([args]) => phoenix(args)))

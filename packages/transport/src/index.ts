@@ -7,3 +7,7 @@ export { SshTunnels, SshTunnelError, SSH_TUNNEL_LIMITS, SSH_TUNNEL_TIMING, type 
 export { formatSshAddress, isSshAddress, parseSshAddress, type SshAddress } from './ssh-address.ts'
 export { advertisable, classifyAddress, orderForDialing, type AddressClass, type LocalView } from './address-classes.ts'
 export { firstFreePort, parsePortRange, type PortRange } from './port-range.ts'
+export { PrivateNetworkProtector, privateNetwork, PRIVATE_NETWORK_TIMING, type PrivateNetworkInit } from './pnet/protector.ts'
+export { decodeSwarmKey, generateKey, generateSwarmKey, SwarmKeyError, SWARM_KEY_FILE_BYTES } from './pnet/swarm-key.ts'
+export { KeystreamExhaustedError, KEYSTREAM_LIMITS } from './pnet/keystream.ts'
+export { PROTECTED_CONNECTION_LIMITS } from './pnet/protected-connection.ts'

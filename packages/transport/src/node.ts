@@ -2,12 +2,12 @@ import { noise } from '@chainsafe/libp2p-noise'
 import { yamux } from '@chainsafe/libp2p-yamux'
 import { generateKeyPair } from '@libp2p/crypto/keys'
 import type { ConnectionGater, PrivateKey } from '@libp2p/interface'
-import { preSharedKey } from '@libp2p/pnet'
 import { tcp } from '@libp2p/tcp'
 import type { Multiaddr } from '@multiformats/multiaddr'
 import { createLibp2p, type Libp2p } from 'libp2p'
 import { subnetFirewallAllows } from '@phoenix-overlay/core'
 import { phoenix, type PhoenixInit, type PhoenixNode } from './phoenix.ts'
+import { privateNetwork } from './pnet/protector.ts'
 
 export interface OverlayNodeOptions extends PhoenixInit {
   /** Listen multiaddrs, e.g. /ip4/127.0.0.1/tcp/0. */
@@ -17,9 +17,10 @@ export interface OverlayNodeOptions extends PhoenixInit {
   /** Who may dial whom (an emulated firewall); everything is allowed if absent. */
   connectionGater?: ConnectionGater
   /**
-   * A private network: the pre-shared key (libp2p pnet's swarm-key format, as made by
-   * `generateKey` from `@libp2p/pnet`). A node without the same key cannot complete a handshake,
-   * so it can neither join nor be routed through.
+   * A private network: the pre-shared key, a swarm key file's bytes (libp2p pnet's format, as made
+   * by `generateKey` of this package or of `@libp2p/pnet`). A node without the same key cannot
+   * complete a handshake, so it can neither join nor be routed through. Wire-compatible with
+   * `@libp2p/pnet`'s protector, without its cipher's memory limits (see `PrivateNetworkProtector`).
    */
   privateNetworkKey?: Uint8Array
   /** Peer ids allowed to connect, in either direction; absent = anyone (with the key, if one is set). */
@@ -63,7 +64,7 @@ export async function createPhoenixLibp2p(options: OverlayNodeOptions): Promise<
     connectionEncrypters: [noise()],
     streamMuxers: [yamux()],
     ...(gater !== undefined ? { connectionGater: gater } : {}),
-    ...(privateNetworkKey !== undefined ? { connectionProtector: preSharedKey({ psk: privateNetworkKey }) } : {}),
+    ...(privateNetworkKey !== undefined ? { connectionProtector: privateNetwork({ psk: privateNetworkKey }) } : {}),
     connectionManager: {
       inboundConnectionThreshold: 10_000,
       maxIncomingPendingConnections: 1_024,
