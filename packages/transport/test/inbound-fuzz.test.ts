@@ -276,7 +276,7 @@ async function startNode(): Promise<Harness> {
     logger: defaultLogger(),
     events: new EventTarget(),
   } as unknown as PhoenixComponents
-  const node = new PhoenixNode(components, { names: [OUR_NAME], core: { limits: { destinationsPerNeighbourMax: DESTINATIONS_PER_NEIGHBOUR_MAX, namesPerNeighbourMax: NAMES_PER_NEIGHBOUR_MAX } } })
+  const node = new PhoenixNode(components, { names: [OUR_NAME], timing: { leaveLingerMs: 0 }, core: { limits: { destinationsPerNeighbourMax: DESTINATIONS_PER_NEIGHBOUR_MAX, namesPerNeighbourMax: NAMES_PER_NEIGHBOUR_MAX } } })
   await node.start()
   node.afterStart()
   const harness: Harness = { node, stream: new FakeStream(), dropped: [], delivered: 0 }

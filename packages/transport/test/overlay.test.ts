@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { PhoenixTransportError, type ReceivedMessage } from '../src/index.ts'
-import { LocalCluster as Cluster } from '../src/index.ts'
+import { LocalCluster as Cluster } from '../src/testing/index.ts'
 
 const text = (s: string) => new TextEncoder().encode(s)
 const nextMessage = (cluster: Cluster, label: string, timeoutMs = 10_000) =>

@@ -1,0 +1,193 @@
+import type { Connection, Stream } from '@libp2p/interface'
+import { multiaddr } from '@multiformats/multiaddr'
+import type { DataFrame } from '@phoenix-overlay/wire'
+import type { PeerDropped } from './api.ts'
+import type { CoreDriver } from './core-driver.ts'
+import { NeighbourLink } from './link.ts'
+import { Outbox } from './outbox.ts'
+import { describeError, type NodeParts } from './parts.ts'
+
+/** One neighbour: its link and what is queued on it. */
+export interface Neighbour {
+  readonly link: NeighbourLink
+  readonly outbox: Outbox
+}
+
+/** How frames from a neighbour are handled (forwarding.ts). */
+export interface FrameHandler {
+  /** Handles one frame; false = cannot take it now (the link pauses and retries on resume). */
+  onFrame(link: NeighbourLink, bytes: Uint8Array): boolean
+  /** Data frames that were queued toward a neighbour whose connection closed. */
+  bounceUnsent(frames: readonly DataFrame[], peer: string): void
+}
+
+/**
+ * The neighbours of one run: dialling, the one stream kept per neighbour, queueing frames on it,
+ * and dropping a neighbour. Every callback a link makes is guarded: an error in handling one
+ * connection closes that connection, never the process.
+ */
+export class Neighbours {
+  private readonly byPeer = new Map<string, Neighbour>()
+  handler: FrameHandler | undefined
+  /** Set while leaving: streams opened to us are refused. */
+  closing = false
+
+  constructor(
+    private readonly parts: NodeParts,
+    private readonly driver: CoreDriver,
+  ) {}
+
+  get(peer: string): Neighbour | undefined {
+    return this.byPeer.get(peer)
+  }
+
+  get size(): number {
+    return this.byPeer.size
+  }
+
+  ids(): string[] {
+    return [...this.byPeer.keys()]
+  }
+
+  all(): Neighbour[] {
+    return [...this.byPeer.values()]
+  }
+
+  /** Queues a frame toward `peer`; false if there is no link or its queue is full. */
+  send(peer: string, frame: Uint8Array, data?: DataFrame): boolean {
+    const neighbour = this.byPeer.get(peer)
+    if (neighbour === undefined || !neighbour.link.send(frame)) return false
+    neighbour.outbox.queued(frame.length, data)
+    return true
+  }
+
+  resumeAll(): void {
+    for (const neighbour of this.all()) this.guard(neighbour.link, () => neighbour.link.resume(), undefined)
+  }
+
+  dial(address: string): void {
+    const { driver, parts } = this
+    const core = driver.core
+    let target
+    try {
+      target = multiaddr(address)
+    } catch {
+      core.dialFailed(address, driver.now())
+      return
+    }
+    parts.metrics.count('dials_started')
+    const signal = AbortSignal.timeout(parts.timing.dialTimeoutMs)
+    parts.components.connectionManager
+      .openConnection(target, { signal })
+      .then(async (connection) => this.attach(await connection.newStream(parts.protocol, { signal }), connection, address))
+      .catch((error: Error) => {
+        parts.metrics.count('dials_failed')
+        parts.log('dial %s failed: %s', address, error.message)
+        if (this.closing || core.hasLeft) return
+        try {
+          core.dialFailed(address, driver.now())
+          driver.schedule()
+        } catch (failure) {
+          parts.log.error('dial %s: %s', address, describeError(failure))
+        }
+      })
+  }
+
+  /** A stream to a neighbour opened (by us or by it). Exactly one is kept per neighbour. */
+  attach(stream: Stream, connection: Connection, dialledAddress: string | undefined): void {
+    const { driver, parts } = this
+    if (this.closing || driver.core.hasLeft) {
+      stream.abort(new Error('node is stopping'))
+      return
+    }
+    const peer = connection.remotePeer.toString()
+    const existing = this.byPeer.get(peer)
+    if (existing !== undefined && existing.link.isOpen) {
+      // Both sides opened a stream at once: keep the one opened by the smaller peer id, the
+      // same choice on both sides. Replacing a link is a connection down and up for the core,
+      // so nothing sent on the old one can be lost unnoticed.
+      const opener = stream.direction === 'outbound' ? parts.id : peer
+      const smaller = parts.id < peer ? parts.id : peer
+      const existingOpener = existing.link.stream.direction === 'outbound' ? parts.id : peer
+      if (opener !== smaller || existingOpener === smaller) {
+        stream.abort(new Error('duplicate Phoenix stream'))
+        if (dialledAddress !== undefined) driver.core.connectionUp(peer, driver.now(), dialledAddress)
+        return
+      }
+      existing.link.abort('replaced by the stream opened by the smaller peer id')
+    }
+    const outbox = new Outbox()
+    const { limits } = parts
+    const link: NeighbourLink = new NeighbourLink(
+      peer,
+      outbox.wrap(stream),
+      { outboundBytesMax: limits.outboundBytesMaxPerNeighbour, outboundFramesMax: limits.outboundFramesMaxPerNeighbour, inboundBytesMax: limits.inboundBytesMaxPerNeighbour },
+      parts.log,
+      (bytes): boolean => this.guard(link, () => this.handler?.onFrame(link, bytes) ?? true, true),
+      (closed, reason) => this.guard(undefined, () => this.onLinkClosed(closed, reason), undefined),
+      (bad, reason) => this.drop(bad, 'wire', reason),
+      () => driver.schedule(),
+    )
+    this.byPeer.set(peer, { link, outbox })
+    driver.core.connectionUp(peer, driver.now(), dialledAddress)
+    parts.metrics.count('neighbours_up')
+    driver.schedule()
+  }
+
+  /**
+   * Runs a link callback. If it throws (a bug here, or the core refusing an input), the
+   * connection it came from is closed as `internal`, the error is logged and counted, and the
+   * process goes on.
+   */
+  private guard<T>(link: NeighbourLink | undefined, run: () => T, fallback: T): T {
+    try {
+      return run()
+    } catch (error) {
+      this.parts.metrics.count('internal_errors')
+      if (link !== undefined) this.drop(link, 'internal', `handling its frame failed: ${describeError(error)}`)
+      else this.parts.log.error('internal error: %s', describeError(error))
+      return fallback
+    }
+  }
+
+  private onLinkClosed(link: NeighbourLink, reason: string): void {
+    const { parts, driver } = this
+    parts.metrics.count('bytes_sent', link.bytesSent)
+    parts.metrics.count('bytes_received', link.bytesReceived)
+    const neighbour = this.byPeer.get(link.peer)
+    if (neighbour?.link !== link) return
+    this.byPeer.delete(link.peer)
+    parts.log('neighbour %s down: %s', link.peer, reason)
+    parts.metrics.count('neighbours_down')
+    if (!driver.core.hasLeft) {
+      driver.core.connectionDown(link.peer, driver.now())
+      driver.schedule()
+    }
+    const unsent = neighbour.outbox.takeUnsent()
+    if (unsent.length > 0) this.handler?.bounceUnsent(unsent, link.peer)
+  }
+
+  /**
+   * Disconnects a neighbour, saying why in the log, in the metrics (`peers_dropped`, and
+   * `frames_rejected` for bytes that did not decode) and in a `peer:dropped` event. It may
+   * connect again; the core polices it afresh (its limits and its records).
+   */
+  drop(link: NeighbourLink, kind: PeerDropped['kind'], reason: string): void {
+    if (!link.isOpen) return
+    this.parts.metrics.count('peers_dropped')
+    if (kind === 'wire') this.parts.metrics.count('frames_rejected')
+    this.parts.log.error('dropping neighbour %s (%s): %s', link.peer, kind, reason)
+    link.abort(reason)
+    this.parts.emit('peer:dropped', { peer: link.peer, kind, reason })
+  }
+
+  /** Closes every link once its queue is written, within `flushMaxMs`; then aborts what is left. */
+  async closeAll(reason: string, flushMaxMs: number): Promise<void> {
+    const links = this.all().map((n) => n.link)
+    let timer: ReturnType<typeof setTimeout> | undefined
+    const deadline = new Promise<void>((resolve) => (timer = setTimeout(resolve, flushMaxMs)))
+    await Promise.race([Promise.all(links.map((link) => link.close(reason))), deadline])
+    clearTimeout(timer)
+    for (const link of links) if (link.isOpen) link.abort(`${reason}: its queue was not written within ${flushMaxMs} ms`)
+  }
+}
