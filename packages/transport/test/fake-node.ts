@@ -1,0 +1,141 @@
+import { generateKeyPair } from '@libp2p/crypto/keys'
+import type { Connection, PrivateKey, Stream } from '@libp2p/interface'
+import { defaultLogger } from '@libp2p/logger'
+import { peerIdFromPrivateKey } from '@libp2p/peer-id'
+import { encodeFrame, type Frame } from '@phoenix-overlay/wire'
+import * as varint from 'uint8-varint'
+import { PhoenixNode, type PhoenixComponents, type PhoenixInit } from '../src/index.ts'
+
+type Listener = (event: { data?: Uint8Array; error?: Error }) => void
+
+/** A libp2p stream whose bytes the test hands in; it records what the node writes. */
+export class FakeStream {
+  readonly direction = 'inbound' as const
+  maxReadBufferLength = 0
+  readonly written: Uint8Array[] = []
+  aborted: string | undefined
+  closed = false
+  private paused = false
+  private readonly waiting: Uint8Array[] = []
+  private readonly listeners = new Map<string, Listener[]>()
+
+  addEventListener(type: string, listener: Listener): void {
+    this.listeners.set(type, [...(this.listeners.get(type) ?? []), listener])
+  }
+
+  /** Delivers bytes as libp2p does: synchronously to the listener, or buffered while paused. */
+  deliver(data: Uint8Array): void {
+    if (this.closed) return
+    if (this.paused) this.waiting.push(data)
+    else for (const listener of this.listeners.get('message') ?? []) listener({ data })
+  }
+
+  send(bytes: Uint8Array): boolean {
+    this.written.push(bytes)
+    return true
+  }
+
+  onDrain(): Promise<void> {
+    return Promise.resolve()
+  }
+
+  pause(): void {
+    this.paused = true
+  }
+
+  resume(): void {
+    this.paused = false
+    while (!this.paused && this.waiting.length > 0) this.deliver(this.waiting.shift()!)
+  }
+
+  abort(error: Error): void {
+    this.aborted ??= error.message
+    this.emitClose(error)
+  }
+
+  async close(): Promise<void> {
+    this.emitClose()
+  }
+
+  /** The remote end went away. */
+  emitClose(error?: Error): void {
+    if (this.closed) return
+    this.closed = true
+    for (const listener of this.listeners.get('close') ?? []) listener(error === undefined ? {} : { error })
+  }
+}
+
+export const prefixed = (frame: Frame): Uint8Array => {
+  const bytes = encodeFrame(frame)
+  const prefix = varint.encode(bytes.length)
+  const out = new Uint8Array(prefix.length + bytes.length)
+  out.set(prefix)
+  out.set(bytes, prefix.length)
+  return out
+}
+
+export const concat = (parts: readonly Uint8Array[]): Uint8Array => {
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0))
+  let at = 0
+  for (const p of parts) {
+    out.set(p, at)
+    at += p.length
+  }
+  return out
+}
+
+/** Lets the node's scheduled work run (it drains on setImmediate). */
+export async function settle(rounds = 5): Promise<void> {
+  for (let i = 0; i < rounds; i++) await new Promise((resolve) => setImmediate(resolve))
+}
+
+/** A node with fake libp2p components: no sockets; neighbours are FakeStreams the test connects. */
+export class FakeNode {
+  handler: ((stream: Stream, connection: Connection) => void) | undefined
+  handles = 0
+  readonly node: PhoenixNode
+
+  constructor(
+    readonly key: PrivateKey,
+    init: PhoenixInit,
+    extra: Partial<PhoenixComponents> = {},
+  ) {
+    const components = {
+      peerId: peerIdFromPrivateKey(key),
+      privateKey: key,
+      registrar: {
+        handle: async (_protocol: string, h: (stream: Stream, connection: Connection) => void) => {
+          if (this.handler !== undefined) throw new Error('DuplicateProtocolHandlerError: the protocol is already handled')
+          this.handler = h
+          this.handles++
+        },
+        unhandle: async () => {
+          this.handler = undefined
+        },
+      },
+      connectionManager: { openConnection: async () => Promise.reject(new Error('this test has no network')) },
+      addressManager: { getAddresses: () => [] },
+      logger: defaultLogger(),
+      events: new EventTarget(),
+      ...extra,
+    } as unknown as PhoenixComponents
+    this.node = new PhoenixNode(components, init)
+  }
+
+  static async create(init: PhoenixInit = {}, extra: Partial<PhoenixComponents> = {}): Promise<FakeNode> {
+    return new FakeNode(await generateKeyPair('Ed25519'), init, extra)
+  }
+
+  get id(): string {
+    return peerIdFromPrivateKey(this.key).toString()
+  }
+
+  /** A neighbour with a fresh key opens a stream to the node. */
+  async connect(): Promise<{ stream: FakeStream; peer: string }> {
+    const key = await generateKeyPair('Ed25519')
+    const stream = new FakeStream()
+    this.handler!(stream as unknown as Stream, { remotePeer: peerIdFromPrivateKey(key) } as unknown as Connection)
+    await settle()
+    return { stream, peer: peerIdFromPrivateKey(key).toString() }
+  }
+}
