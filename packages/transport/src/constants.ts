@@ -41,11 +41,12 @@ export const TRANSPORT_TIMING = {
   /** How long a dial may take before it counts as failed (a firewall that drops SYNs never answers). */
   dialTimeoutMs: 5_000,
   /**
-   * How long a leaving node keeps reading after announcing its leave: frames its neighbours
-   * queued before they heard it arrive in this time and are bounced (`leaving`) instead of lost.
-   * Two round trips on a LAN with room for a loaded host.
+   * How long a leaving node keeps reading while it waits for each neighbour to close its side
+   * (which a neighbour does once it heard the leave and wrote out what it had queued for us).
+   * Frames in that queue would otherwise be lost. A neighbour that does not close its side by
+   * then (an older version, a hung host) is closed anyway.
    */
-  leaveLingerMs: 100,
+  leaveLingerMaxMs: 2_000,
   /**
    * The longest a leave waits for its queues (farewells, acks it owes, bounces) to be written
    * before it closes the connections anyway: a neighbour that does not read cannot hold up a stop.

@@ -1,4 +1,4 @@
-import { PhoenixError } from '@phoenix-overlay/core'
+import { PhoenixError, isUnreachableSeq } from '@phoenix-overlay/core'
 import { WireError, decodeFrame, encodeFrame, type AckFrame, type DataFrame, type Frame, type UndeliverableFrame, type UndeliverableReason } from '@phoenix-overlay/wire'
 import type { CoreDriver } from './core-driver.ts'
 import { PhoenixTransportError } from './errors.ts'
@@ -36,6 +36,9 @@ export class Router implements FrameHandler {
     }
     switch (frame.kind) {
       case 'update': {
+        // A neighbour that withdraws its own route over its own stream is leaving (only a leave
+        // does that; nobody else can speak on its stream). Heard even while we leave ourselves.
+        if (frame.update.entries.some((entry) => entry.destination === link.peer && isUnreachableSeq(entry.seq))) this.neighbours.markLeaving(link.peer)
         if (core.hasLeft) return true
         let accepted: boolean
         try {
@@ -80,6 +83,12 @@ export class Router implements FrameHandler {
       this.parts.metrics.count(`dropped_${decision.reason.replaceAll('-', '_')}`)
       if (fromPeer === undefined) throw new PhoenixTransportError('NO_ROUTE', `no route to node ${data.destination}`, { messageId: data.messageId })
       return this.bounce(data, decision.reason)
+    }
+    if (this.neighbours.get(decision.nextHop)?.leaving === true) {
+      // The next hop announced its leave: it would only bounce this, and it waits for us to
+      // finish writing to it before it can go.
+      if (fromPeer === undefined) throw new PhoenixTransportError('UNDELIVERABLE', `the next hop ${decision.nextHop} is leaving`, { messageId: data.messageId, reason: 'leaving', node: decision.nextHop })
+      return this.bounce(data, 'leaving')
     }
     const frame = encodeFrame({ kind: 'data', data: { ...data, hopLimit: decision.hopLimit } })
     if (!this.neighbours.send(decision.nextHop, frame, data)) {

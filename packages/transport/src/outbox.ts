@@ -1,4 +1,3 @@
-import type { Stream } from '@libp2p/interface'
 import type { DataFrame } from '@phoenix-overlay/wire'
 import * as varint from 'uint8-varint'
 
@@ -8,8 +7,8 @@ import * as varint from 'uint8-varint'
  * sources instead of dropping them silently.
  *
  * It is kept beside the link, by byte count: every frame the node queues on the link is noted
- * here with its length-prefixed size, and the stream is wrapped so every write counts its bytes
- * off the front. Bytes written that were not noted here (none today) would count frames as
+ * here with its length-prefixed size, and every write to the stream counts its bytes off the
+ * front (see StreamTap). Bytes written that were not noted here (none today) would count frames as
  * written early: an error toward reporting less, never toward reporting a delivered frame lost.
  * Bounded by the link's own queue (outboundFramesMaxPerNeighbour): a frame is noted only once
  * the link took it.
@@ -47,22 +46,5 @@ export class Outbox {
     this.entries = []
     this.head = 0
     return unsent
-  }
-
-  /** The stream as the link sees it: the same object, with writes counted here. */
-  wrap(stream: Stream): Stream {
-    return new Proxy(stream, {
-      get: (target, property) => {
-        if (property === 'send') {
-          return (data: Uint8Array) => {
-            this.written(data.byteLength)
-            return target.send(data)
-          }
-        }
-        const value: unknown = Reflect.get(target, property, target)
-        return typeof value === 'function' ? value.bind(target) : value
-      },
-      set: (target, property, value) => Reflect.set(target, property, value, target),
-    })
   }
 }

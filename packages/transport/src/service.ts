@@ -1,4 +1,4 @@
-import { TypedEventEmitter, serviceCapabilities, type Logger, type Startable } from '@libp2p/interface'
+import { TypedEventEmitter, serviceCapabilities, type EventHandler, type Logger, type Startable } from '@libp2p/interface'
 import { peerIdFromString } from '@libp2p/peer-id'
 import { multiaddr } from '@multiformats/multiaddr'
 import { PhoenixCore, type RecordAuthority, type RouteView } from '@phoenix-overlay/core'
@@ -71,8 +71,8 @@ export class PhoenixNode extends TypedEventEmitter<PhoenixEvents> implements Pho
   }
 
   /** A `'message'` listener is a consumer: it is handed what waited for one (see inbox.ts). */
-  override addEventListener<K extends keyof PhoenixEvents>(type: K, listener: Parameters<TypedEventEmitter<PhoenixEvents>['addEventListener']>[1] | null, options?: Parameters<TypedEventEmitter<PhoenixEvents>['addEventListener']>[2]): void {
-    super.addEventListener(type, listener as never, options)
+  override addEventListener<K extends keyof PhoenixEvents>(type: K, listener: EventHandler<PhoenixEvents[K]> | null, options?: boolean | Parameters<EventTarget['addEventListener']>[2]): void {
+    super.addEventListener(type, listener, options)
     if (type === 'message') this.inbox.listenerAdded()
   }
 

@@ -44,6 +44,7 @@ export class Session implements DriverSink {
   sendUpdate(peer: string, message: UpdateMessage): void {
     const neighbour = this.neighbours.get(peer)
     if (neighbour === undefined) return // gone already: the core hears connectionDown
+    if (neighbour.leaving || neighbour.tap.writeClosed) return // it announced its leave: it needs no more of our table
     for (const frame of encodeUpdateFrames(message)) {
       this.parts.metrics.count('updates_sent')
       if (!this.neighbours.send(peer, frame)) {
@@ -96,22 +97,19 @@ export class Session implements DriverSink {
   /**
    * A graceful leave, in order: take no new data (every data frame that reaches us now, for us
    * or through us, is bounced `leaving`, including frames held back while a link was paused);
-   * announce the leave; keep reading for `leaveLingerMs` so frames queued toward us before our
-   * neighbours heard it are bounced too; then write out every queue (the farewells, the acks we
-   * owe, the bounces) and close the links, aborting any that cannot be written within
-   * `leaveFlushMaxMs`.
+   * announce the leave; keep reading until each neighbour, having heard it, has written what it
+   * had queued for us and closed its side (at most `leaveLingerMaxMs`), so nothing it sent is
+   * lost; then write out every queue (the farewells, the acks we owe, the bounces) and close
+   * the links, aborting any that cannot be written within `leaveFlushMaxMs`.
    */
   async leave(): Promise<void> {
     const { core, driver, router, neighbours } = this
     router.leaving = true
     neighbours.closing = true
+    neighbours.holdRemoteCloses()
     this.resumeLinks()
     if (!core.hasLeft) driver.perform(core.leave(driver.now()))
-    if (neighbours.size > 0 && this.parts.timing.leaveLingerMs > 0) {
-      await new Promise((resolve) => setTimeout(resolve, this.parts.timing.leaveLingerMs))
-      this.resumeLinks()
-    }
-    await neighbours.closeAll('leaving', this.parts.timing.leaveFlushMaxMs)
+    await neighbours.closeAll('leaving', this.parts.timing.leaveLingerMaxMs, this.parts.timing.leaveFlushMaxMs)
     driver.stop()
   }
 }

@@ -15,6 +15,7 @@ export class FakeStream {
   readonly written: Uint8Array[] = []
   aborted: string | undefined
   closed = false
+  writeClosed = false
   private paused = false
   private readonly waiting: Uint8Array[] = []
   private readonly listeners = new Map<string, Listener[]>()
@@ -31,6 +32,7 @@ export class FakeStream {
   }
 
   send(bytes: Uint8Array): boolean {
+    if (this.writeClosed) throw new Error('the stream is closed for writing')
     this.written.push(bytes)
     return true
   }
@@ -53,8 +55,9 @@ export class FakeStream {
     this.emitClose(error)
   }
 
+  /** Closes our writing side only, as libp2p's `close` does: reading goes on until the remote closes too. */
   async close(): Promise<void> {
-    this.emitClose()
+    this.writeClosed = true
   }
 
   /** The remote end went away. */

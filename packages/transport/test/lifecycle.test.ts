@@ -61,7 +61,7 @@ describe('a libp2p service by the book (issue 13, item 5)', () => {
       registerCounterGroup: (name: string, options: { calculate: () => Record<string, number> }) => void groups.set(name, options.calculate),
       registerMetricGroup: (name: string, options: { calculate: () => Record<string, number> }) => void groups.set(name, options.calculate),
     }
-    const fake = await FakeNode.create({ names: ['mine'], timing: { leaveLingerMs: 0 } }, { metrics } as never)
+    const fake = await FakeNode.create({ names: ['mine'], timing: { leaveLingerMaxMs: 0 } }, { metrics } as never)
     await fake.node.start()
     const { peer } = await fake.connect()
     expect([...groups.keys()].sort()).toEqual(['phoenix_events_total', 'phoenix_state'])

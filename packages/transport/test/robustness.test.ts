@@ -13,7 +13,7 @@ const data = (source: string, destination: string, name: string): Frame => ({ ki
  * middle of the next drain, which is where the clock and the guards matter.
  */
 async function pausedNode() {
-  const fake = await FakeNode.create({ names: ['mine'], signRecords: false, timing: { leaveLingerMs: 0 }, core: { limits: { inboxMessagesMax: 1 } } })
+  const fake = await FakeNode.create({ names: ['mine'], signRecords: false, timing: { leaveLingerMaxMs: 0 }, core: { limits: { inboxMessagesMax: 1 } } })
   await fake.node.start()
   fake.node.afterStart()
   const dropped: PeerDropped[] = []
