@@ -2,7 +2,8 @@ import { generateKeyPair } from '@libp2p/crypto/keys'
 import type { Connection, PrivateKey, Stream } from '@libp2p/interface'
 import { defaultLogger } from '@libp2p/logger'
 import { peerIdFromPrivateKey } from '@libp2p/peer-id'
-import { encodeFrame, type Frame } from '@phoenix-overlay/wire'
+import { LengthPrefixedDecoder } from '@libp2p/utils'
+import { WIRE_LIMITS, decodeFrame, encodeFrame, type Frame } from '@phoenix-overlay/wire'
 import * as varint from 'uint8-varint'
 import { PhoenixNode, type PhoenixComponents, type PhoenixInit } from '../src/index.ts'
 
@@ -17,6 +18,8 @@ export class FakeStream {
   closed = false
   writeClosed = false
   private paused = false
+  /** A neighbour that stopped reading: every write fills the stream and no drain ever comes. */
+  stalled = false
   private readonly waiting: Uint8Array[] = []
   private readonly listeners = new Map<string, Listener[]>()
 
@@ -34,11 +37,11 @@ export class FakeStream {
   send(bytes: Uint8Array): boolean {
     if (this.writeClosed) throw new Error('the stream is closed for writing')
     this.written.push(bytes)
-    return true
+    return !this.stalled
   }
 
   onDrain(): Promise<void> {
-    return Promise.resolve()
+    return this.stalled ? new Promise(() => {}) : Promise.resolve()
   }
 
   pause(): void {
@@ -75,6 +78,14 @@ export const prefixed = (frame: Frame): Uint8Array => {
   out.set(prefix)
   out.set(bytes, prefix.length)
   return out
+}
+
+/** The frames a node wrote to a fake stream. */
+export function framesWritten(stream: FakeStream): Frame[] {
+  const decoder = new LengthPrefixedDecoder({ maxDataLength: WIRE_LIMITS.frameBytesMax, maxBufferSize: Number.MAX_SAFE_INTEGER })
+  const frames: Frame[] = []
+  for (const chunk of stream.written) for (const frame of decoder.decode(chunk)) frames.push(decodeFrame(frame.subarray()))
+  return frames
 }
 
 export const concat = (parts: readonly Uint8Array[]): Uint8Array => {
@@ -134,9 +145,10 @@ export class FakeNode {
   }
 
   /** A neighbour with a fresh key opens a stream to the node. */
-  async connect(): Promise<{ stream: FakeStream; peer: string }> {
+  async connect(options: { stalled?: boolean } = {}): Promise<{ stream: FakeStream; peer: string }> {
     const key = await generateKeyPair('Ed25519')
     const stream = new FakeStream()
+    stream.stalled = options.stalled === true
     this.handler!(stream as unknown as Stream, { remotePeer: peerIdFromPrivateKey(key) } as unknown as Connection)
     await settle()
     return { stream, peer: peerIdFromPrivateKey(key).toString() }

@@ -2,7 +2,7 @@ import { PhoenixCore } from '@phoenix-overlay/core'
 import type { Frame } from '@phoenix-overlay/wire'
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import type { PeerDropped, ReceivedMessage } from '../src/index.ts'
-import { FakeNode, concat, prefixed, settle } from './fake-node.ts'
+import { FakeNode, concat, framesWritten, prefixed, settle } from './fake-node.ts'
 
 const update = (peer: string, seq: number): Frame => ({ kind: 'update', update: { neighbourSlots: [], transSets: [], entries: [{ destination: peer, seq, nhops: 0, names: [`svc-${seq}`], addresses: [], trans: -1 }] } })
 const data = (source: string, destination: string, name: string): Frame => ({ kind: 'data', data: { source, destination, name, hopLimit: 8, messageId: 7, ackRequested: false, payload: new Uint8Array([1, 2, 3]) } })
@@ -96,6 +96,26 @@ describe('a relay survives its traffic (issue 11, items 5 and 6)', () => {
     expect(fake.node.peers()).not.toContain(peer)
     expect(fake.node.metricsText()).toMatch(/^phoenix_internal_errors_total 1$/m)
     vi.restoreAllMocks()
+    await fake.node.stop()
+  })
+
+  it('a relay bounces what it still held for a neighbour whose connection closed (neighbour-down), never drops it silently', async () => {
+    const { fake } = await pausedNode()
+    const source = await fake.connect()
+    const stalled = await fake.connect({ stalled: true })
+    const frames = Array.from({ length: 10 }, (_, i): Frame => ({ kind: 'data', data: { source: source.peer, destination: stalled.peer, name: '', hopLimit: 8, messageId: 100 + i, ackRequested: true, payload: new Uint8Array(64) } }))
+    source.stream.deliver(concat(frames.map(prefixed)))
+    await settle()
+    // The stream took one write (our routing table, or the first frame) and stalled; the rest wait in the relay's queue.
+    const written = framesWritten(stalled.stream).flatMap((f) => (f.kind === 'data' ? [f.data.messageId] : []))
+    expect(written.length).toBeLessThanOrEqual(1)
+    stalled.stream.emitClose(new Error('connection reset'))
+    await settle()
+    const bounced = framesWritten(source.stream).flatMap((f) => (f.kind === 'undeliverable' ? [f.undeliverable] : []))
+    const unsent = frames.flatMap((f) => (f.kind === 'data' && !written.includes(f.data.messageId) ? [f.data.messageId] : []))
+    expect(bounced.map((u) => [u.messageId, u.reason, u.destination])).toEqual(unsent.map((id) => [id, 'neighbour-down', source.peer]))
+    expect(unsent.length).toBeGreaterThanOrEqual(9)
+    expect(uncaught.map(String)).toEqual([])
     await fake.node.stop()
   })
 })
