@@ -283,7 +283,7 @@ async function startNode(): Promise<Harness> {
   await node.start()
   node.afterStart()
   const harness: Harness = { node, stream: new FakeStream(), dropped: [], delivered: 0 }
-  node.addEventListener('peer:dropped', (event) => harness.dropped.push((event as CustomEvent<PeerDropped>).detail))
+  node.addEventListener('peer:dropped', (event) => harness.dropped.push(event.detail))
   node.addEventListener('message', () => harness.delivered++)
   handler!(harness.stream as unknown as Stream, { remotePeer: peerIdFromPrivateKey(catalogue.peerKey) } as unknown as Connection)
   await settle()

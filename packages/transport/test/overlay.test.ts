@@ -6,7 +6,7 @@ const text = (s: string) => new TextEncoder().encode(s)
 const nextMessage = (cluster: Cluster, label: string, timeoutMs = 10_000) =>
   new Promise<ReceivedMessage>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`${label} received nothing within ${timeoutMs} ms`)), timeoutMs)
-    cluster.node(label).phoenix.addEventListener('message', (e) => (clearTimeout(timer), resolve((e as CustomEvent<ReceivedMessage>).detail)), { once: true })
+    cluster.node(label).phoenix.addEventListener('message', (e) => (clearTimeout(timer), resolve(e.detail)), { once: true })
   })
 
 describe('real libp2p nodes in three firewalled subnets (loopback)', () => {
@@ -33,7 +33,7 @@ describe('real libp2p nodes in three firewalled subnets (loopback)', () => {
     const labels = cluster.nodes.map((n) => n.label)
     const received = new Map<string, string[]>(labels.map((l) => [l, []]))
     const listeners = cluster.nodes.map((n) => {
-      const listener = (e: Event) => received.get(n.label)!.push(new TextDecoder().decode((e as CustomEvent<ReceivedMessage>).detail.payload))
+      const listener = (e: CustomEvent<ReceivedMessage>) => received.get(n.label)!.push(new TextDecoder().decode(e.detail.payload))
       n.phoenix.addEventListener('message', listener)
       return () => n.phoenix.removeEventListener('message', listener)
     })
