@@ -5,7 +5,7 @@
  */
 import { generateKeyPair, privateKeyToProtobuf } from '@libp2p/crypto/keys'
 import { peerIdFromPrivateKey } from '@libp2p/peer-id'
-import { checkRoutesAgainstBfs, type RouteView } from '@phoenix-overlay/core'
+import { checkRoutesAgainstBfs, subnetFirewallAllows, type RouteView } from '@phoenix-overlay/core'
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { request } from 'node:http'
 import { tmpdir } from 'node:os'
@@ -37,7 +37,7 @@ export interface OverlayNode {
 /** Whether `a` may open a connection to `b`: same subnet, or `b` is a gateway, over an address family both have. */
 export function mayDial(a: NetnsNode, b: NetnsNode): boolean {
   const commonFamily = (a.ipv4 !== undefined && b.ipv4 !== undefined) || (a.ipv6 !== undefined && b.ipv6 !== undefined)
-  return commonFamily && (a.subnet === b.subnet || b.gateway)
+  return commonFamily && subnetFirewallAllows(a, b)
 }
 
 /** Which pairs end up connected: one of them may dial the other. */

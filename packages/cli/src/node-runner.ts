@@ -155,6 +155,8 @@ export async function runNode(options: NodeOptions, version: string): Promise<vo
   // A neighbour dropped for breaking the protocol is logged at error level: shown by default
   // (DEBUG=... replaces this choice, e.g. DEBUG=phoenix:* for everything the node logs).
   if (process.env.DEBUG === undefined) enableLogs('phoenix:*:error')
+  // A name another node claims too: messages for it go to one of them only (the transport's name:conflict).
+  phoenix.addEventListener('name:conflict', ({ detail: c }) => void (c.ours && process.stderr.write(`phoenix: warning: name "${c.name}" is also claimed by ${c.owners.filter((o) => o !== libp2p.peerId.toString()).join(', ')}; messages for it go to ${c.winner === libp2p.peerId.toString() ? 'this node' : (c.winner ?? 'no reachable node')}\n`)))
   const inbox = new Inbox(INBOX_MESSAGES_MAX, INBOX_BYTES_MAX)
   if (options.print === true) printMessages(inbox)
   pump(phoenix, inbox).catch((error: Error) => process.stderr.write(`phoenix: receiving stopped: ${error.message}\n`))

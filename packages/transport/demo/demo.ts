@@ -7,7 +7,7 @@
  *
  *   npx tsx packages/transport/demo/demo.ts
  */
-import { LocalCluster, type ClusterNode } from '../src/index.ts'
+import { LocalCluster, type ClusterNode } from '../src/testing/index.ts'
 
 const text = (s: string) => new TextEncoder().encode(s)
 const short = (id: string) => `…${id.slice(-6)}`

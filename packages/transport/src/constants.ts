@@ -17,8 +17,18 @@ export const TRANSPORT_LIMITS = {
   pendingAcksMax: 16_384,
   /** Sends waiting for a route to appear at once. */
   pendingRouteWaitsMax: 16_384,
-  /** Messages buffered per `messages()` iterator whose consumer is slow; past it the iterator fails. */
+  /**
+   * Messages buffered per `messages()` iterator whose consumer is slow. A message that finds an
+   * iterator full is refused (the sender hears `receiver-too-slow`), never acknowledged.
+   */
   receiveBufferMax: 4_096,
+  /**
+   * (source, message id) pairs remembered to drop a repeated message (a retry whose first copy
+   * did arrive). A retry comes within the sender's ack timeout (10 s by default); 65,536 covers
+   * that at 6,500 messages/s from all sources together, in about 8 MB (ids of ~60 characters).
+   * A repeat older than the window is delivered again.
+   */
+  duplicateWindowMax: 65_536,
 } as const
 
 export type TransportLimits = { -readonly [K in keyof typeof TRANSPORT_LIMITS]: number }
@@ -30,8 +40,29 @@ export const TRANSPORT_TIMING = {
   ackTimeoutMs: 10_000,
   /** How long a dial may take before it counts as failed (a firewall that drops SYNs never answers). */
   dialTimeoutMs: 5_000,
+  /**
+   * How long a leaving node keeps reading while it waits for each neighbour to close its side
+   * (which a neighbour does once it heard the leave and wrote out what it had queued for us).
+   * Frames in that queue would otherwise be lost. A neighbour that does not close its side by
+   * then (an older version, a hung host) is closed anyway.
+   */
+  leaveLingerMaxMs: 2_000,
+  /**
+   * The longest a leave waits for its queues (farewells, acks it owes, bounces) to be written
+   * before it closes the connections anyway: a neighbour that does not read cannot hold up a stop.
+   */
+  leaveFlushMaxMs: 2_000,
 } as const
 
 export type TransportTiming = { -readonly [K in keyof typeof TRANSPORT_TIMING]: number }
 
 export const PHOENIX_PROTOCOL = '/phoenix/overlay/1.0.0'
+
+/**
+ * Core steps one drain makes before yielding to I/O: a node with a large backlog must not
+ * starve its sockets (each step is at most one apply or one send round).
+ */
+export const DRAIN_STEPS_MAX = 256
+
+/** Addresses of our own advertised at most (the core's addressesPerNodeMax is larger; 16 covers every interface a host has in practice). */
+export const OWN_ADDRESSES_MAX = 16

@@ -1,4 +1,11 @@
-/** Counters of one node, rendered in Prometheus' text exposition format. */
+import type { Metrics as Libp2pMetrics } from '@libp2p/interface'
+
+/**
+ * Counters of one node, rendered in Prometheus' text exposition format (`metricsText()`, the
+ * CLI's `/metrics`), and handed to libp2p's metrics (`components.metrics`) when the host node
+ * has one, as two calculated groups: `phoenix_events_total` (the counters) and `phoenix_state`
+ * (the gauges).
+ */
 export class Metrics {
   private readonly counters = new Map<string, number>()
 
@@ -8,6 +15,13 @@ export class Metrics {
 
   get(name: string): number {
     return this.counters.get(name) ?? 0
+  }
+
+  /** Registers the counters and `gauges` with libp2p's metrics, read when they are scraped. */
+  registerWith(metrics: Libp2pMetrics | undefined, gauges: () => Record<string, number>): void {
+    if (metrics === undefined) return
+    metrics.registerCounterGroup('phoenix_events_total', { calculate: () => Object.fromEntries(this.counters), help: 'Phoenix overlay node events, by kind' })
+    metrics.registerMetricGroup('phoenix_state', { calculate: gauges, help: 'Phoenix overlay node state: routes, neighbours, queues' })
   }
 
   render(gauges: Record<string, number>): string {

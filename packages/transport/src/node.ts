@@ -6,8 +6,9 @@ import { tcp } from '@libp2p/tcp'
 import type { Multiaddr } from '@multiformats/multiaddr'
 import { createLibp2p, type Libp2p } from 'libp2p'
 import { subnetFirewallAllows } from '@phoenix-overlay/core'
-import { phoenix, type PhoenixInit, type PhoenixNode } from './phoenix.ts'
+import type { PhoenixInit } from './api.ts'
 import { privateNetwork } from './pnet/protector.ts'
+import { phoenix, type PhoenixNode } from './service.ts'
 
 export interface OverlayNodeOptions extends PhoenixInit {
   /** Listen multiaddrs, e.g. /ip4/127.0.0.1/tcp/0. */

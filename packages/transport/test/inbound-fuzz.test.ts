@@ -29,6 +29,7 @@ class FakeStream {
   readonly written: Uint8Array[] = []
   aborted: string | undefined
   closed = false
+  writeClosed = false
   private paused = false
   private readonly waiting: Uint8Array[] = []
   private readonly listeners = new Map<string, ((event: { data?: Uint8Array; error?: Error }) => void)[]>()
@@ -50,6 +51,7 @@ class FakeStream {
   }
 
   send(bytes: Uint8Array): boolean {
+    if (this.writeClosed) throw new Error('the stream is closed for writing')
     this.written.push(bytes)
     return true
   }
@@ -72,8 +74,9 @@ class FakeStream {
     this.emitClose(error)
   }
 
+  /** Closes our writing side only, as libp2p's `close` does: reading goes on until the remote closes too. */
   async close(): Promise<void> {
-    this.emitClose()
+    this.writeClosed = true
   }
 
   private emitClose(error?: Error): void {
@@ -276,11 +279,11 @@ async function startNode(): Promise<Harness> {
     logger: defaultLogger(),
     events: new EventTarget(),
   } as unknown as PhoenixComponents
-  const node = new PhoenixNode(components, { names: [OUR_NAME], core: { limits: { destinationsPerNeighbourMax: DESTINATIONS_PER_NEIGHBOUR_MAX, namesPerNeighbourMax: NAMES_PER_NEIGHBOUR_MAX } } })
+  const node = new PhoenixNode(components, { names: [OUR_NAME], timing: { leaveLingerMaxMs: 0 }, core: { limits: { destinationsPerNeighbourMax: DESTINATIONS_PER_NEIGHBOUR_MAX, namesPerNeighbourMax: NAMES_PER_NEIGHBOUR_MAX } } })
   await node.start()
   node.afterStart()
   const harness: Harness = { node, stream: new FakeStream(), dropped: [], delivered: 0 }
-  node.addEventListener('peer:dropped', (event) => harness.dropped.push((event as CustomEvent<PeerDropped>).detail))
+  node.addEventListener('peer:dropped', (event) => harness.dropped.push(event.detail))
   node.addEventListener('message', () => harness.delivered++)
   handler!(harness.stream as unknown as Stream, { remotePeer: peerIdFromPrivateKey(catalogue.peerKey) } as unknown as Connection)
   await settle()

@@ -19,7 +19,13 @@ export interface AckFrame {
   hopLimit: number
   messageId: number
 }
-export type UndeliverableReason = 'no-route' | 'hop-limit' | 'queue-full' | 'no-such-name'
+/**
+ * Why a data frame was not delivered (the `undeliverable` frame's reason): no route, hop limit
+ * spent, a full queue on the way, a name the destination does not own, a destination whose
+ * consumer was full (`receiver-too-slow`) or absent (`no-consumer`), a node that was leaving,
+ * or a neighbour whose connection closed with the frame still queued for it (`neighbour-down`).
+ */
+export type UndeliverableReason = 'no-route' | 'hop-limit' | 'queue-full' | 'no-such-name' | 'receiver-too-slow' | 'no-consumer' | 'leaving' | 'neighbour-down'
 export interface UndeliverableFrame {
   source: string
   destination: string
@@ -50,6 +56,10 @@ const REASONS: Record<UndeliverableReason, UndeliverableMessage.Reason> = {
   'hop-limit': UndeliverableMessage.Reason.HOP_LIMIT,
   'queue-full': UndeliverableMessage.Reason.QUEUE_FULL,
   'no-such-name': UndeliverableMessage.Reason.NO_SUCH_NAME,
+  'receiver-too-slow': UndeliverableMessage.Reason.RECEIVER_TOO_SLOW,
+  'no-consumer': UndeliverableMessage.Reason.NO_CONSUMER,
+  leaving: UndeliverableMessage.Reason.LEAVING,
+  'neighbour-down': UndeliverableMessage.Reason.NEIGHBOUR_DOWN,
 }
 const REASON_OF = new Map(Object.entries(REASONS).map(([k, v]) => [v, k as UndeliverableReason]))
 const EMPTY = new Uint8Array(0)

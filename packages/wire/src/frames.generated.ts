@@ -1002,14 +1002,22 @@ export namespace Undeliverable {
     NO_ROUTE = 'NO_ROUTE',
     HOP_LIMIT = 'HOP_LIMIT',
     QUEUE_FULL = 'QUEUE_FULL',
-    NO_SUCH_NAME = 'NO_SUCH_NAME'
+    NO_SUCH_NAME = 'NO_SUCH_NAME',
+    RECEIVER_TOO_SLOW = 'RECEIVER_TOO_SLOW',
+    NO_CONSUMER = 'NO_CONSUMER',
+    LEAVING = 'LEAVING',
+    NEIGHBOUR_DOWN = 'NEIGHBOUR_DOWN'
   }
 
   enum __ReasonValues {
     NO_ROUTE = 0,
     HOP_LIMIT = 1,
     QUEUE_FULL = 2,
-    NO_SUCH_NAME = 3
+    NO_SUCH_NAME = 3,
+    RECEIVER_TOO_SLOW = 4,
+    NO_CONSUMER = 5,
+    LEAVING = 6,
+    NEIGHBOUR_DOWN = 7
   }
 
   export namespace Reason {

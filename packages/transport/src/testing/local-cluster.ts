@@ -1,10 +1,10 @@
-import { checkRoutesAgainstBfs, type NodeId } from '@phoenix-overlay/core'
+import { checkRoutesAgainstBfs, subnetFirewallAllows, type NodeId } from '@phoenix-overlay/core'
 import type { Multiaddr } from '@multiformats/multiaddr'
 import { generateKeyPair } from '@libp2p/crypto/keys'
 import type { PrivateKey } from '@libp2p/interface'
 import type { Libp2p } from 'libp2p'
-import { createPhoenixLibp2p, subnetFirewall } from './node.ts'
-import type { PhoenixNode } from './phoenix.ts'
+import { createPhoenixLibp2p, subnetFirewall } from '../node.ts'
+import type { PhoenixNode } from '../service.ts'
 
 export interface ClusterNode {
   readonly label: string
@@ -106,7 +106,8 @@ export class LocalCluster {
     for (const a of alive) {
       for (const b of alive) {
         if (a.label >= b.label) continue
-        const allowed = a.subnet === b.subnet || a.gateway || b.gateway
+        // Either may dial the other: the firewall rule the core defines, both ways.
+        const allowed = subnetFirewallAllows(a, b) || subnetFirewallAllows(b, a)
         if (allowed && !a.phoenix.peers().includes(b.libp2p.peerId.toString())) missing.push(`${a.label}-${b.label}`)
       }
     }

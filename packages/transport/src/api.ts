@@ -1,0 +1,121 @@
+import type { ComponentLogger, Libp2pEvents, Metrics as Libp2pMetrics, PeerId, PrivateKey, Startable, TypedEventTarget } from '@libp2p/interface'
+import type { AddressManager, ConnectionManager, Registrar } from '@libp2p/interface-internal'
+import type { CoreLimits, CoreTiming, RouteView, RoutingMode } from '@phoenix-overlay/core'
+import type { UndeliverableReason } from '@phoenix-overlay/wire'
+import type { TransportLimits, TransportTiming } from './constants.ts'
+
+export interface PhoenixInit {
+  /** Multiaddrs known at start (the hubs); everything else is discovered. */
+  hubs?: string[]
+  /** Logical names this node answers to (more can be added at run time). */
+  names?: string[]
+  /** 'optimized' (default) or 'naive' DSDV. */
+  mode?: RoutingMode
+  /** Dial addresses learned from routing updates (default true). Off: only the hubs are dialled (an "offline" configuration that lists every connection). */
+  discovery?: boolean
+  /** Sign our record and verify everyone's with their peer ids' keys (default true). */
+  signRecords?: boolean
+  protocol?: string
+  limits?: Partial<TransportLimits>
+  timing?: Partial<TransportTiming>
+  core?: { limits?: Partial<CoreLimits>; timing?: Partial<CoreTiming> }
+}
+
+/** The libp2p components the service uses (libp2p hands them to the factory). */
+export interface PhoenixComponents {
+  peerId: PeerId
+  privateKey: PrivateKey
+  registrar: Registrar
+  connectionManager: ConnectionManager
+  addressManager: AddressManager
+  logger: ComponentLogger
+  events: TypedEventTarget<Libp2pEvents>
+  /** Present when the host libp2p was created with a metrics implementation (e.g. Prometheus). */
+  metrics?: Libp2pMetrics
+}
+
+export interface ReceivedMessage {
+  /** Node id (peer id) of the sender. */
+  readonly from: string
+  /** Which of our names it was sent to. */
+  readonly name: string
+  readonly payload: Uint8Array
+  /** Hops it travelled. */
+  readonly hops: number
+  /** The sender's message id: the same for a retry, so (from, messageId) identifies a message. */
+  readonly messageId: number
+}
+
+/** Why a neighbour was disconnected (the `peer:dropped` event). */
+export interface PeerDropped {
+  readonly peer: string
+  /**
+   * 'wire': bytes that are not a valid frame; 'routing': an update the core refused (a forged or
+   * unsigned record, a flood, a malformed entry); 'internal': handling one of its frames failed
+   * here (a bug): only that connection is closed, the node goes on.
+   */
+  readonly kind: 'wire' | 'routing' | 'internal'
+  readonly reason: string
+}
+
+/** A send of ours that a node on the way refused (the `undeliverable` event, for sends without `ack`). */
+export interface Undeliverable {
+  /** The node that refused it. */
+  readonly node: string
+  readonly messageId: number
+  readonly reason: UndeliverableReason
+}
+
+/** Several nodes claim one name (the `name:conflict` event); messages for it go to `winner`. */
+export interface NameConflict {
+  readonly name: string
+  /** Every claimant we know of, ours included when `ours`. */
+  readonly owners: readonly string[]
+  /** The claimant `send` resolves the name to now (the reachable one with the smallest id), if any is reachable. */
+  readonly winner: string | undefined
+  /** Whether this node is one of the claimants. */
+  readonly ours: boolean
+}
+
+export interface PhoenixEvents {
+  message: CustomEvent<ReceivedMessage>
+  undeliverable: CustomEvent<Undeliverable>
+  'peer:dropped': CustomEvent<PeerDropped>
+  'name:conflict': CustomEvent<NameConflict>
+}
+
+export interface SendOptions {
+  /** Resolve only once the destination's application has it (default false: once handed to the next hop). */
+  ack?: boolean
+  /** How long to wait for a route to the name to appear (default TRANSPORT_TIMING.routeWaitMs). */
+  routeWaitMs?: number
+  /** How long to wait for the acknowledgement (default TRANSPORT_TIMING.ackTimeoutMs). */
+  ackTimeoutMs?: number
+  /**
+   * The message id (an integer in [1, 2^32)). Give the id of an earlier send to retry it: the
+   * receiver drops a repeat it already delivered (and acknowledges it again). Default: a new id.
+   */
+  messageId?: number
+}
+
+export interface SendResult {
+  /** The id the message carries; acks, `undeliverable` events and errors name it. */
+  readonly messageId: number
+}
+
+/** A Phoenix overlay node as a libp2p service (`libp2p.services.phoenix`). */
+export interface PhoenixService extends TypedEventTarget<PhoenixEvents>, Startable {
+  /** This node's id (its peer id). */
+  readonly id: string
+  readonly names: readonly string[]
+  send(name: string, payload: Uint8Array, options?: SendOptions): Promise<SendResult>
+  messages(): AsyncIterableIterator<ReceivedMessage>
+  addHub(address: string): void
+  addName(name: string): void
+  removeName(name: string): void
+  routes(): RouteView[]
+  resolve(name: string): { owner: string; nextHop: string; nhops: number } | undefined
+  peers(): string[]
+  nameConflicts(): NameConflict[]
+  metricsText(): string
+}

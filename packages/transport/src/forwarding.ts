@@ -1,0 +1,151 @@
+import { PhoenixError, isUnreachableSeq } from '@phoenix-overlay/core'
+import { WireError, decodeFrame, encodeFrame, type AckFrame, type DataFrame, type Frame, type UndeliverableFrame, type UndeliverableReason } from '@phoenix-overlay/wire'
+import type { CoreDriver } from './core-driver.ts'
+import { PhoenixTransportError } from './errors.ts'
+import type { NeighbourLink } from './link.ts'
+import type { FrameHandler, Neighbours } from './neighbours.ts'
+import type { NodeParts } from './parts.ts'
+
+type ControlFrame = Extract<Frame, { kind: 'ack' | 'undeliverable' }>
+
+/**
+ * Frames in, and data on its way: delivering what is for us, passing on what is not, and
+ * telling a source what became of its message (an ack once our application has it, an
+ * undeliverable notice with the reason otherwise). The forwarding decision is the core's
+ * (`core.forward`); this module carries it out.
+ */
+export class Router implements FrameHandler {
+  /** Set while the node leaves: data for us or through us is bounced (`leaving`), not taken. */
+  leaving = false
+
+  constructor(
+    private readonly parts: NodeParts,
+    private readonly driver: CoreDriver,
+    private readonly neighbours: Neighbours,
+  ) {}
+
+  onFrame(link: NeighbourLink, bytes: Uint8Array): boolean {
+    const core = this.driver.core
+    if (!link.isOpen) return true
+    let frame: Frame
+    try {
+      frame = decodeFrame(bytes)
+    } catch (error) {
+      this.neighbours.drop(link, 'wire', `undecodable frame: ${error instanceof WireError ? error.message : String(error)}`)
+      return true
+    }
+    switch (frame.kind) {
+      case 'update': {
+        // A neighbour that withdraws its own route over its own stream is leaving (only a leave
+        // does that; nobody else can speak on its stream). Heard even while we leave ourselves.
+        if (frame.update.entries.some((entry) => entry.destination === link.peer && isUnreachableSeq(entry.seq))) this.neighbours.markLeaving(link.peer)
+        if (core.hasLeft) return true
+        let accepted: boolean
+        try {
+          accepted = core.receive(link.peer, frame.update, this.driver.now())
+        } catch (error) {
+          this.neighbours.drop(link, 'routing', error instanceof PhoenixError ? error.message : String(error))
+          return true
+        }
+        if (!accepted) return false
+        this.parts.metrics.count('updates_received')
+        this.driver.schedule()
+        return true
+      }
+      case 'data': {
+        // Hop-by-hop backpressure: while the queue toward the next hop is full, stop reading
+        // from this neighbour (the frame is retried when that queue drains), so a fast sender
+        // meets QUEUE_FULL at its own first hop instead of losing frames in the middle.
+        const decision = core.forward(frame.data.destination, frame.data.hopLimit, frame.data.name)
+        if (!this.leaving && decision.action === 'forward') {
+          const next = this.neighbours.get(decision.nextHop)
+          if (next !== undefined && !next.link.hasRoomFor(bytes.length)) return false
+        }
+        this.routeData(frame.data, link.peer)
+        return true
+      }
+      case 'ack':
+      case 'undeliverable':
+        this.routeControl(frame)
+        return true
+    }
+  }
+
+  /**
+   * A data frame here (`fromPeer` undefined: our own send): deliver it if it is for us, else
+   * pass it on or say why not. Our own send throws instead of bouncing to ourselves.
+   */
+  routeData(data: DataFrame, fromPeer: string | undefined): void {
+    if (this.leaving && fromPeer !== undefined) return this.bounce(data, 'leaving')
+    const decision = this.driver.core.forward(data.destination, data.hopLimit, data.name)
+    if (decision.action === 'deliver') return this.deliver(data)
+    if (decision.action === 'drop') {
+      this.parts.metrics.count(`dropped_${decision.reason.replaceAll('-', '_')}`)
+      if (fromPeer === undefined) throw new PhoenixTransportError('NO_ROUTE', `no route to node ${data.destination}`, { messageId: data.messageId })
+      return this.bounce(data, decision.reason)
+    }
+    if (this.neighbours.get(decision.nextHop)?.leaving === true) {
+      // The next hop announced its leave: it would only bounce this, and it waits for us to
+      // finish writing to it before it can go.
+      if (fromPeer === undefined) throw new PhoenixTransportError('UNDELIVERABLE', `the next hop ${decision.nextHop} is leaving`, { messageId: data.messageId, reason: 'leaving', node: decision.nextHop })
+      return this.bounce(data, 'leaving')
+    }
+    const frame = encodeFrame({ kind: 'data', data: { ...data, hopLimit: decision.hopLimit } })
+    if (!this.neighbours.send(decision.nextHop, frame, data)) {
+      this.parts.metrics.count('dropped_queue_full')
+      if (fromPeer === undefined) {
+        throw new PhoenixTransportError('QUEUE_FULL', `the queue toward ${decision.nextHop} is full (limits.outboundBytesMaxPerNeighbour ${this.parts.limits.outboundBytesMaxPerNeighbour} bytes); nothing was sent, try again later`, { messageId: data.messageId })
+      }
+      return this.bounce(data, 'queue-full')
+    }
+    this.parts.metrics.count(fromPeer === undefined ? 'messages_sent' : 'messages_forwarded')
+  }
+
+  /** A message for us from another node: to the application, then the ack; or a bounce. */
+  private deliver(data: DataFrame): void {
+    const hops = this.driver.core.limits.hopLimit - data.hopLimit
+    const delivery = this.parts.inbox.accept({ from: data.source, name: data.name, payload: data.payload, hops, messageId: data.messageId })
+    if (delivery === 'receiver-too-slow' || delivery === 'no-consumer') return this.bounce(data, delivery)
+    this.parts.metrics.count(delivery === 'delivered' ? 'messages_delivered' : 'messages_duplicate')
+    if (data.ackRequested) this.routeControl({ kind: 'ack', ack: { source: this.parts.id, destination: data.source, hopLimit: this.driver.core.limits.hopLimit, messageId: data.messageId } })
+  }
+
+  /** Tells a data frame's source that it was dropped here, and why. */
+  bounce(data: DataFrame, reason: UndeliverableReason): void {
+    this.parts.metrics.count('messages_undeliverable')
+    this.parts.metrics.count(`undeliverable_${reason.replaceAll('-', '_')}`)
+    this.routeControl({ kind: 'undeliverable', undeliverable: { source: this.parts.id, destination: data.source, hopLimit: this.driver.core.limits.hopLimit, messageId: data.messageId, reason } })
+  }
+
+  bounceUnsent(frames: readonly DataFrame[], peer: string): void {
+    this.parts.log('bouncing %d data frames queued toward %s when its connection closed', frames.length, peer)
+    for (const data of frames) this.bounce(data, 'neighbour-down')
+  }
+
+  /** Acks and undeliverable notices travel like data, toward the original source; they are never bounced. */
+  private routeControl(frame: ControlFrame): void {
+    const header: AckFrame | UndeliverableFrame = frame.kind === 'ack' ? frame.ack : frame.undeliverable
+    const decision = this.driver.core.forward(header.destination, header.hopLimit)
+    if (decision.action === 'deliver') return this.settle(frame)
+    if (decision.action === 'drop') {
+      this.parts.metrics.count('control_dropped')
+      return
+    }
+    const moved: Frame = frame.kind === 'ack' ? { kind: 'ack', ack: { ...frame.ack, hopLimit: decision.hopLimit } } : { kind: 'undeliverable', undeliverable: { ...frame.undeliverable, hopLimit: decision.hopLimit } }
+    if (!this.neighbours.send(decision.nextHop, encodeFrame(moved))) this.parts.metrics.count('control_dropped')
+  }
+
+  /** An ack or a notice for one of our sends. */
+  private settle(frame: ControlFrame): void {
+    const { sends, metrics } = this.parts
+    if (frame.kind === 'ack') {
+      if (!sends.acked(frame.ack.messageId, frame.ack.source)) metrics.count('acks_unmatched')
+      return
+    }
+    const { messageId, source, reason } = frame.undeliverable
+    if (sends.refused(messageId, source, reason)) return
+    // A send without an acknowledgement was dropped on the way: say so rather than nothing.
+    metrics.count('sends_undeliverable')
+    this.parts.emit('undeliverable', { node: source, messageId, reason })
+  }
+}

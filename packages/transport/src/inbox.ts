@@ -1,0 +1,121 @@
+import type { ReceivedMessage } from './api.ts'
+
+/** What became of a message handed to the inbox. */
+export type Delivery = 'delivered' | 'duplicate' | 'receiver-too-slow' | 'no-consumer'
+
+interface Consumer {
+  readonly buffer: ReceivedMessage[]
+  wake: (() => void) | undefined
+  ended: boolean
+}
+
+/**
+ * Where messages for this node meet the application, and the rule that makes an ack mean
+ * "the application has it, or will be handed it when it reads":
+ * - the consumers are the `messages()` iterators and the `'message'` listeners; each gets every
+ *   message;
+ * - a message is delivered only if every iterator has room for it (`receiveBufferMax`); if one
+ *   is full, no consumer gets it and the sender hears `receiver-too-slow`;
+ * - before the application has any consumer, messages wait in the node's own receive buffer
+ *   (`receiveBufferMax` too), as if an iterator had been opened at start: the first iterator
+ *   opened, or the first `'message'` listener added, is handed them in order. Once that buffer
+ *   is full, a message is refused as `no-consumer`;
+ * - a (source, message id) delivered within the last `duplicateWindowMax` messages is a retry
+ *   whose first copy arrived: it is not delivered again (but it is acknowledged again).
+ * Only a delivered message is acknowledged.
+ */
+export class Inbox {
+  private readonly consumers = new Set<Consumer>()
+  /** Keys of delivered messages, oldest first (a Map keeps insertion order). */
+  private readonly seen = new Map<string, true>()
+  /** Messages that arrived while the application had no consumer yet (at most receiveBufferMax). */
+  private unclaimed: ReceivedMessage[] = []
+
+  constructor(
+    private readonly limits: { readonly receiveBufferMax: number; readonly duplicateWindowMax: number },
+    private readonly listenerCount: () => number,
+    private readonly emit: (message: ReceivedMessage) => void,
+  ) {}
+
+  accept(message: ReceivedMessage): Delivery {
+    const key = `${message.from}\n${message.messageId}`
+    if (this.seen.has(key)) return 'duplicate'
+    if (this.consumers.size === 0 && this.listenerCount() === 0) {
+      if (this.unclaimed.length >= this.limits.receiveBufferMax) return 'no-consumer'
+      this.remember(key)
+      this.unclaimed.push(message)
+      return 'delivered'
+    }
+    for (const consumer of this.consumers) if (consumer.buffer.length >= this.limits.receiveBufferMax) return 'receiver-too-slow'
+    this.remember(key)
+    for (const consumer of this.consumers) {
+      consumer.buffer.push(message)
+      consumer.wake?.()
+    }
+    this.emit(message)
+    return 'delivered'
+  }
+
+  private remember(key: string): void {
+    this.seen.set(key, true)
+    if (this.seen.size > this.limits.duplicateWindowMax) this.seen.delete(this.seen.keys().next().value!)
+  }
+
+  /** Messages waiting for the application's first consumer. */
+  get unclaimedCount(): number {
+    return this.unclaimed.length
+  }
+
+  /** A `'message'` listener was added: it is handed what waited for a consumer, in order. */
+  listenerAdded(): void {
+    if (this.unclaimed.length === 0) return
+    queueMicrotask(() => {
+      if (this.listenerCount() === 0) return
+      const waiting = this.unclaimed
+      this.unclaimed = []
+      for (const message of waiting) {
+        for (const consumer of this.consumers) {
+          consumer.buffer.push(message)
+          consumer.wake?.()
+        }
+        this.emit(message)
+      }
+    })
+  }
+
+  /** Ends every iterator once it has handed out what it holds (the node stopped). */
+  endAll(): void {
+    for (const consumer of this.consumers) {
+      consumer.ended = true
+      consumer.wake?.()
+    }
+    this.consumers.clear()
+  }
+
+  messages(): AsyncIterableIterator<ReceivedMessage> {
+    // The first consumer takes over what waited for one.
+    const waiting = this.consumers.size === 0 && this.listenerCount() === 0 ? this.unclaimed.splice(0) : []
+    const consumer: Consumer = { buffer: waiting, wake: undefined, ended: false }
+    this.consumers.add(consumer)
+    const consumers = this.consumers
+    return {
+      [Symbol.asyncIterator]() {
+        return this
+      },
+      async next(): Promise<IteratorResult<ReceivedMessage>> {
+        while (consumer.buffer.length === 0) {
+          if (consumer.ended) return { value: undefined, done: true }
+          await new Promise<void>((resolve) => (consumer.wake = resolve))
+          consumer.wake = undefined
+        }
+        return { value: consumer.buffer.shift()!, done: false }
+      },
+      async return(): Promise<IteratorResult<ReceivedMessage>> {
+        consumers.delete(consumer)
+        consumer.ended = true
+        consumer.buffer.length = 0
+        return { value: undefined, done: true }
+      },
+    }
+  }
+}

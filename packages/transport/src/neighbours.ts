@@ -1,0 +1,261 @@
+import type { Connection, Stream } from '@libp2p/interface'
+import { multiaddr } from '@multiformats/multiaddr'
+import type { DataFrame } from '@phoenix-overlay/wire'
+import type { PeerDropped } from './api.ts'
+import type { CoreDriver } from './core-driver.ts'
+import { NeighbourLink } from './link.ts'
+import { Outbox } from './outbox.ts'
+import { StreamTap } from './stream-tap.ts'
+import { describeError, type NodeParts } from './parts.ts'
+
+/** One neighbour: its link, what is queued on it, and whether it announced its leave. */
+export interface Neighbour {
+  readonly link: NeighbourLink
+  readonly outbox: Outbox
+  readonly tap: StreamTap
+  readonly connection: Connection
+  /** It withdrew its own route (a graceful leave): nothing more is routed to it, and once its queue is written our side of the stream is closed. */
+  leaving: boolean
+}
+
+/** How frames from a neighbour are handled (forwarding.ts). */
+export interface FrameHandler {
+  /** Handles one frame; false = cannot take it now (the link pauses and retries on resume). */
+  onFrame(link: NeighbourLink, bytes: Uint8Array): boolean
+  /** Data frames that were queued toward a neighbour whose connection closed. */
+  bounceUnsent(frames: readonly DataFrame[], peer: string): void
+}
+
+/**
+ * The neighbours of one run: dialling, the one stream kept per neighbour, queueing frames on it,
+ * and dropping a neighbour. Every callback a link makes is guarded: an error in handling one
+ * connection closes that connection, never the process.
+ */
+export class Neighbours {
+  private readonly byPeer = new Map<string, Neighbour>()
+  handler: FrameHandler | undefined
+  /** Set while leaving: streams opened to us are refused. */
+  closing = false
+
+  constructor(
+    private readonly parts: NodeParts,
+    private readonly driver: CoreDriver,
+  ) {}
+
+  get(peer: string): Neighbour | undefined {
+    return this.byPeer.get(peer)
+  }
+
+  get size(): number {
+    return this.byPeer.size
+  }
+
+  ids(): string[] {
+    return [...this.byPeer.keys()]
+  }
+
+  all(): Neighbour[] {
+    return [...this.byPeer.values()]
+  }
+
+  /** Queues a frame toward `peer`; false if there is no link, its queue is full, or our side is closed. */
+  send(peer: string, frame: Uint8Array, data?: DataFrame): boolean {
+    const neighbour = this.byPeer.get(peer)
+    if (neighbour === undefined || neighbour.tap.writeClosed || !neighbour.link.send(frame)) return false
+    neighbour.outbox.queued(frame.length, data)
+    return true
+  }
+
+  resumeAll(): void {
+    for (const neighbour of this.all()) {
+      this.guard(neighbour.link, () => neighbour.link.resume(), undefined)
+      if (neighbour.leaving) this.finishIfWritten(neighbour)
+    }
+  }
+
+  /**
+   * A neighbour announced its leave (it withdrew its own route). It keeps reading until we close
+   * our side, so: route nothing more to it, write out what is queued for it, then close our
+   * side; it answers what it got (bounces, acks) and closes its own.
+   */
+  markLeaving(peer: string): void {
+    const neighbour = this.byPeer.get(peer)
+    if (neighbour === undefined || neighbour.leaving) return
+    neighbour.leaving = true
+    this.parts.log('neighbour %s is leaving', peer)
+    this.finishIfWritten(neighbour)
+  }
+
+  private finishIfWritten(neighbour: Neighbour): void {
+    if (neighbour.link.queuedFrames === 0 && !neighbour.tap.writeClosed) void neighbour.tap.finishWriting()
+  }
+
+  dial(address: string): void {
+    const { driver, parts } = this
+    const core = driver.core
+    let target
+    try {
+      target = multiaddr(address)
+    } catch {
+      core.dialFailed(address, driver.now())
+      return
+    }
+    parts.metrics.count('dials_started')
+    const signal = AbortSignal.timeout(parts.timing.dialTimeoutMs)
+    parts.components.connectionManager
+      .openConnection(target, { signal })
+      .then(async (connection) => this.attach(await connection.newStream(parts.protocol, { signal }), connection, address))
+      .catch((error: Error) => {
+        parts.metrics.count('dials_failed')
+        parts.log('dial %s failed: %s', address, error.message)
+        if (this.closing || core.hasLeft) return
+        try {
+          core.dialFailed(address, driver.now())
+          driver.schedule()
+        } catch (failure) {
+          parts.log.error('dial %s: %s', address, describeError(failure))
+        }
+      })
+  }
+
+  /** A stream to a neighbour opened (by us or by it). Exactly one is kept per neighbour. */
+  attach(stream: Stream, connection: Connection, dialledAddress: string | undefined): void {
+    const { driver, parts } = this
+    if (this.closing || driver.core.hasLeft) {
+      stream.abort(new Error('node is stopping'))
+      return
+    }
+    const peer = connection.remotePeer.toString()
+    const existing = this.byPeer.get(peer)
+    if (existing !== undefined && existing.link.isOpen) {
+      // Both sides opened a stream at once: keep the one opened by the smaller peer id, the
+      // same choice on both sides. Replacing a link is a connection down and up for the core,
+      // so nothing sent on the old one can be lost unnoticed.
+      const opener = stream.direction === 'outbound' ? parts.id : peer
+      const smaller = parts.id < peer ? parts.id : peer
+      const existingOpener = existing.link.stream.direction === 'outbound' ? parts.id : peer
+      if (opener !== smaller || existingOpener === smaller) {
+        stream.abort(new Error('duplicate Phoenix stream'))
+        if (dialledAddress !== undefined) driver.core.connectionUp(peer, driver.now(), dialledAddress)
+        return
+      }
+      existing.link.abort('replaced by the stream opened by the smaller peer id')
+    }
+    const outbox = new Outbox()
+    const tap = new StreamTap(stream, outbox)
+    const { limits } = parts
+    const link: NeighbourLink = new NeighbourLink(
+      peer,
+      tap.stream,
+      { outboundBytesMax: limits.outboundBytesMaxPerNeighbour, outboundFramesMax: limits.outboundFramesMaxPerNeighbour, inboundBytesMax: limits.inboundBytesMaxPerNeighbour },
+      parts.log,
+      (bytes): boolean => this.guard(link, () => this.handler?.onFrame(link, bytes) ?? true, true),
+      (closed, reason) => this.guard(undefined, () => this.onLinkClosed(closed, reason), undefined),
+      (bad, reason) => this.drop(bad, 'wire', reason),
+      () => driver.schedule(),
+    )
+    this.byPeer.set(peer, { link, outbox, tap, connection, leaving: false })
+    driver.core.connectionUp(peer, driver.now(), dialledAddress)
+    parts.metrics.count('neighbours_up')
+    driver.schedule()
+  }
+
+  /**
+   * Runs a link callback. If it throws (a bug here, or the core refusing an input), the
+   * connection it came from is closed as `internal`, the error is logged and counted, and the
+   * process goes on.
+   */
+  private guard<T>(link: NeighbourLink | undefined, run: () => T, fallback: T): T {
+    try {
+      return run()
+    } catch (error) {
+      this.parts.metrics.count('internal_errors')
+      if (link !== undefined) this.drop(link, 'internal', `handling its frame failed: ${describeError(error)}`)
+      else this.parts.log.error('internal error: %s', describeError(error))
+      return fallback
+    }
+  }
+
+  private onLinkClosed(link: NeighbourLink, reason: string): void {
+    const { parts, driver } = this
+    parts.metrics.count('bytes_sent', link.bytesSent)
+    parts.metrics.count('bytes_received', link.bytesReceived)
+    const neighbour = this.byPeer.get(link.peer)
+    if (neighbour?.link !== link) return
+    this.byPeer.delete(link.peer)
+    parts.log('neighbour %s down: %s', link.peer, reason)
+    parts.metrics.count('neighbours_down')
+    if (!driver.core.hasLeft) {
+      driver.core.connectionDown(link.peer, driver.now())
+      driver.schedule()
+    }
+    // A neighbour that left has closed its side after everything it owed us, and waits for us to
+    // confirm that we read it all: closing the connection says so (it may stop now).
+    if (neighbour.leaving) void Promise.resolve(neighbour.connection.close?.()).catch(() => undefined)
+    const unsent = neighbour.outbox.takeUnsent()
+    if (unsent.length > 0) this.handler?.bounceUnsent(unsent, link.peer)
+  }
+
+  /**
+   * Disconnects a neighbour, saying why in the log, in the metrics (`peers_dropped`, and
+   * `frames_rejected` for bytes that did not decode) and in a `peer:dropped` event. It may
+   * connect again; the core polices it afresh (its limits and its records).
+   */
+  drop(link: NeighbourLink, kind: PeerDropped['kind'], reason: string): void {
+    if (!link.isOpen) return
+    this.parts.metrics.count('peers_dropped')
+    if (kind === 'wire') this.parts.metrics.count('frames_rejected')
+    this.parts.log.error('dropping neighbour %s (%s): %s', link.peer, kind, reason)
+    link.abort(reason)
+    this.parts.emit('peer:dropped', { peer: link.peer, kind, reason })
+  }
+
+  /**
+   * Our side of a leave, for every link: hold each neighbour's end-of-stream until we have
+   * answered everything it sent (see StreamTap). Each neighbour, once it heard our leave and
+   * wrote what it had queued for us, closes its side; then we write out our queue (bounces and
+   * acks) and close ours. A neighbour that does not close its side within `lingerMaxMs` (an
+   * older node) is closed anyway, and any link whose queue is not written `flushMaxMs` later is
+   * aborted.
+   */
+  async closeAll(reason: string, lingerMaxMs: number, flushMaxMs: number): Promise<void> {
+    const started = performance.now()
+    const pending = new Set(this.all())
+    const closing: Promise<void>[] = []
+    while (pending.size > 0 && performance.now() - started < lingerMaxMs) {
+      for (const neighbour of pending) {
+        if (!neighbour.link.isOpen) pending.delete(neighbour)
+        else if (neighbour.tap.remoteDone && neighbour.link.queuedFrames === 0) {
+          pending.delete(neighbour)
+          closing.push(neighbour.tap.finishWriting().then(() => neighbour.tap.release()))
+        }
+      }
+      if (pending.size > 0) await new Promise((resolve) => setTimeout(resolve, LEAVE_POLL_MS))
+    }
+    for (const neighbour of pending) {
+      neighbour.tap.release()
+      closing.push(neighbour.link.close(reason))
+    }
+    const connections = this.all().map((n) => n.connection)
+    const flushEndsMs = performance.now() + flushMaxMs
+    let timer: ReturnType<typeof setTimeout> | undefined
+    const deadline = new Promise<void>((resolve) => (timer = setTimeout(resolve, flushMaxMs)))
+    await Promise.race([Promise.all(closing), deadline])
+    clearTimeout(timer)
+    for (const { link } of this.all()) if (link.isOpen) link.abort(`${reason}: its queue was not written within ${flushMaxMs} ms`)
+    // What we wrote may still be in the sockets: a neighbour confirms it read everything by
+    // closing the connection. Stopping earlier could reset the connection under bytes it has
+    // not read yet (measured: the last ~8 KiB of bounces lost that way).
+    while (performance.now() < flushEndsMs && connections.some((c) => c.status !== undefined && c.status !== 'closed')) {
+      await new Promise((resolve) => setTimeout(resolve, LEAVE_POLL_MS))
+    }
+  }
+
+  /** From now on each neighbour's end-of-stream waits until we have answered it (a leave). */
+  holdRemoteCloses(): void {
+    for (const neighbour of this.all()) neighbour.tap.holding = true
+  }
+}
+
+/** How often a leave looks whether its neighbours have finished: a few ms, against the ~100 ms a leave takes. */
+const LEAVE_POLL_MS = 5

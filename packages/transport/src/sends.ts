@@ -1,0 +1,136 @@
+import { randomInt } from 'node:crypto'
+import type { UndeliverableReason } from '@phoenix-overlay/wire'
+import type { SendResult } from './api.ts'
+import { PhoenixTransportError, invalidInput } from './errors.ts'
+
+const MESSAGE_ID_MODULUS = 2 ** 32
+
+interface PendingAck {
+  readonly owner: string
+  readonly resolve: (result: SendResult) => void
+  readonly reject: (error: Error) => void
+  readonly timer: ReturnType<typeof setTimeout>
+}
+
+export type Route = { owner: string; nextHop: string; nhops: number }
+
+/**
+ * Our sends in flight: message ids, the sends waiting for an acknowledgement, and the sends
+ * waiting for a route. Message ids are uint32 (the wire's), never 0, counted up from a random
+ * start: a node restarted with the same identity must not reuse recent ids, or receivers would
+ * take its new messages for repeats of old ones.
+ */
+export class Sends {
+  private nextId = randomInt(1, MESSAGE_ID_MODULUS - 1)
+  private readonly pendingAcks = new Map<number, PendingAck>()
+  private readonly routeWaiters = new Set<() => void>()
+
+  constructor(private readonly limits: { readonly pendingAcksMax: number; readonly pendingRouteWaitsMax: number }) {}
+
+  /** A new id, or the caller's (a retry) after checking it. */
+  allocate(requested: number | undefined): number {
+    if (requested !== undefined) {
+      if (!Number.isInteger(requested) || requested < 1 || requested >= MESSAGE_ID_MODULUS) throw invalidInput('options.messageId', `must be an integer in [1, 2^32), got ${requested}`)
+      if (this.pendingAcks.has(requested)) throw invalidInput('options.messageId', `${requested} is already waiting for its acknowledgement`)
+      return requested
+    }
+    let id = this.nextId
+    while (this.pendingAcks.has(id)) id = (id % (MESSAGE_ID_MODULUS - 1)) + 1
+    this.nextId = (id % (MESSAGE_ID_MODULUS - 1)) + 1
+    return id
+  }
+
+  get pendingCount(): number {
+    return this.pendingAcks.size
+  }
+
+  /** Registers a send that waits for `owner`'s ack; checks the bound first (nothing is sent if full). */
+  expectAck(messageId: number, owner: string, name: string, timeoutMs: number): Promise<SendResult> {
+    if (this.pendingAcks.size >= this.limits.pendingAcksMax) {
+      throw new PhoenixTransportError('QUEUE_FULL', `${this.pendingAcks.size} sends already wait for acknowledgements (limits.pendingAcksMax)`, { messageId })
+    }
+    return new Promise<SendResult>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.pendingAcks.delete(messageId)
+        reject(new PhoenixTransportError('ACK_TIMEOUT', `no acknowledgement from ${owner} for message ${messageId} to "${name}" within ${timeoutMs} ms; it may or may not have been delivered`, { messageId }))
+      }, timeoutMs)
+      this.pendingAcks.set(messageId, { owner, resolve, reject, timer })
+    })
+  }
+
+  /** The send failed before it left: no ack will come. */
+  forget(messageId: number): void {
+    const pending = this.pendingAcks.get(messageId)
+    if (pending === undefined) return
+    clearTimeout(pending.timer)
+    this.pendingAcks.delete(messageId)
+  }
+
+  /** An ack from `from`: true if it settled a send of ours. */
+  acked(messageId: number, from: string): boolean {
+    const pending = this.take(messageId, from)
+    pending?.resolve({ messageId })
+    return pending !== undefined
+  }
+
+  /**
+   * An undeliverable notice: true if it settled an acknowledged send. Any node on the path may
+   * refuse a message, so the refusing node need not be the owner.
+   */
+  refused(messageId: number, from: string, reason: UndeliverableReason): boolean {
+    const pending = this.take(messageId, undefined)
+    pending?.reject(new PhoenixTransportError('UNDELIVERABLE', `node ${from} could not deliver message ${messageId}: ${reason}`, { messageId, reason, node: from }))
+    return pending !== undefined
+  }
+
+  private take(messageId: number, from: string | undefined): PendingAck | undefined {
+    const pending = this.pendingAcks.get(messageId)
+    if (pending === undefined || (from !== undefined && pending.owner !== from)) return undefined
+    clearTimeout(pending.timer)
+    this.pendingAcks.delete(messageId)
+    return pending
+  }
+
+  /** Waits up to `timeoutMs` for `lookup` to find a route; `stopped` ends the wait early. */
+  waitForRoute(name: string, timeoutMs: number, lookup: () => Route | undefined, stopped: () => boolean): Promise<Route> {
+    if (this.routeWaiters.size >= this.limits.pendingRouteWaitsMax) {
+      return Promise.reject(new PhoenixTransportError('QUEUE_FULL', `${this.routeWaiters.size} sends already wait for routes (limits.pendingRouteWaitsMax)`))
+    }
+    return new Promise((resolve, reject) => {
+      const check = () => {
+        const route = stopped() ? undefined : lookup()
+        if (route !== undefined) {
+          done()
+          resolve(route)
+        } else if (stopped()) {
+          done()
+          reject(new PhoenixTransportError('NOT_STARTED', `the node stopped while "${name}" waited for a route; nothing was sent`))
+        }
+      }
+      const timer = setTimeout(() => {
+        done()
+        reject(new PhoenixTransportError('NO_ROUTE', `no route to a node named "${name}" after waiting ${timeoutMs} ms`))
+      }, timeoutMs)
+      const done = () => {
+        clearTimeout(timer)
+        this.routeWaiters.delete(check)
+      }
+      this.routeWaiters.add(check)
+    })
+  }
+
+  /** Routes changed (or the node stops): every waiting send looks again. */
+  routesChanged(): void {
+    for (const check of [...this.routeWaiters]) check()
+  }
+
+  /** The node stopped: every send still waiting for an ack fails (it may have been delivered). */
+  failAll(): void {
+    for (const [messageId, pending] of this.pendingAcks) {
+      clearTimeout(pending.timer)
+      pending.reject(new PhoenixTransportError('NOT_STARTED', `the node stopped before message ${messageId} was acknowledged; it may or may not have been delivered`, { messageId }))
+    }
+    this.pendingAcks.clear()
+    this.routesChanged()
+  }
+}

@@ -1,0 +1,328 @@
+import { TypedEventEmitter, serviceCapabilities, type EventHandler, type Logger, type Startable } from '@libp2p/interface'
+import { peerIdFromString } from '@libp2p/peer-id'
+import { multiaddr } from '@multiformats/multiaddr'
+import { PhoenixCore, type RecordAuthority, type RouteView } from '@phoenix-overlay/core'
+import { WIRE_LIMITS, type DataFrame } from '@phoenix-overlay/wire'
+import type { NameConflict, PhoenixComponents, PhoenixEvents, PhoenixInit, PhoenixService, ReceivedMessage, SendOptions, SendResult } from './api.ts'
+import { OWN_ADDRESSES_MAX, PHOENIX_PROTOCOL, TRANSPORT_LIMITS, TRANSPORT_TIMING, type TransportLimits, type TransportTiming } from './constants.ts'
+import { PhoenixTransportError, invalidInput } from './errors.ts'
+import { Inbox } from './inbox.ts'
+import { Metrics } from './metrics.ts'
+import type { NodeParts } from './parts.ts'
+import { Sends, type Route } from './sends.ts'
+import { Session } from './session.ts'
+import { checkName, checkSendOptions, coreErrorToTransport } from './validate.ts'
+
+type State = 'stopped' | 'starting' | 'started' | 'leaving'
+
+/**
+ * One Phoenix overlay node as a libp2p service: the pure routing core driven by real
+ * connections, one long-lived stream per neighbour carrying routing updates and routed messages.
+ *
+ * Lifecycle (libp2p calls these; calling them yourself is safe too): `start` and `stop` are
+ * idempotent and safe in any order. `beforeStop` is the graceful leave (libp2p stops components
+ * concurrently, so it must happen before). After `stop` the node is as before `start`: queries
+ * answer empty (`routes()`, `peers()`, `nameConflicts()`), `send` and the name and hub changes
+ * fail with `NOT_STARTED`, `messages()` iterators end. `start` after `stop` joins afresh.
+ */
+export class PhoenixNode extends TypedEventEmitter<PhoenixEvents> implements PhoenixService, Startable {
+  readonly [Symbol.toStringTag] = '@phoenix-overlay/transport'
+  readonly [serviceCapabilities]: string[] = ['@phoenix-overlay/overlay']
+  readonly metrics = new Metrics()
+  private readonly parts: NodeParts
+  private readonly limits: TransportLimits
+  private readonly timing: TransportTiming
+  private readonly log: Logger
+  private readonly inbox: Inbox
+  private readonly sends: Sends
+  private state: State = 'stopped'
+  private session: Session | undefined
+  private leaving: Promise<void> | undefined
+  private starting: Promise<void> | undefined
+
+  constructor(
+    private readonly components: PhoenixComponents,
+    private readonly init: PhoenixInit = {},
+  ) {
+    super()
+    this.log = components.logger.forComponent('phoenix:node')
+    this.limits = { ...TRANSPORT_LIMITS, ...init.limits }
+    this.timing = { ...TRANSPORT_TIMING, ...init.timing }
+    for (const hub of init.hubs ?? []) this.checkHub(hub)
+    this.inbox = new Inbox(this.limits, () => this.listenerCount('message'), (message) => this.safeDispatchEvent('message', { detail: message }))
+    this.sends = new Sends(this.limits)
+    this.parts = {
+      id: components.peerId.toString(),
+      components,
+      protocol: init.protocol ?? PHOENIX_PROTOCOL,
+      limits: this.limits,
+      timing: this.timing,
+      log: this.log,
+      metrics: this.metrics,
+      inbox: this.inbox,
+      sends: this.sends,
+      emit: (type, detail) => this.safeDispatchEvent(type, { detail }),
+    }
+    this.metrics.registerWith(components.metrics, () => this.gauges())
+  }
+
+  get id(): string {
+    return this.parts.id
+  }
+
+  /** A `'message'` listener is a consumer: it is handed what waited for one (see inbox.ts). */
+  override addEventListener<K extends keyof PhoenixEvents>(type: K, listener: EventHandler<PhoenixEvents[K]> | null, options?: boolean | Parameters<EventTarget['addEventListener']>[2]): void {
+    super.addEventListener(type, listener, options)
+    if (type === 'message') this.inbox.listenerAdded()
+  }
+
+  // ------------------------------------------------------------------ lifecycle
+
+  async start(): Promise<void> {
+    if (this.state === 'starting') return this.starting
+    if (this.state !== 'stopped') return
+    this.state = 'starting'
+    this.starting = this.startSession().finally(() => (this.starting = undefined))
+    return this.starting
+  }
+
+  private async startSession(): Promise<void> {
+    const session = new Session(this.parts, this.createCore())
+    try {
+      // One stream per neighbour, plus one while a simultaneous open is being resolved.
+      await this.components.registrar.handle(this.parts.protocol, (stream, connection) => session.neighbours.attach(stream, connection, undefined), { maxInboundStreams: 2, maxOutboundStreams: 2 })
+    } catch (error) {
+      this.state = 'stopped'
+      throw error
+    }
+    this.session = session
+    this.state = 'started'
+  }
+
+  afterStart(): void {
+    if (this.state !== 'started') return
+    this.components.events.removeEventListener('self:peer:update', this.onSelfUpdate)
+    this.components.events.addEventListener('self:peer:update', this.onSelfUpdate)
+    this.onSelfUpdate()
+  }
+
+  /** The graceful leave (see `Session.leave`): our sends are refused from here on. */
+  async beforeStop(): Promise<void> {
+    if (this.state === 'leaving') return this.leaving
+    if (this.state !== 'started' || this.session === undefined) return
+    this.state = 'leaving'
+    this.components.events.removeEventListener('self:peer:update', this.onSelfUpdate)
+    this.sends.routesChanged() // sends waiting for a route give up now
+    this.leaving = this.session.leave().catch((error: unknown) => this.session?.internalError('leaving', error))
+    return this.leaving
+  }
+
+  async stop(): Promise<void> {
+    if (this.state === 'starting') await this.starting?.catch(() => undefined)
+    if (this.state === 'stopped') return
+    await this.beforeStop()
+    const session = this.session
+    this.session = undefined
+    this.leaving = undefined
+    this.state = 'stopped'
+    session?.driver.stop()
+    await this.components.registrar.unhandle(this.parts.protocol).catch(() => undefined)
+    this.sends.failAll()
+    this.inbox.endAll()
+  }
+
+  private createCore(): PhoenixCore {
+    const { init } = this
+    return new PhoenixCore({
+      id: this.id,
+      addresses: this.ownAddresses(),
+      hubs: init.hubs ?? [],
+      names: init.names ?? [],
+      mode: init.mode ?? 'optimized',
+      discovery: init.discovery ?? true,
+      ...(init.signRecords === false ? {} : { records: this.recordAuthority() }),
+      ...(init.core?.limits ? { limits: init.core.limits } : {}),
+      ...(init.core?.timing ? { timing: init.core.timing } : {}),
+    })
+  }
+
+  /** Our listen addresses are known only once transports listen, and may change: the record follows. */
+  private readonly onSelfUpdate = (): void => {
+    const session = this.session
+    if (session === undefined || this.state !== 'started') return
+    const addresses = this.ownAddresses()
+    if (addresses.length > 0 && addresses.join() !== session.core.addresses.join()) session.core.setAddresses(addresses)
+    session.driver.schedule()
+  }
+
+  private ownAddresses(): string[] {
+    return this.components.addressManager
+      .getAddresses()
+      .map((ma) => ma.toString())
+      .slice(0, OWN_ADDRESSES_MAX)
+  }
+
+  /** Signs with our libp2p key; verifies a record against the key its node id (peer id) names. */
+  private recordAuthority(): RecordAuthority {
+    const key = this.components.privateKey
+    return {
+      sign: (payload) => {
+        const signature = key.sign(payload)
+        if (signature instanceof Promise) throw invalidInput('privateKey', `must sign synchronously (Ed25519) for signed records; this node has ${key.type}`)
+        return signature
+      },
+      verify: (node, payload, signature) => {
+        try {
+          return peerIdFromString(node).publicKey?.verify(payload, signature) === true
+        } catch {
+          return false
+        }
+      },
+    }
+  }
+
+  /** The running session, or NOT_STARTED naming what was attempted. */
+  private running(what: string): Session {
+    if (this.state === 'leaving') throw new PhoenixTransportError('NOT_STARTED', `${what}: the node is leaving`)
+    if (this.session === undefined || this.state !== 'started') throw new PhoenixTransportError('NOT_STARTED', `${what}: the Phoenix node is not started`)
+    return this.session
+  }
+
+  // ------------------------------------------------------------------ sending
+
+  /**
+   * Sends `payload` to the node that owns `name`, routed hop by hop, and resolves to its message
+   * id. Checks every input before anything goes on the wire; waits up to `routeWaitMs` for a
+   * route while tables converge; with `ack`, resolves only once the destination's application
+   * has it. Fails only with PhoenixTransportError (see the README's send contract).
+   */
+  async send(name: string, payload: Uint8Array, options: SendOptions = {}): Promise<SendResult> {
+    this.running('send')
+    checkName('name', name)
+    if (!(payload instanceof Uint8Array)) throw invalidInput('payload', 'must be a Uint8Array')
+    if (payload.length > WIRE_LIMITS.payloadBytesMax) throw invalidInput('payload', `is ${payload.length} bytes, more than every node accepts (${WIRE_LIMITS.payloadBytesMax}, WIRE_LIMITS.payloadBytesMax)`)
+    checkSendOptions(options)
+    const messageId = this.sends.allocate(options.messageId)
+    const route = this.running('send').core.resolve(name) ?? (await this.waitForRoute(name, options.routeWaitMs ?? this.timing.routeWaitMs))
+    const session = this.running('send')
+    const data: DataFrame = { source: this.id, destination: route.owner, name, hopLimit: session.core.limits.hopLimit, messageId, ackRequested: options.ack === true, payload }
+    if (route.owner === this.id) return this.sendToSelf(data)
+    if (options.ack !== true) {
+      session.router.routeData(data, undefined)
+      return { messageId }
+    }
+    const acknowledged = this.sends.expectAck(messageId, route.owner, name, options.ackTimeoutMs ?? this.timing.ackTimeoutMs)
+    try {
+      session.router.routeData(data, undefined)
+    } catch (error) {
+      this.sends.forget(messageId)
+      throw error
+    }
+    return acknowledged
+  }
+
+  private waitForRoute(name: string, timeoutMs: number): Promise<Route> {
+    return this.sends.waitForRoute(name, timeoutMs, () => this.session?.core.resolve(name), () => this.state !== 'started')
+  }
+
+  /** A name of our own: the same consumer rule as a message from elsewhere, answered at once. */
+  private sendToSelf(data: DataFrame): SendResult {
+    const delivery = this.inbox.accept({ from: this.id, name: data.name, payload: data.payload, hops: 0, messageId: data.messageId })
+    if (delivery === 'receiver-too-slow' || delivery === 'no-consumer') {
+      throw new PhoenixTransportError('UNDELIVERABLE', `this node could not deliver message ${data.messageId} to its own name "${data.name}": ${delivery}`, { messageId: data.messageId, reason: delivery, node: this.id })
+    }
+    return { messageId: data.messageId }
+  }
+
+  /** Messages delivered to this node, as an async iterator (bounded: see the README's delivery rule). It ends when the node stops. */
+  messages(): AsyncIterableIterator<ReceivedMessage> {
+    return this.inbox.messages()
+  }
+
+  // ------------------------------------------------------------------ names and hubs
+
+  private checkHub(address: string): void {
+    try {
+      multiaddr(address)
+    } catch (error) {
+      throw invalidInput('hub', `${JSON.stringify(address)} is not a multiaddr: ${(error as Error).message}`)
+    }
+  }
+
+  /** Adds a hub (or, with discovery off, a connection to open) at run time. */
+  addHub(address: string): void {
+    this.checkHub(address)
+    const session = this.running('addHub')
+    coreErrorToTransport('hub', () => session.core.addHub(address))
+    session.driver.schedule()
+  }
+
+  /** Adds a name; raises `name:conflict` if another node we know of claims it too. */
+  addName(name: string): void {
+    checkName('name', name)
+    const session = this.running('addName')
+    coreErrorToTransport('name', () => session.core.addName(name))
+    session.checkNameConflicts()
+    session.driver.schedule()
+  }
+
+  removeName(name: string): void {
+    const session = this.running('removeName')
+    session.core.removeName(name)
+    session.checkNameConflicts()
+    session.driver.schedule()
+  }
+
+  // ------------------------------------------------------------------ queries (empty when not running)
+
+  get names(): readonly string[] {
+    return this.session?.core.names ?? []
+  }
+
+  /** Every destination known, reachable or not. */
+  routes(): RouteView[] {
+    return this.session?.core.routes() ?? []
+  }
+
+  resolve(name: string): Route | undefined {
+    return this.session?.core.resolve(name)
+  }
+
+  /** Neighbours: peers with an open Phoenix stream. */
+  peers(): string[] {
+    return this.session?.neighbours.ids() ?? []
+  }
+
+  /** Names claimed by more than one node, as far as this node knows. */
+  nameConflicts(): NameConflict[] {
+    return this.session?.nameConflicts() ?? []
+  }
+
+  private gauges(): Record<string, number> {
+    const session = this.session
+    if (session === undefined) return { routes_reachable: 0, neighbours: 0, outbound_frames_queued: 0, acks_pending: this.sends.pendingCount }
+    const stats = session.core.stats()
+    let queued = 0
+    for (const { link } of session.neighbours.all()) queued += link.queuedFrames
+    return {
+      routes_reachable: session.core.routes().filter((r) => r.reachable).length,
+      neighbours: session.neighbours.size,
+      outbound_frames_queued: queued,
+      acks_pending: this.sends.pendingCount,
+      core_entries_received: stats.entriesReceived,
+      core_entries_sent: stats.entriesSent,
+      core_peers_dropped: stats.peersDropped,
+      core_records_verified: stats.recordsVerified,
+    }
+  }
+
+  /** Prometheus text exposition of this node's counters and gauges (the same numbers go to `components.metrics` when libp2p has one). */
+  metricsText(): string {
+    return this.metrics.render(this.gauges())
+  }
+}
+
+/** The libp2p service factory: `services: { phoenix: phoenix({ hubs, names }) }`. */
+export function phoenix(init: PhoenixInit = {}): (components: PhoenixComponents) => PhoenixNode {
+  return (components) => new PhoenixNode(components, init)
+}

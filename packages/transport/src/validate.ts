@@ -1,0 +1,35 @@
+import { DEFAULT_LIMITS, PhoenixError } from '@phoenix-overlay/core'
+import type { SendOptions } from './api.ts'
+import { PhoenixTransportError, invalidInput } from './errors.ts'
+
+/**
+ * A logical name as every node accepts it: a non-empty string of at most the core's
+ * nameLengthMax characters (UTF-16 units; the wire allows 3 UTF-8 bytes for each).
+ */
+export function checkName(field: string, name: unknown): asserts name is string {
+  if (typeof name !== 'string' || name.length === 0) throw invalidInput(field, 'must be a non-empty string')
+  if (name.length > DEFAULT_LIMITS.nameLengthMax) throw invalidInput(field, `is ${name.length} characters, more than ${DEFAULT_LIMITS.nameLengthMax} (nameLengthMax)`)
+}
+
+function checkWaitMs(field: string, value: number | undefined): void {
+  if (value === undefined) return
+  // setTimeout's ceiling: a longer wait would fire at once.
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || value > 2 ** 31 - 1) throw invalidInput(field, `must be a number of milliseconds in [0, 2^31), got ${String(value)}`)
+}
+
+export function checkSendOptions(options: SendOptions): void {
+  if (typeof options !== 'object' || options === null) throw invalidInput('options', 'must be an object')
+  checkWaitMs('options.routeWaitMs', options.routeWaitMs)
+  checkWaitMs('options.ackTimeoutMs', options.ackTimeoutMs)
+  if (options.ack !== undefined && typeof options.ack !== 'boolean') throw invalidInput('options.ack', 'must be a boolean')
+}
+
+/** Runs a core call, turning the core's refusal (PhoenixError) into INVALID_INPUT naming `field`: no core error reaches the API. */
+export function coreErrorToTransport<T>(field: string, run: () => T): T {
+  try {
+    return run()
+  } catch (error) {
+    if (error instanceof PhoenixError) throw new PhoenixTransportError(error.code === 'INVALID_STATE' ? 'NOT_STARTED' : 'INVALID_INPUT', `${field}: ${error.message}`, { field })
+    throw error
+  }
+}

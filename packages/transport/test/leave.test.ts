@@ -1,0 +1,47 @@
+import { afterAll, describe, expect, it } from 'vitest'
+import type { PhoenixTransportError } from '../src/index.ts'
+import { TestNodes, addressOf, waitUntil } from './nodes.ts'
+
+const TRIALS = 4
+const SENDS = 200
+const PAYLOAD_BYTES = 32 * 1024
+
+describe('a graceful leave with messages in flight (issue 11, item 4)', () => {
+  const nodes = new TestNodes()
+  afterAll(() => nodes.stopAll())
+
+  it(`${SENDS} acknowledged sends through a relay, the receiver stopped 10-30 ms later: every send settles promptly, and none the receiver's app got is reported failed (${TRIALS} trials)`, async () => {
+    const hub = await nodes.start({ names: ['hub'] })
+    // Discovery off: the two ends meet only through the hub, which forwards (and holds) their traffic.
+    const sender = await nodes.start({ names: ['sender'], hubs: [addressOf(hub)], discovery: false })
+    for (let trial = 0; trial < TRIALS; trial++) {
+      const name = `receiver-${trial}`
+      const receiver = await nodes.start({ names: [name], hubs: [addressOf(hub)], discovery: false })
+      const got = new Set<number>()
+      receiver.phoenix.addEventListener('message', (event) => got.add(event.detail.messageId))
+      await waitUntil(`the sender has a route to ${name}`, () => sender.phoenix.resolve(name) !== undefined)
+      const started = performance.now()
+      const sends = Array.from({ length: SENDS }, () => sender.phoenix.send(name, new Uint8Array(PAYLOAD_BYTES), { ack: true, routeWaitMs: 0 }))
+      const settled = Promise.allSettled(sends).then((results) => ({ results, ms: performance.now() - started }))
+      // 10-30 ms after the first message reached the app (on a loaded host the first may take longer than that to arrive).
+      await waitUntil('the first message arrives', () => got.size > 0)
+      const delayMs = 10 + Math.floor(Math.random() * 21)
+      await new Promise((r) => setTimeout(r, delayMs))
+      await receiver.libp2p.stop()
+      const { results, ms } = await settled
+      const acked = results.filter((r) => r.status === 'fulfilled').map((r) => r.value.messageId)
+      const failed = results.filter((r) => r.status === 'rejected').map((r) => r.reason as PhoenixTransportError)
+      const reasons: Record<string, number> = {}
+      for (const error of failed) reasons[`${error.code}/${error.reason ?? ''}`] = (reasons[`${error.code}/${error.reason ?? ''}`] ?? 0) + 1
+      console.log(`leave trial ${trial}: stopped ${delayMs} ms after its first message; ${acked.length} acked, ${failed.length} failed ${JSON.stringify(reasons)}, all settled in ${Math.round(ms)} ms; the app got ${got.size}`)
+      // Promptly: well before the 10 s acknowledgement timeout, and never by it.
+      expect(ms).toBeLessThan(5_000)
+      expect(failed.filter((e) => e.code === 'ACK_TIMEOUT')).toEqual([])
+      for (const error of failed) expect(error.code).toBe('UNDELIVERABLE')
+      // Acked means received; failed means not received.
+      for (const id of acked) expect(got.has(id), `message ${id} was acked but not received`).toBe(true)
+      for (const error of failed) expect(got.has(error.messageId!), `message ${error.messageId} was received but reported ${error.reason}`).toBe(false)
+      expect(acked.length + failed.length).toBe(SENDS)
+    }
+  }, 60_000)
+})

@@ -1,0 +1,100 @@
+import { TypedEventEmitter } from '@libp2p/interface'
+import { afterAll, describe, expect, it } from 'vitest'
+import { PhoenixTransportError, type NameConflict } from '../src/index.ts'
+import { FakeNode } from './fake-node.ts'
+import { TestNodes, addressOf, text, waitUntil } from './nodes.ts'
+
+describe('lifecycle: start and stop are idempotent and safe in any order (issue 11, item 3)', () => {
+  const nodes = new TestNodes()
+  afterAll(() => nodes.stopAll())
+
+  it('stop before start, and stop twice, do nothing; queries are empty and sends fail NOT_STARTED', async () => {
+    const fake = await FakeNode.create({ names: ['mine'] })
+    await fake.node.stop()
+    await fake.node.stop()
+    expect(fake.node.routes()).toEqual([])
+    expect(fake.node.peers()).toEqual([])
+    await expect(fake.node.send('x', text('x'))).rejects.toMatchObject({ code: 'NOT_STARTED' })
+    expect(() => fake.node.addName('other')).toThrow(PhoenixTransportError)
+  })
+
+  it('start twice keeps one core and one protocol handler; the node goes on routing', async () => {
+    const hub = await nodes.start({ names: ['hub'] })
+    const member = await nodes.start({ names: ['member'], hubs: [addressOf(hub)] })
+    member.phoenix.addEventListener('message', () => {})
+    await hub.phoenix.send('member', text('before'), { ack: true })
+    const peersBefore = hub.phoenix.peers()
+    await member.phoenix.start()
+    await Promise.all([member.phoenix.start(), member.phoenix.start()])
+    await hub.phoenix.send('member', text('after'), { ack: true })
+    expect(hub.phoenix.peers()).toEqual(peersBefore)
+    expect(hub.phoenix.metricsText()).not.toMatch(/phoenix_peers_dropped_total/)
+  })
+
+  it('after stop nothing is stale (routes and peers empty); start after stop joins again', async () => {
+    const hub = await nodes.start({ names: ['hub2'] })
+    const member = await nodes.start({ names: ['member2'], hubs: [addressOf(hub)] })
+    member.phoenix.addEventListener('message', () => {})
+    await hub.phoenix.send('member2', text('one'), { ack: true })
+    expect(member.phoenix.routes().length).toBeGreaterThan(0)
+    await member.libp2p.stop()
+    await member.phoenix.stop()
+    expect(member.phoenix.routes()).toEqual([])
+    expect(member.phoenix.peers()).toEqual([])
+    expect(member.phoenix.resolve('hub2')).toBeUndefined()
+    await expect(member.phoenix.send('hub2', text('x'))).rejects.toMatchObject({ code: 'NOT_STARTED' })
+    await member.libp2p.start()
+    await hub.phoenix.send('member2', text('two'), { ack: true, routeWaitMs: 10_000 })
+  })
+})
+
+describe('a libp2p service by the book (issue 13, item 5)', () => {
+  it('is a TypedEventEmitter: listeners get typed events, no casts', async () => {
+    const fake = await FakeNode.create({ names: ['mine'] })
+    expect(fake.node).toBeInstanceOf(TypedEventEmitter)
+    expect(fake.node.listenerCount('message')).toBe(0)
+  })
+
+  it('hands its counters and gauges to libp2p metrics when the host has them', async () => {
+    const groups = new Map<string, () => Record<string, number>>()
+    const metrics = {
+      registerCounterGroup: (name: string, options: { calculate: () => Record<string, number> }) => void groups.set(name, options.calculate),
+      registerMetricGroup: (name: string, options: { calculate: () => Record<string, number> }) => void groups.set(name, options.calculate),
+    }
+    const fake = await FakeNode.create({ names: ['mine'], timing: { leaveLingerMaxMs: 0 } }, { metrics } as never)
+    await fake.node.start()
+    const { peer } = await fake.connect()
+    expect([...groups.keys()].sort()).toEqual(['phoenix_events_total', 'phoenix_state'])
+    expect(groups.get('phoenix_events_total')!()).toMatchObject({ neighbours_up: 1 })
+    expect(groups.get('phoenix_state')!()).toMatchObject({ neighbours: 1 })
+    expect(fake.node.peers()).toEqual([peer])
+    await fake.node.stop()
+  })
+})
+
+describe('name conflicts are visible (issue 11, item 7)', () => {
+  const nodes = new TestNodes()
+  afterAll(() => nodes.stopAll())
+
+  it('adding a name another node owns raises name:conflict here, and at the owner once it hears', async () => {
+    const owner = await nodes.start({ names: ['leader'] })
+    const other = await nodes.start({ names: ['worker'], hubs: [addressOf(owner)] })
+    await waitUntil('other knows who owns leader', () => other.phoenix.resolve('leader') !== undefined)
+    const atOther: NameConflict[] = []
+    const atOwner: NameConflict[] = []
+    other.phoenix.addEventListener('name:conflict', (event) => atOther.push(event.detail))
+    owner.phoenix.addEventListener('name:conflict', (event) => atOwner.push(event.detail))
+    other.phoenix.addName('leader')
+    const ids = [owner.libp2p.peerId.toString(), other.libp2p.peerId.toString()].sort()
+    expect(atOther).toHaveLength(1)
+    expect(atOther[0]).toMatchObject({ name: 'leader', ours: true })
+    expect([...atOther[0]!.owners].sort()).toEqual(ids)
+    await waitUntil('the owner hears the other claim', () => atOwner.length > 0)
+    expect(atOwner[0]).toMatchObject({ name: 'leader', ours: true })
+    expect(owner.phoenix.nameConflicts().map((c) => c.name)).toEqual(['leader'])
+    // Raised once per conflict, not on every update.
+    await new Promise((r) => setTimeout(r, 200))
+    expect(atOther).toHaveLength(1)
+    expect(atOwner).toHaveLength(1)
+  })
+})

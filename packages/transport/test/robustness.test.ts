@@ -1,0 +1,121 @@
+import { PhoenixCore } from '@phoenix-overlay/core'
+import type { Frame } from '@phoenix-overlay/wire'
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
+import type { PeerDropped, ReceivedMessage } from '../src/index.ts'
+import { FakeNode, concat, framesWritten, prefixed, settle } from './fake-node.ts'
+
+const update = (peer: string, seq: number): Frame => ({ kind: 'update', update: { neighbourSlots: [], transSets: [], entries: [{ destination: peer, seq, nhops: 0, names: [`svc-${seq}`], addresses: [], trans: -1 }] } })
+const data = (source: string, destination: string, name: string): Frame => ({ kind: 'data', data: { source, destination, name, hopLimit: 8, messageId: 7, ackRequested: false, payload: new Uint8Array([1, 2, 3]) } })
+
+/**
+ * A node whose core takes one queued update at a time (inboxMessagesMax 1): a second update in
+ * the same delivery is held, the link pauses, and the held frames are handed in again in the
+ * middle of the next drain, which is where the clock and the guards matter.
+ */
+async function pausedNode() {
+  const fake = await FakeNode.create({ names: ['mine'], signRecords: false, timing: { leaveLingerMaxMs: 0 }, core: { limits: { inboxMessagesMax: 1 } } })
+  await fake.node.start()
+  fake.node.afterStart()
+  const dropped: PeerDropped[] = []
+  const received: ReceivedMessage[] = []
+  fake.node.addEventListener('peer:dropped', (event) => dropped.push(event.detail))
+  fake.node.addEventListener('message', (event) => received.push(event.detail))
+  return { fake, dropped, received }
+}
+
+describe('a relay survives its traffic (issue 11, items 5 and 6)', () => {
+  const uncaught: unknown[] = []
+  const record = (error: unknown) => uncaught.push(error)
+  beforeEach(() => {
+    uncaught.length = 0
+    process.on('uncaughtException', record)
+    process.on('unhandledRejection', record)
+  })
+  afterEach(() => {
+    process.off('uncaughtException', record)
+    process.off('unhandledRejection', record)
+    vi.restoreAllMocks()
+  })
+
+  it('one clock per core: a frame handed to the core in the middle of a drain never makes a later step go back in time', async () => {
+    const { fake, dropped } = await pausedNode()
+    const { stream, peer } = await fake.connect()
+    for (let round = 0; round < 20; round++) {
+      // Two updates at once: the second waits for the first to be applied, then goes in mid-drain.
+      stream.deliver(concat([prefixed(update(peer, 4 * round)), prefixed(update(peer, 4 * round + 2))]))
+      await settle()
+    }
+    expect(uncaught.map(String)).toEqual([])
+    expect(dropped).toEqual([])
+    expect(fake.node.peers()).toEqual([peer])
+    expect(fake.node.routes().find((r) => r.destination === peer)).toMatchObject({ seq: 78, reachable: true })
+    await fake.node.stop()
+  })
+
+  it('a frame that makes the core throw closes that connection only; the node and its other neighbours go on', async () => {
+    const { fake, dropped, received } = await pausedNode()
+    const bad = await fake.connect()
+    const good = await fake.connect()
+    const forward = PhoenixCore.prototype.forward
+    vi.spyOn(PhoenixCore.prototype, 'forward').mockImplementation(function (this: PhoenixCore, destination, hopLimit, name) {
+      if (name === 'boom') throw new TypeError('boom: the core failed on this frame')
+      return forward.call(this, destination, hopLimit, name)
+    })
+    // The data frame is held behind an update and handled when the link resumes, inside a drain.
+    bad.stream.deliver(concat([prefixed(update(bad.peer, 0)), prefixed(update(bad.peer, 2)), prefixed(data(bad.peer, fake.id, 'boom'))]))
+    await settle()
+    expect(uncaught.map(String)).toEqual([])
+    expect(dropped).toHaveLength(1)
+    expect(dropped[0]).toMatchObject({ peer: bad.peer, kind: 'internal' })
+    expect(dropped[0]!.reason).toMatch(/boom: the core failed on this frame/)
+    expect(bad.stream.aborted).toMatch(/boom/)
+    expect(fake.node.metricsText()).toMatch(/^phoenix_internal_errors_total 1$/m)
+    // The same frame handled straight away (not held) is guarded the same way.
+    const other = await fake.connect()
+    other.stream.deliver(prefixed(data(other.peer, fake.id, 'boom')))
+    await settle()
+    expect(uncaught.map(String)).toEqual([])
+    expect(dropped.map((d) => d.peer)).toEqual([bad.peer, other.peer])
+    // The node goes on: the good neighbour's message is delivered.
+    good.stream.deliver(prefixed(data(good.peer, fake.id, 'mine')))
+    await settle()
+    expect(received.map((m) => m.from)).toEqual([good.peer])
+    expect(fake.node.peers()).toEqual([good.peer])
+    await fake.node.stop()
+  })
+
+  it('a connection whose close makes the core throw is still closed, and the process goes on', async () => {
+    const { fake } = await pausedNode()
+    const { stream, peer } = await fake.connect()
+    vi.spyOn(PhoenixCore.prototype, 'connectionDown').mockImplementation(() => {
+      throw new TypeError('connectionDown failed')
+    })
+    stream.emitClose(new Error('reset by peer'))
+    await settle()
+    expect(uncaught.map(String)).toEqual([])
+    expect(fake.node.peers()).not.toContain(peer)
+    expect(fake.node.metricsText()).toMatch(/^phoenix_internal_errors_total 1$/m)
+    vi.restoreAllMocks()
+    await fake.node.stop()
+  })
+
+  it('a relay bounces what it still held for a neighbour whose connection closed (neighbour-down), never drops it silently', async () => {
+    const { fake } = await pausedNode()
+    const source = await fake.connect()
+    const stalled = await fake.connect({ stalled: true })
+    const frames = Array.from({ length: 10 }, (_, i): Frame => ({ kind: 'data', data: { source: source.peer, destination: stalled.peer, name: '', hopLimit: 8, messageId: 100 + i, ackRequested: true, payload: new Uint8Array(64) } }))
+    source.stream.deliver(concat(frames.map(prefixed)))
+    await settle()
+    // The stream took one write (our routing table, or the first frame) and stalled; the rest wait in the relay's queue.
+    const written = framesWritten(stalled.stream).flatMap((f) => (f.kind === 'data' ? [f.data.messageId] : []))
+    expect(written.length).toBeLessThanOrEqual(1)
+    stalled.stream.emitClose(new Error('connection reset'))
+    await settle()
+    const bounced = framesWritten(source.stream).flatMap((f) => (f.kind === 'undeliverable' ? [f.undeliverable] : []))
+    const unsent = frames.flatMap((f) => (f.kind === 'data' && !written.includes(f.data.messageId) ? [f.data.messageId] : []))
+    expect(bounced.map((u) => [u.messageId, u.reason, u.destination])).toEqual(unsent.map((id) => [id, 'neighbour-down', source.peer]))
+    expect(unsent.length).toBeGreaterThanOrEqual(9)
+    expect(uncaught.map(String)).toEqual([])
+    await fake.node.stop()
+  })
+})

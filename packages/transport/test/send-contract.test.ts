@@ -1,0 +1,119 @@
+import { WIRE_LIMITS } from '@phoenix-overlay/wire'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { PhoenixTransportError, type ReceivedMessage, type Undeliverable } from '../src/index.ts'
+import { TestNodes, addressOf, text, waitUntil, type TestNode } from './nodes.ts'
+
+/** The rejection of `promise`, which must be a PhoenixTransportError. */
+async function failure(promise: Promise<unknown>): Promise<PhoenixTransportError> {
+  const error = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  )
+  expect(error).toBeInstanceOf(PhoenixTransportError)
+  return error as PhoenixTransportError
+}
+
+describe('the send contract (issue 11, items 1 and 2)', () => {
+  const nodes = new TestNodes()
+  let a: TestNode
+  let b: TestNode
+  const gotByB: ReceivedMessage[] = []
+
+  beforeAll(async () => {
+    a = await nodes.start({ names: ['a'] })
+    b = await nodes.start({ names: ['b'], hubs: [addressOf(a)] })
+    b.phoenix.addEventListener('message', (event) => gotByB.push(event.detail))
+    await a.phoenix.send('b', text('hello'), { ack: true })
+  })
+  afterAll(() => nodes.stopAll())
+
+  it('refuses a payload over the limit every node enforces before anything goes on the wire, and the link survives', async () => {
+    const started = performance.now()
+    const error = await failure(a.phoenix.send('b', new Uint8Array(WIRE_LIMITS.payloadBytesMax + 1), { ack: true, ackTimeoutMs: 3_000 }))
+    expect(error.code).toBe('INVALID_INPUT')
+    expect(error.field).toBe('payload')
+    expect(error.message).toMatch(/payload is 4190209 bytes, more than every node accepts \(4190208/)
+    expect(performance.now() - started).toBeLessThan(500)
+    // The largest payload allowed goes through, and nobody was dropped for it.
+    await a.phoenix.send('b', new Uint8Array(WIRE_LIMITS.payloadBytesMax), { ack: true })
+    expect(a.phoenix.peers()).toEqual([b.libp2p.peerId.toString()])
+    expect(b.phoenix.metricsText()).not.toMatch(/phoenix_peers_dropped_total/)
+  })
+
+  it('refuses an empty or over-long name and bad options at once, naming the field', async () => {
+    const cases: [string, Promise<unknown>, string][] = [
+      ['name', a.phoenix.send('', text('x')), 'name'],
+      ['long name', a.phoenix.send('n'.repeat(257), text('x')), 'name'],
+      ['payload type', a.phoenix.send('b', 'text' as unknown as Uint8Array), 'payload'],
+      ['routeWaitMs', a.phoenix.send('b', text('x'), { routeWaitMs: -1 }), 'options.routeWaitMs'],
+      ['ackTimeoutMs', a.phoenix.send('b', text('x'), { ackTimeoutMs: Number.NaN }), 'options.ackTimeoutMs'],
+      ['messageId', a.phoenix.send('b', text('x'), { messageId: 0 }), 'options.messageId'],
+    ]
+    for (const [what, promise, field] of cases) {
+      const error = await failure(promise)
+      expect(error.code, what).toBe('INVALID_INPUT')
+      expect(error.field, what).toBe(field)
+      expect(error.message.split('\n'), what).toHaveLength(1)
+    }
+  })
+
+  it('gives every send a message id that the receiver sees, and a retry with the same id is acknowledged but delivered once', async () => {
+    gotByB.length = 0
+    const first = await a.phoenix.send('b', text('once'), { ack: true })
+    expect(first.messageId).toBeGreaterThan(0)
+    const unacked = await a.phoenix.send('b', text('twice'))
+    expect(unacked.messageId).not.toBe(first.messageId)
+    const retry = await a.phoenix.send('b', text('once'), { ack: true, messageId: first.messageId })
+    expect(retry.messageId).toBe(first.messageId)
+    await waitUntil('b got the unacknowledged message', () => gotByB.length >= 2)
+    expect(gotByB.map((m) => [new TextDecoder().decode(m.payload), m.messageId, m.from])).toEqual([
+      ['once', first.messageId, a.libp2p.peerId.toString()],
+      ['twice', unacked.messageId, a.libp2p.peerId.toString()],
+    ])
+    expect(b.phoenix.metricsText()).toMatch(/^phoenix_messages_duplicate_total 1$/m)
+  })
+})
+
+describe('acks mean the application has it (issue 11, item 2)', () => {
+  const nodes = new TestNodes()
+  afterAll(() => nodes.stopAll())
+
+  it('a consumer that is not reading: only what fits its buffer is acked; the rest fails with receiver-too-slow, and the app gets exactly the acked ones', async () => {
+    const a = await nodes.start({ names: ['a'] })
+    const b = await nodes.start({ names: ['b'], hubs: [addressOf(a)], limits: { receiveBufferMax: 10 } })
+    const iterator = b.phoenix.messages() // opened, not read
+    await waitUntil('b has a route to a', () => b.phoenix.resolve('a') !== undefined)
+    await waitUntil('a has a route to b', () => a.phoenix.resolve('b') !== undefined)
+    const results = await Promise.allSettled(Array.from({ length: 50 }, (_, i) => a.phoenix.send('b', text(`m${i}`), { ack: true, ackTimeoutMs: 5_000 })))
+    const acked = results.filter((r) => r.status === 'fulfilled').map((r) => r.value.messageId)
+    const failed = results.filter((r) => r.status === 'rejected').map((r) => r.reason as PhoenixTransportError)
+    expect(acked).toHaveLength(10)
+    expect(failed).toHaveLength(40)
+    for (const error of failed) expect([error.code, error.reason]).toEqual(['UNDELIVERABLE', 'receiver-too-slow'])
+    const read: number[] = []
+    for (let i = 0; i < 10; i++) read.push((await iterator.next()).value!.messageId)
+    expect(read).toEqual(acked)
+    // Room again: the next one is delivered.
+    await a.phoenix.send('b', text('room now'), { ack: true })
+    expect(new TextDecoder().decode((await iterator.next()).value!.payload)).toBe('room now')
+    await iterator.return!()
+  })
+
+  it('before any consumer, messages wait in the receive buffer for the first one; past it they fail with no-consumer, and unacked sends hear it as an event with their id', async () => {
+    const a = await nodes.start({ names: ['a'] })
+    const b = await nodes.start({ names: ['b'], hubs: [addressOf(a)], limits: { receiveBufferMax: 5 } })
+    const undeliverable: Undeliverable[] = []
+    a.phoenix.addEventListener('undeliverable', (event) => undeliverable.push(event.detail))
+    await waitUntil('a has a route to b', () => a.phoenix.resolve('b') !== undefined)
+    const results = await Promise.allSettled(Array.from({ length: 7 }, (_, i) => a.phoenix.send('b', text(`w${i}`), { ack: true })))
+    expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(5)
+    for (const r of results.filter((r) => r.status === 'rejected')) expect((r.reason as PhoenixTransportError).reason).toBe('no-consumer')
+    const { messageId } = await a.phoenix.send('b', text('no ack'))
+    await waitUntil('the bounce of the unacknowledged send', () => undeliverable.length > 0)
+    expect(undeliverable).toEqual([{ node: b.libp2p.peerId.toString(), messageId, reason: 'no-consumer' }])
+    const got: string[] = []
+    b.phoenix.addEventListener('message', (event) => got.push(new TextDecoder().decode(event.detail.payload)))
+    await waitUntil('the waiting messages reach the first listener', () => got.length === 5)
+    expect(got).toEqual(['w0', 'w1', 'w2', 'w3', 'w4'])
+  })
+})
