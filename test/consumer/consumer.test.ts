@@ -227,7 +227,9 @@ function listFiles(dir: string): string[] {
 function importedPackages(dir: string): string[] {
   const found = new Set<string>()
   for (const file of listFiles(join(repoRoot, 'packages', dir, 'src')).filter((f) => f.endsWith('.ts'))) {
-    for (const m of readFileSync(file, 'utf8').matchAll(/(?:\bfrom|\bimport\()\s*'([^'.][^']*)'/g)) {
+    // Imports in comments (a usage line in a doc comment) are not imports.
+    const code = readFileSync(file, 'utf8').replace(/\/\*[\s\S]*?\*\//g, '').replace(/^\s*\/\/.*$/gm, '')
+    for (const m of code.matchAll(/(?:\bfrom|\bimport\()\s*'([^'.][^']*)'/g)) {
       const spec = m[1]!
       if (spec.startsWith('node:')) continue
       found.add(spec.split('/').slice(0, spec.startsWith('@') ? 2 : 1).join('/'))
