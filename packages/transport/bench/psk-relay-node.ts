@@ -3,7 +3,14 @@
  * message starts it (answered with its address), a flow message runs its sender and answers with
  * the flow's counts, `{ status: true }` answers with its memory, `{ exit: true }` stops it.
  */
-import { createPhoenixLibp2p, PhoenixTransportError, subnetFirewall, type PhoenixNode } from '../src/index.ts'
+import { noise } from '@chainsafe/libp2p-noise'
+import { yamux } from '@chainsafe/libp2p-yamux'
+import { generateKeyPair } from '@libp2p/crypto/keys'
+import type { ConnectionGater } from '@libp2p/interface'
+import { preSharedKey } from '@libp2p/pnet'
+import { tcp } from '@libp2p/tcp'
+import { createLibp2p, type Libp2p } from 'libp2p'
+import { createPhoenixLibp2p, phoenix, PhoenixTransportError, subnetFirewall, type PhoenixNode } from '../src/index.ts'
 
 export interface NodeConfig {
   readonly label: string
@@ -11,6 +18,8 @@ export interface NodeConfig {
   /** The swarm key file's bytes, as a latin1 string (IPC carries JSON); absent = no private network (the baseline). */
   readonly psk?: string
   readonly hubs: string[]
+  /** Whose protector guards the key (ours unless told; `@libp2p/pnet`'s is the baseline that dies). */
+  readonly protector?: 'ours' | 'libp2p-pnet'
   /** Where every node sits, by port: the emulated firewall. */
   readonly placement: Record<number, { subnet: string; gateway: boolean }>
 }
@@ -35,19 +44,43 @@ const RSS_SAMPLE_MS = 100
 /** How long every node may take to have a route to every other before the flows start. */
 const ROUTES_WAIT_MS = 60_000
 
-async function start(config: NodeConfig): Promise<{ phoenix: PhoenixNode; stop: () => Promise<void>; address: string }> {
-  const own = config.placement[config.port]!
-  const { libp2p, phoenix } = await createPhoenixLibp2p({
+/** Our node (`createPhoenixLibp2p`, with our protector when there is a key). */
+async function startOurs(config: NodeConfig): Promise<{ libp2p: Libp2p; phoenix: PhoenixNode }> {
+  return createPhoenixLibp2p({
     listen: [`/ip4/127.0.0.1/tcp/${config.port}`],
     hubs: config.hubs,
     names: [config.label],
     ...(config.psk !== undefined ? { privateNetworkKey: new Uint8Array(Buffer.from(config.psk, 'latin1')) } : {}),
-    connectionGater: subnetFirewall(own, (address) => config.placement[Number(/\/tcp\/(\d+)/.exec(address.toString())?.[1])]),
+    connectionGater: firewallOf(config),
   })
-  return { phoenix, stop: async () => {
-      await libp2p.stop()
-    },
-    address: `/ip4/127.0.0.1/tcp/${config.port}/p2p/${libp2p.peerId.toString()}` }
+}
+
+/** The same node with `@libp2p/pnet`'s protector instead (the baseline that dies): TCP, Noise, Yamux, no connection monitor. */
+async function startWithLibp2pPnet(config: NodeConfig): Promise<{ libp2p: Libp2p; phoenix: PhoenixNode }> {
+  const libp2p = await createLibp2p({
+    privateKey: await generateKeyPair('Ed25519'),
+    addresses: { listen: [`/ip4/127.0.0.1/tcp/${config.port}`] },
+    transports: [tcp()],
+    connectionEncrypters: [noise()],
+    streamMuxers: [yamux()],
+    connectionGater: firewallOf(config),
+    connectionProtector: preSharedKey({ psk: new Uint8Array(Buffer.from(config.psk!, 'latin1')) }),
+    connectionMonitor: { enabled: false },
+    services: { phoenix: phoenix({ hubs: config.hubs, names: [config.label] }) },
+  })
+  return { libp2p, phoenix: libp2p.services.phoenix }
+}
+
+function firewallOf(config: NodeConfig): ConnectionGater {
+  return subnetFirewall(config.placement[config.port]!, (address) => config.placement[Number(/\/tcp\/(\d+)/.exec(address.toString())?.[1])])
+}
+
+async function start(config: NodeConfig): Promise<{ phoenix: PhoenixNode; stop: () => Promise<void>; address: string }> {
+  const { libp2p, phoenix } = config.protector === 'libp2p-pnet' ? await startWithLibp2pPnet(config) : await startOurs(config)
+  const stop = async () => {
+    await libp2p.stop()
+  }
+  return { phoenix, stop, address: `/ip4/127.0.0.1/tcp/${config.port}/p2p/${libp2p.peerId.toString()}` }
 }
 
 /** Keeps `window` acknowledged sends to `flowTo` in flight until the time is up, then waits for them all to settle. */

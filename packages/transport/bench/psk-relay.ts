@@ -13,7 +13,9 @@
  *    opened, used and closed (pnet: xsalsa20's WebAssembly slots and memory; ours: connections
  *    the protector counts open, and the heap after GC), and one 64 MiB write through each.
  *
- *   npx tsx packages/transport/bench/psk-relay.ts [--seconds 60] [--window 4] [--connections 10000]
+ * `--with-libp2p-pnet` adds a third relay run whose nodes use `@libp2p/pnet`'s protector.
+ *
+ *   npx tsx packages/transport/bench/psk-relay.ts [--seconds 60] [--window 4] [--connections 10000] [--with-libp2p-pnet]
  */
 import { spawn, type ChildProcess } from 'node:child_process'
 import { readFileSync } from 'node:fs'
@@ -73,8 +75,8 @@ interface RelayResult {
 }
 
 /** Starts the hub and the 8 members (with the key, or none), waits for full routes, runs the flows, stops everything. */
-async function relay(seconds: number, window: number, withKey: boolean): Promise<RelayResult> {
-  const psk = withKey ? { psk: Buffer.from(generateSwarmKey()).toString('latin1') } : {}
+async function relay(seconds: number, window: number, protector: 'none' | 'ours' | 'libp2p-pnet'): Promise<RelayResult> {
+  const psk = protector === 'none' ? {} : { psk: Buffer.from(generateSwarmKey()).toString('latin1'), protector }
   const base = 41000 + (process.pid % 400) * 10
   const placement: NodeConfig['placement'] = { [base]: { subnet: 'hub', gateway: true } }
   const labels = [...Array.from({ length: FLOWS_PER_SIDE }, (_, i) => `a${i}`), ...Array.from({ length: FLOWS_PER_SIDE }, (_, i) => `b${i}`)]
@@ -92,7 +94,7 @@ async function relay(seconds: number, window: number, withKey: boolean): Promise
   const hubUp = hub.process.exitCode === null && hub.process.signalCode === null
   const hubPeakRssBytes = peakRssBytes(hub.process.pid!)
   const hubEndRssBytes = hubUp ? (await hub.request<{ rssBytes: number }>({ status: true })).rssBytes : undefined
-  for (const c of [hub, ...members]) if (c.process.exitCode === null) c.process.send({ exit: true })
+  for (const c of [hub, ...members]) if (c.process.exitCode === null && c.process.connected) c.process.send({ exit: true })
   await Promise.all([hub, ...members].map((c) => c.exited))
   return { reports, elapsedS, hubUp, hubExit: await hub.exited, hubPeakRssBytes, hubEndRssBytes }
 }
@@ -106,7 +108,7 @@ function printRelay(title: string, r: RelayResult, window: number): void {
   console.log(`${title}: 8 flows of acknowledged ${MESSAGE_BYTES / 1024} KiB messages (window ${window} each) through the hub, ${r.elapsedS.toFixed(1)} s`)
   console.log(`  sent ${sum((x) => x.sent)}, acked ${sum((x) => x.acked)}, failed ${sum(failedOf)} ${JSON.stringify(failed)}, unsettled ${sum((x) => x.sent - x.acked - failedOf(x))}; per flow acked: ${r.reports.map((x) => x.acked).join(' ')}`)
   console.log(`  acked ${((sum((x) => x.acked) * MESSAGE_BYTES) / 1024 / 1024 / r.elapsedS).toFixed(1)} MiB/s across the hub`)
-  console.log(`  hub: ${r.hubUp ? 'stayed up' : 'DIED'} (exit ${r.hubExit.code ?? r.hubExit.signal} when told to), peak RSS ${MiB(r.hubPeakRssBytes)} (VmHWM), RSS at the end ${MiB(r.hubEndRssBytes)}`)
+  console.log(`  hub: ${r.hubUp ? `stayed up (exit ${r.hubExit.code ?? r.hubExit.signal} when told to)` : `DIED (exit ${r.hubExit.code ?? r.hubExit.signal})`}, peak RSS ${MiB(r.hubPeakRssBytes)} (VmHWM), RSS at the end ${MiB(r.hubEndRssBytes)}`)
 }
 
 async function cipherMemory(connections: number): Promise<void> {
@@ -122,7 +124,7 @@ async function cipherMemory(connections: number): Promise<void> {
 
 const { values } = parseArgs({
   args: process.argv.slice(2).filter((a) => a !== '--'),
-  options: { role: { type: 'string' }, seconds: { type: 'string', default: '60' }, window: { type: 'string', default: '4' }, connections: { type: 'string', default: '10000' } },
+  options: { role: { type: 'string' }, seconds: { type: 'string', default: '60' }, window: { type: 'string', default: '4' }, connections: { type: 'string', default: '10000' }, 'with-libp2p-pnet': { type: 'boolean', default: false } },
 })
 if (values.role === 'node') runRelayNode()
 else if (values.role === 'cipher') runCipherMemory()
@@ -134,10 +136,11 @@ else {
   if (!Number.isInteger(window) || window < 1) throw new Error(`--window: must be a positive integer, got ${values.window}`)
   if (!Number.isInteger(connections) || connections < 1) throw new Error(`--connections: must be a positive integer, got ${values.connections}`)
   await cipherMemory(connections)
-  const plain = await relay(seconds, window, false)
+  const plain = await relay(seconds, window, 'none')
   printRelay('relay without a key (baseline)', plain, window)
-  const keyed = await relay(seconds, window, true)
+  const keyed = await relay(seconds, window, 'ours')
   printRelay('relay with --psk (ours)', keyed, window)
+  if (values['with-libp2p-pnet'] === true) printRelay('relay with --psk (@libp2p/pnet 3.0.27)', await relay(seconds, window, 'libp2p-pnet'), window)
   const ratio = (a: number | undefined, b: number | undefined) => (a === undefined || b === undefined ? 'n/a' : (a / b).toFixed(2))
   const ackedOf = (r: RelayResult) => r.reports.reduce((s, x) => s + x.acked, 0) / r.elapsedS
   console.log(`with --psk / without: hub peak RSS x${ratio(keyed.hubPeakRssBytes, plain.hubPeakRssBytes)}, acked messages per second x${ratio(ackedOf(keyed), ackedOf(plain))}`)
