@@ -7,6 +7,7 @@ import { WireError, decodeFrame, encodeFrame, encodeUpdateFrames, type AckFrame,
 import { PHOENIX_PROTOCOL, TRANSPORT_LIMITS, TRANSPORT_TIMING, type TransportLimits, type TransportTiming } from './constants.ts'
 import { PhoenixTransportError } from './errors.ts'
 import { NeighbourLink } from './link.ts'
+import { checkLivenessTiming } from './liveness.ts'
 import { Metrics } from './metrics.ts'
 
 export interface PhoenixInit {
@@ -93,6 +94,7 @@ export class PhoenixNode extends EventTarget implements Startable {
     this.log = components.logger.forComponent('phoenix:node')
     this.limits = { ...TRANSPORT_LIMITS, ...init.limits }
     this.timing = { ...TRANSPORT_TIMING, ...init.timing }
+    checkLivenessTiming(this.timing)
     this.protocol = init.protocol ?? PHOENIX_PROTOCOL
     for (const hub of init.hubs ?? []) {
       try {
@@ -304,6 +306,13 @@ export class PhoenixNode extends EventTarget implements Startable {
       (closed, reason) => this.onLinkClosed(closed, reason),
       (bad, reason) => this.dropPeer(bad, 'wire', reason),
       () => this.scheduleDrain(),
+      {
+        timing: this.timing,
+        onUnresponsive: (_dead, reason) => {
+          this.metrics.count('neighbours_unresponsive')
+          connection.abort(new Error(reason))
+        },
+      },
     )
     this.links.set(peer, link)
     core.connectionUp(peer, this.now(), dialledAddress)
@@ -379,6 +388,9 @@ export class PhoenixNode extends EventTarget implements Startable {
       case 'ack':
       case 'undeliverable':
         this.routeControl(frame)
+        return true
+      case 'probe':
+        link.onProbe(frame.probe)
         return true
     }
   }
