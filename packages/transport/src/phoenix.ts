@@ -620,11 +620,19 @@ export class PhoenixNode extends EventTarget implements Startable {
     const core = this.routing
     const stats = core.stats()
     let queued = 0
-    for (const link of this.links.values()) queued += link.queuedFrames
+    let queuedBytes = 0
+    let streamBytes = 0
+    for (const link of this.links.values()) {
+      queued += link.queuedFrames
+      queuedBytes += link.queuedBytesTotal
+      streamBytes += link.streamBufferedBytes
+    }
     return this.metrics.render({
       routes_reachable: core.routes().filter((r) => r.reachable).length,
       neighbours: this.links.size,
       outbound_frames_queued: queued,
+      outbound_bytes_queued: queuedBytes,
+      stream_write_buffer_bytes: streamBytes,
       core_entries_received: stats.entriesReceived,
       core_entries_sent: stats.entriesSent,
       core_peers_dropped: stats.peersDropped,
