@@ -69,6 +69,14 @@ export const DEFAULT_LIMITS = {
   updateEntriesBurstMax: 70_000,
   /** Bytes in one record signature (Ed25519: 64; RSA-4096: 512). */
   signatureBytesMax: 512,
+  /**
+   * Re-dials of lost neighbours (connections that went down) started per second, all neighbours
+   * together. A node that loses hundreds of neighbours at once (a subnet's crash) retries them
+   * at this rate instead of all at once; each is retried within redialBackoffMaxMs once its turn
+   * comes. Hubs are not counted: there are few and they are retried on their own back-off.
+   * 0 = lost neighbours are not re-dialled (only hubs and discovery dial).
+   */
+  lostRedialsPerSecondMax: 10,
   /** Hops a forwarded message may take. Overlay shortest paths are a few hops; this bounds any
    *  transient loop (see "Loop freedom" in packages/core/README.md). */
   hopLimit: 16,
@@ -81,6 +89,13 @@ export const DEFAULT_TIMING = {
   dialBackoffInitialMs: 1_000,
   /** Back-off doubles per consecutive failure up to this; forbidden addresses are retried rarely. */
   dialBackoffMaxMs: 60_000,
+  /**
+   * Back-off cap for the addresses a node keeps dialling until they answer: its configured hubs,
+   * and the addresses of neighbours it lost while it remembers them. Low, so a restarted hub or
+   * gateway is reached again within this (plus a dial) of its return, however long it was down:
+   * 1 s, 2 s, 4 s, 4 s, ... is one dial per 4 s per address in the long run.
+   */
+  redialBackoffMaxMs: 4_000,
   /**
    * How long updates may wait for dials in flight before they are sent anyway. 0 = the paper's
    * policy (dialling has priority, but sends do not wait for the dials to finish).
@@ -123,6 +138,8 @@ export const CORE_CONSTANTS = {
    * Infinity (dialBackoffMaxMs caps the delay long before).
    */
   dialBackoffExponentMax: 30,
+  /** The window of `lostRedialsPerSecondMax`. */
+  redialWindowMs: 1_000,
   /**
    * A holder of a destination at this many hops or fewer gains nothing from our direct route to
    * it (1 hop from us is 2 from them): such holders stay in rcpt when the route becomes direct.

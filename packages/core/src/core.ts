@@ -121,7 +121,7 @@ export class PhoenixCore {
     // Destinations plus neighbours plus room for nodes that are only named in trans sets so far.
     const nodeIndex = numbering?.index ?? new NodeIndex(limits.destinationsMax + 2 * limits.neighboursMax)
     nodeIndex.intern(config.id)
-    this.book = new AddressBook(limits.knownAddressesMax, limits.dialsInFlightMax, timing)
+    this.book = new AddressBook(limits.knownAddressesMax, limits.dialsInFlightMax, { ...timing, lostRedialsPerSecondMax: limits.lostRedialsPerSecondMax })
     const addresses = this.police.checkAddresses(config.addresses ?? [], 'config.addresses')
     const names = this.police.checkNames(config.names ?? [], 'config.names')
     this.table = new RouteTable(this.id, initialSeq, names, addresses, config.records)
@@ -167,7 +167,13 @@ export class PhoenixCore {
     this.enter(nowMs)
     const gone = this.neighbours.remove(peer)
     if (gone === undefined) return
+    // Before the table forgets where it was: the lost neighbour's addresses, from its record.
+    const addresses = this.table.get(peer)?.addresses ?? []
     this.table.neighbourGone(peer, gone.index, nowMs)
+    // Dial it again until it answers: a hub always; any other neighbour (discovery on) while
+    // its destination is remembered, at most lostRedialsPerSecondMax a second.
+    if (this.discovery && this.limits.lostRedialsPerSecondMax > 0) this.book.wantLost(peer, addresses, nowMs)
+    else for (const address of this.book.addressesOf(peer)) if (this.book.redialOf(address) === 'hub') this.book.want(address)
     // Cut off from everyone: start again from the hubs.
     if (this.neighbours.size === 0) for (const hub of this.hubs) this.book.want(hub)
   }
@@ -216,12 +222,16 @@ export class PhoenixCore {
     this.table.setOwnRecord(this.table.own.names, this.police.checkAddresses(addresses, 'addresses'))
   }
 
-  /** Adds a hub at run time (it is dialled like the ones given at start). */
+  /**
+   * Adds a hub at run time (it is dialled like the ones given at start, and kept dialled until it
+   * answers). A hub already known is dialled now, its back-off cleared, unless it is connected
+   * or a dial to it is in flight.
+   */
   addHub(address: PhysicalAddress): void {
     this.assertActive()
     this.police.checkAddresses([address], 'hub', Number.POSITIVE_INFINITY)
-    if (this.hubs.includes(address)) return
-    this.learnHub(address)
+    if (this.hubs.includes(address)) this.book.redialNow(address)
+    else this.learnHub(address)
   }
 
   /**
@@ -430,6 +440,7 @@ export class PhoenixCore {
     if (this.table.own.addresses.includes(address)) return
     this.hubs.push(address)
     this.book.learn(address, undefined)
+    this.book.keep(address, 'hub')
     this.book.want(address)
   }
 
@@ -450,6 +461,8 @@ export class PhoenixCore {
     const forgotten: number[] = []
     for (const { entry, names } of this.table.expire(this.nowMs, this.timing.unreachableRetentionMs)) {
       if (entry.introducedBy !== undefined) this.police.forgotten(entry.introducedBy, names)
+      // No longer remembered: its addresses are not kept dialled any more.
+      this.book.forgetLost(entry.destination)
       this.traffic.entriesExpired++
       const index = nodeIndex.get(entry.destination)
       if (index !== undefined && !this.neighbours.has(entry.destination)) forgotten.push(index)

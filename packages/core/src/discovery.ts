@@ -2,8 +2,16 @@ import { CORE_CONSTANTS } from './constants.ts'
 import { PhoenixError } from './errors.ts'
 import type { NodeId, PhysicalAddress } from './types.ts'
 
+/**
+ * Why an address is kept dialled until it answers: a configured hub (for good), or an address of
+ * a neighbour whose connection went down (while its destination is remembered). Other addresses
+ * are dialled when discovery wants them and backed off up to dialBackoffMaxMs when they fail.
+ */
+export type Redial = 'hub' | 'lost'
+
 interface AddressState {
   owner: NodeId | undefined
+  redial: Redial | undefined
   consecutiveFailures: number
   /** Earliest time a new dial may start; 0 = not backed off. */
   retryAtMs: number
@@ -14,6 +22,8 @@ interface AddressState {
 export interface DiscoveryTiming {
   readonly dialBackoffInitialMs: number
   readonly dialBackoffMaxMs: number
+  readonly redialBackoffMaxMs: number
+  readonly lostRedialsPerSecondMax: number
 }
 
 /**
@@ -23,6 +33,8 @@ export interface DiscoveryTiming {
  */
 export class AddressBook {
   private readonly addresses = new Map<PhysicalAddress, AddressState>()
+  /** Addresses by owner, so a lost neighbour's addresses are found without a walk of the book. */
+  private readonly byOwner = new Map<NodeId, Set<PhysicalAddress>>()
   /** FIFO of addresses ready to dial; discovery order is dial order. */
   private readonly queue: PhysicalAddress[] = []
   private queueHead = 0
@@ -30,9 +42,13 @@ export class AddressBook {
   private readonly ownersDialling = new Map<NodeId, number>()
   /** Backed-off addresses, kept sorted by retry time only when someone asks (few at a time). */
   private readonly backedOff = new Set<PhysicalAddress>()
+  /** Re-dials of lost neighbours started in the current one-second window (rate-limited; hubs are not). */
+  private lostRedialWindowStartMs = Number.NEGATIVE_INFINITY
+  private lostRedialsInWindow = 0
   dialsStarted = 0
   dialsFailed = 0
   addressesRefused = 0
+  redialsStarted = 0
 
   constructor(
     private readonly maxAddresses: number,
@@ -56,12 +72,84 @@ export class AddressBook {
         this.addressesRefused++
         return false
       }
-      state = { owner, consecutiveFailures: 0, retryAtMs: 0, dialStartedAtMs: undefined, queued: false }
+      state = { owner: undefined, redial: undefined, consecutiveFailures: 0, retryAtMs: 0, dialStartedAtMs: undefined, queued: false }
       this.addresses.set(address, state)
-    } else if (owner !== undefined) {
-      state.owner = owner
     }
+    if (owner !== undefined) this.setOwner(address, state, owner)
     return true
+  }
+
+  private setOwner(address: PhysicalAddress, state: AddressState, owner: NodeId): void {
+    if (state.owner === owner) return
+    if (state.owner !== undefined) {
+      const old = this.byOwner.get(state.owner)
+      old?.delete(address)
+      if (old?.size === 0) this.byOwner.delete(state.owner)
+    }
+    state.owner = owner
+    let set = this.byOwner.get(owner)
+    if (set === undefined) this.byOwner.set(owner, (set = new Set()))
+    set.add(address)
+  }
+
+  /**
+   * Keeps `address` dialled until it answers: after a failure it is retried within
+   * redialBackoffMaxMs, not dialBackoffMaxMs. A hub stays a hub.
+   */
+  keep(address: PhysicalAddress, why: Redial): void {
+    const state = this.addresses.get(address)
+    if (state !== undefined && state.redial !== 'hub') state.redial = why
+  }
+
+  /**
+   * A neighbour's connection went down: its addresses (and `extra` ones, from its record) are
+   * dialled again, as soon as the lost re-dial rate allows, until it answers or is forgotten.
+   */
+  wantLost(owner: NodeId, extra: readonly PhysicalAddress[], nowMs: number): void {
+    for (const address of extra) this.learn(address, owner)
+    for (const address of this.byOwner.get(owner) ?? []) {
+      const state = this.addresses.get(address)!
+      if (state.redial === 'hub') {
+        this.want(address)
+        continue
+      }
+      state.redial = 'lost'
+      if (state.queued || state.dialStartedAtMs !== undefined || this.backedOff.has(address)) continue
+      // Through the back-off set, so the re-dial rate limit applies (retry at once if room).
+      state.retryAtMs = nowMs
+      this.backedOff.add(address)
+    }
+  }
+
+  /** `owner` was forgotten (its unreachable entry expired): its addresses get ordinary back-off again. */
+  forgetLost(owner: NodeId): void {
+    for (const address of this.byOwner.get(owner) ?? []) {
+      const state = this.addresses.get(address)!
+      if (state.redial === 'lost') state.redial = undefined
+    }
+  }
+
+  /** Dials `address` now (unless a dial is in flight): its back-off is cleared. */
+  redialNow(address: PhysicalAddress): void {
+    const state = this.addresses.get(address)
+    if (state === undefined || state.dialStartedAtMs !== undefined) return
+    this.backedOff.delete(address)
+    state.retryAtMs = 0
+    this.want(address)
+  }
+
+  /** When the next lost re-dial may start: `nowMs` if the window has room, else when it ends. */
+  private lostRedialRoomAt(nowMs: number): number {
+    if (nowMs - this.lostRedialWindowStartMs >= CORE_CONSTANTS.redialWindowMs) return nowMs
+    return this.lostRedialsInWindow < this.timing.lostRedialsPerSecondMax ? nowMs : this.lostRedialWindowStartMs + CORE_CONSTANTS.redialWindowMs
+  }
+
+  private countLostRedial(nowMs: number): void {
+    if (nowMs - this.lostRedialWindowStartMs >= CORE_CONSTANTS.redialWindowMs) {
+      this.lostRedialWindowStartMs = nowMs
+      this.lostRedialsInWindow = 0
+    }
+    this.lostRedialsInWindow++
   }
 
   ownerOf(address: PhysicalAddress): NodeId | undefined {
@@ -72,7 +160,7 @@ export class AddressBook {
   want(address: PhysicalAddress): void {
     const state = this.addresses.get(address)
     if (state === undefined || state.queued || state.dialStartedAtMs !== undefined) return
-    if (state.retryAtMs > 0) {
+    if (state.retryAtMs > 0 || this.backedOff.has(address)) {
       this.backedOff.add(address)
       return
     }
@@ -89,12 +177,18 @@ export class AddressBook {
         this.backedOff.delete(address)
         continue
       }
-      if (state.retryAtMs <= nowMs) {
+      let readyAtMs = state.retryAtMs
+      if (readyAtMs <= nowMs && state.redial === 'lost') readyAtMs = this.lostRedialRoomAt(nowMs)
+      if (readyAtMs <= nowMs) {
+        if (state.redial === 'lost') {
+          this.countLostRedial(nowMs)
+          this.redialsStarted++
+        }
         this.backedOff.delete(address)
         state.retryAtMs = 0
         this.want(address)
-      } else if (earliest === undefined || state.retryAtMs < earliest) {
-        earliest = state.retryAtMs
+      } else if (earliest === undefined || readyAtMs < earliest) {
+        earliest = readyAtMs
       }
     }
     return earliest
@@ -147,7 +241,8 @@ export class AddressBook {
     }
     for (const address of this.backedOff) {
       const state = this.addresses.get(address)
-      if (state !== undefined && state.retryAtMs <= nowMs && !state.queued && state.dialStartedAtMs === undefined && free(state.owner)) return true
+      if (state === undefined || state.retryAtMs > nowMs || state.queued || state.dialStartedAtMs !== undefined || !free(state.owner)) continue
+      if (state.redial !== 'lost' || this.lostRedialRoomAt(nowMs) <= nowMs) return true
     }
     return false
   }
@@ -156,8 +251,11 @@ export class AddressBook {
   nextRetryAfter(nowMs: number): number | undefined {
     let earliest: number | undefined
     for (const address of this.backedOff) {
-      const retryAtMs = this.addresses.get(address)?.retryAtMs
-      if (retryAtMs !== undefined && retryAtMs > nowMs && (earliest === undefined || retryAtMs < earliest)) earliest = retryAtMs
+      const state = this.addresses.get(address)
+      if (state === undefined) continue
+      let readyAtMs = state.retryAtMs
+      if (readyAtMs <= nowMs && state.redial === 'lost') readyAtMs = this.lostRedialRoomAt(nowMs)
+      if (readyAtMs > nowMs && (earliest === undefined || readyAtMs < earliest)) earliest = readyAtMs
     }
     return earliest
   }
@@ -166,7 +264,9 @@ export class AddressBook {
   oldestDialStartMs(): number | undefined {
     let oldest: number | undefined
     for (const address of this.inFlight) {
-      const started = this.addresses.get(address)?.dialStartedAtMs
+      const state = this.addresses.get(address)
+      // Re-dials of lost neighbours hold no sends: they are not discovery, and mostly fail.
+      const started = state?.redial === 'lost' ? undefined : state?.dialStartedAtMs
       if (started !== undefined && (oldest === undefined || started < oldest)) oldest = started
     }
     return oldest
@@ -187,7 +287,7 @@ export class AddressBook {
   dialSucceeded(address: PhysicalAddress, peer: NodeId): void {
     const state = this.finish(address) ?? this.addresses.get(address)
     if (state === undefined) return
-    state.owner = peer
+    this.setOwner(address, state, peer)
     state.consecutiveFailures = 0
     state.retryAtMs = 0
     this.backedOff.delete(address)
@@ -202,7 +302,7 @@ export class AddressBook {
     this.dialsFailed++
     state.consecutiveFailures++
     const backoff = Math.min(
-      this.timing.dialBackoffMaxMs,
+      state.redial === undefined ? this.timing.dialBackoffMaxMs : Math.min(this.timing.dialBackoffMaxMs, this.timing.redialBackoffMaxMs),
       this.timing.dialBackoffInitialMs * 2 ** Math.min(CORE_CONSTANTS.dialBackoffExponentMax, state.consecutiveFailures - 1),
     )
     state.retryAtMs = nowMs + backoff
@@ -219,8 +319,10 @@ export class AddressBook {
   }
 
   addressesOf(owner: NodeId): PhysicalAddress[] {
-    const out: PhysicalAddress[] = []
-    for (const [address, state] of this.addresses) if (state.owner === owner) out.push(address)
-    return out
+    return [...(this.byOwner.get(owner) ?? [])]
+  }
+
+  redialOf(address: PhysicalAddress): Redial | undefined {
+    return this.addresses.get(address)?.redial
   }
 }

@@ -52,6 +52,20 @@ export const TRANSPORT_TIMING = {
    * before it closes the connections anyway: a neighbour that does not read cannot hold up a stop.
    */
   leaveFlushMaxMs: 2_000,
+  /**
+   * Liveness (liveness.ts): a neighbour silent this long is sent a probe, which it answers at once.
+   * 2 s: an idle link costs one ~8-byte frame each way per 2 s; a busy one costs nothing.
+   */
+  probeAfterIdleMs: 2_000,
+  /**
+   * A neighbour silent this long (no frame, no answer to the probes sent at 2 s and 4 s, no
+   * flow-control window granted) is down: its link closes and routes through it are withdrawn.
+   * 6 s leaves a loaded peer two probe round trips of 2 s each; a hung (SIGSTOPped) peer is
+   * withdrawn 6–6.5 s after it last spoke.
+   */
+  deadAfterSilenceMs: 6_000,
+  /** How often each link checks its neighbour's silence (the resolution of the two bounds above). */
+  livenessCheckEveryMs: 500,
 } as const
 
 export type TransportTiming = { -readonly [K in keyof typeof TRANSPORT_TIMING]: number }

@@ -68,6 +68,9 @@ export class Router implements FrameHandler {
       case 'undeliverable':
         this.routeControl(frame)
         return true
+      case 'probe':
+        link.onProbe(frame.probe)
+        return true
     }
   }
 

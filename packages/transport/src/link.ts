@@ -1,13 +1,20 @@
 import type { Logger, Stream } from '@libp2p/interface'
 import { LengthPrefixedDecoder } from '@libp2p/utils'
-import { WIRE_LIMITS } from '@phoenix-overlay/wire'
+import { WIRE_LIMITS, encodeFrame, type ProbeFrame } from '@phoenix-overlay/wire'
 import * as varint from 'uint8-varint'
 import { Uint8ArrayList } from 'uint8arraylist'
+import { Liveness, type LivenessTiming } from './liveness.ts'
 
 export interface LinkLimits {
   readonly outboundBytesMax: number
   readonly outboundFramesMax: number
   readonly inboundBytesMax: number
+}
+
+export interface LinkLiveness {
+  readonly timing: LivenessTiming
+  /** The neighbour stopped answering (the link is closed already, with `reason`): close its connection too. */
+  readonly onUnresponsive: (link: NeighbourLink, reason: string) => void
 }
 
 /**
@@ -24,6 +31,10 @@ export class NeighbourLink {
   private readonly decoder: LengthPrefixedDecoder
   /** Frames decoded but not yet accepted by `onFrame` (it returned false): retried on resume. */
   private readonly held: Uint8Array[] = []
+  /** Wakes the writer waiting for a 'drain' (the link closed meanwhile). */
+  private wakeWriter: (() => void) | undefined
+  private readonly liveness: Liveness | undefined
+  private livenessTimer: ReturnType<typeof setInterval> | undefined
   bytesSent = 0
   bytesReceived = 0
 
@@ -39,6 +50,8 @@ export class NeighbourLink {
     private readonly onBadFraming: (link: NeighbourLink, reason: string) => void,
     /** The outbound queue emptied: frames held elsewhere for want of room here may move now. */
     private readonly onDrained: () => void = () => {},
+    /** Probe the neighbour when it is silent and close the link when it stops answering (liveness.ts); absent = never. */
+    liveness?: LinkLiveness,
   ) {
     // One delivery can carry a whole flow-control window; the decoder keeps that plus a partial frame.
     this.decoder = new LengthPrefixedDecoder({ maxDataLength: WIRE_LIMITS.frameBytesMax, maxBufferSize: limits.inboundBytesMax + WIRE_LIMITS.frameBytesMax })
@@ -46,6 +59,14 @@ export class NeighbourLink {
     stream.addEventListener('message', (event) => this.receive(event.data))
     stream.addEventListener('close', (event) => this.shutDown(event.error?.message ?? 'stream closed'))
     stream.addEventListener('remoteCloseWrite', () => this.shutDown('neighbour closed its side'))
+    if (liveness !== undefined) {
+      const alive = new Liveness(liveness.timing, performance.now())
+      this.liveness = alive
+      // A drain means the neighbour granted flow-control window: it is reading, so it is alive.
+      stream.addEventListener('drain', () => alive.heard(performance.now()))
+      this.livenessTimer = setInterval(() => this.checkLiveness(liveness), liveness.timing.livenessCheckEveryMs)
+      this.livenessTimer.unref?.()
+    }
   }
 
   get isOpen(): boolean {
@@ -83,7 +104,7 @@ export class NeighbourLink {
         const bytes = this.queue.shift()!
         this.queuedBytes -= bytes.length
         this.bytesSent += bytes.length
-        if (!this.stream.send(bytes)) await this.stream.onDrain()
+        if (!this.stream.send(bytes)) await this.drained()
       }
       if (this.queue.length === 0) this.onDrained()
     } catch (error) {
@@ -93,9 +114,66 @@ export class NeighbourLink {
     }
   }
 
+  /**
+   * Resolves once the stream can take more: a real 'drain' has come and the stream does not need
+   * another, or the link closed. Not `stream.onDrain()`: in @libp2p/utils 7.4.1 (and on js-libp2p's
+   * main, packages/utils/src/abstract-message-stream.ts, as of commit 057bac49) it keeps one promise
+   * for the stream's life, resolved by the first 'drain' and never replaced, so every later call
+   * returns at once and the stream's write buffer grows without bound toward a slow neighbour.
+   * No upstream issue or fix for it was found (searched js-libp2p issues and PRs for onDrain;
+   * the nearest are #3551/#3552, pnet not forwarding 'drain', and #3415/#3512, the drain
+   * microtask throwing on a closing stream). A fresh listener per wait is correct on any version.
+   */
+  private async drained(): Promise<void> {
+    while (!this.closed && this.stream.writableNeedsDrain) {
+      await new Promise<void>((resolve) => {
+        const done = () => {
+          this.stream.removeEventListener('drain', done)
+          this.wakeWriter = undefined
+          resolve()
+        }
+        this.wakeWriter = done
+        this.stream.addEventListener('drain', done)
+      })
+      // The stream's own 'drain' listener queued its send in a microtask; let it run, so
+      // `writableNeedsDrain` says whether that send filled the window again.
+      await Promise.resolve()
+    }
+  }
+
+  /** Buffered in the stream (taken from our queue, not yet handed to the muxer): bounded by one frame when backpressure holds. */
+  get streamBufferedBytes(): number {
+    return this.stream.writeBufferLength
+  }
+
+  get queuedBytesTotal(): number {
+    return this.queuedBytes
+  }
+
+  /** A probe frame from the neighbour: a question is answered at once, an answer needs nothing more (hearing it was the point). */
+  onProbe(probe: ProbeFrame): void {
+    if (!probe.reply) this.send(encodeFrame({ kind: 'probe', probe: { nonce: probe.nonce, reply: true } }))
+  }
+
+  private checkLiveness(liveness: LinkLiveness): void {
+    if (this.closed || this.liveness === undefined) return
+    const decision = this.liveness.check(performance.now(), this.held.length > 0)
+    if (decision.action === 'probe') this.send(encodeFrame({ kind: 'probe', probe: { nonce: decision.nonce, reply: false } }))
+    else if (decision.action === 'dead') {
+      const reason = `neighbour unresponsive: ${decision.reason}`
+      this.abort(reason)
+      liveness.onUnresponsive(this, reason)
+    }
+  }
+
+  get probesSent(): number {
+    return this.liveness?.probesSent ?? 0
+  }
+
   private receive(data: Uint8Array | Uint8ArrayList): void {
     // A neighbour dropped for a bad frame is heard no more, not even the rest of the same delivery.
     if (this.closed) return
+    this.liveness?.heard(performance.now())
     this.bytesReceived += data.byteLength
     try {
       for (const frame of this.decoder.decode(data)) {
@@ -140,6 +218,8 @@ export class NeighbourLink {
   private shutDown(reason: string): void {
     if (this.closed) return
     this.closed = true
+    clearInterval(this.livenessTimer)
+    this.wakeWriter?.()
     this.queue.length = 0
     this.queuedBytes = 0
     this.held.length = 0

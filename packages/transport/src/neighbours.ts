@@ -153,6 +153,13 @@ export class Neighbours {
       (closed, reason) => this.guard(undefined, () => this.onLinkClosed(closed, reason), undefined),
       (bad, reason) => this.drop(bad, 'wire', reason),
       () => driver.schedule(),
+      {
+        timing: parts.timing,
+        onUnresponsive: (_dead, reason) => {
+          parts.metrics.count('neighbours_unresponsive')
+          connection.abort(new Error(reason))
+        },
+      },
     )
     this.byPeer.set(peer, { link, outbox, tap, connection, leaving: false })
     driver.core.connectionUp(peer, driver.now(), dialledAddress)

@@ -7,6 +7,7 @@ import type { NameConflict, PhoenixComponents, PhoenixEvents, PhoenixInit, Phoen
 import { OWN_ADDRESSES_MAX, PHOENIX_PROTOCOL, TRANSPORT_LIMITS, TRANSPORT_TIMING, type TransportLimits, type TransportTiming } from './constants.ts'
 import { PhoenixTransportError, invalidInput } from './errors.ts'
 import { Inbox } from './inbox.ts'
+import { checkLivenessTiming } from './liveness.ts'
 import { Metrics } from './metrics.ts'
 import type { NodeParts } from './parts.ts'
 import { Sends, type Route } from './sends.ts'
@@ -48,6 +49,7 @@ export class PhoenixNode extends TypedEventEmitter<PhoenixEvents> implements Pho
     this.log = components.logger.forComponent('phoenix:node')
     this.limits = { ...TRANSPORT_LIMITS, ...init.limits }
     this.timing = { ...TRANSPORT_TIMING, ...init.timing }
+    checkLivenessTiming(this.timing)
     for (const hub of init.hubs ?? []) this.checkHub(hub)
     this.inbox = new Inbox(this.limits, () => this.listenerCount('message'), (message) => this.safeDispatchEvent('message', { detail: message }))
     this.sends = new Sends(this.limits)
@@ -300,14 +302,22 @@ export class PhoenixNode extends TypedEventEmitter<PhoenixEvents> implements Pho
 
   private gauges(): Record<string, number> {
     const session = this.session
-    if (session === undefined) return { routes_reachable: 0, neighbours: 0, outbound_frames_queued: 0, acks_pending: this.sends.pendingCount }
+    if (session === undefined) return { routes_reachable: 0, neighbours: 0, outbound_frames_queued: 0, outbound_bytes_queued: 0, stream_write_buffer_bytes: 0, acks_pending: this.sends.pendingCount }
     const stats = session.core.stats()
     let queued = 0
-    for (const { link } of session.neighbours.all()) queued += link.queuedFrames
+    let queuedBytes = 0
+    let streamBytes = 0
+    for (const { link } of session.neighbours.all()) {
+      queued += link.queuedFrames
+      queuedBytes += link.queuedBytesTotal
+      streamBytes += link.streamBufferedBytes
+    }
     return {
       routes_reachable: session.core.routes().filter((r) => r.reachable).length,
       neighbours: session.neighbours.size,
       outbound_frames_queued: queued,
+      outbound_bytes_queued: queuedBytes,
+      stream_write_buffer_bytes: streamBytes,
       acks_pending: this.sends.pendingCount,
       core_entries_received: stats.entriesReceived,
       core_entries_sent: stats.entriesSent,

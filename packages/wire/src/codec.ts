@@ -33,11 +33,17 @@ export interface UndeliverableFrame {
   messageId: number
   reason: UndeliverableReason
 }
+/** A liveness probe between neighbours (never forwarded): `reply` false asks, true answers with the same nonce. */
+export interface ProbeFrame {
+  nonce: number
+  reply: boolean
+}
 export type Frame =
   | { kind: 'update'; update: UpdateMessage }
   | { kind: 'data'; data: DataFrame }
   | { kind: 'ack'; ack: AckFrame }
   | { kind: 'undeliverable'; undeliverable: UndeliverableFrame }
+  | { kind: 'probe'; probe: ProbeFrame }
 
 export type WireErrorCode = 'FRAME_TOO_LARGE' | 'MALFORMED' | 'LIMIT_EXCEEDED'
 
@@ -98,6 +104,9 @@ export function encodeFrame(frame: Frame, frameBytesMax: number = WIRE_LIMITS.fr
     case 'undeliverable':
       message = { undeliverable: { ...frame.undeliverable, reason: REASONS[frame.undeliverable.reason] } }
       break
+    case 'probe':
+      message = { probe: { nonce: frame.probe.nonce, reply: frame.probe.reply } }
+      break
   }
   const bytes = FrameMessage.encode(message)
   if (bytes.length > frameBytesMax) throw new WireError('FRAME_TOO_LARGE', `${frame.kind} frame is ${bytes.length} bytes, more than frameBytesMax (${frameBytesMax})`)
@@ -124,8 +133,8 @@ export function decodeFrame(bytes: Uint8Array, overrides: Partial<WireLimits> = 
     const message = error instanceof Error ? error.message : String(error)
     throw new WireError(/too many elements/.test(message) ? 'LIMIT_EXCEEDED' : 'MALFORMED', `cannot decode frame: ${message}`)
   }
-  const kinds = (['update', 'data', 'ack', 'undeliverable'] as const).filter((k) => decoded[k] !== undefined)
-  if (kinds.length !== 1) throw new WireError('MALFORMED', `a frame must hold exactly one of update, data, ack, undeliverable; it holds ${kinds.length === 0 ? 'none' : kinds.join(' and ')}`)
+  const kinds = (['update', 'data', 'ack', 'undeliverable', 'probe'] as const).filter((k) => decoded[k] !== undefined)
+  if (kinds.length !== 1) throw new WireError('MALFORMED', `a frame must hold exactly one of update, data, ack, undeliverable, probe; it holds ${kinds.length === 0 ? 'none' : kinds.join(' and ')}`)
   const check = new Checker(limits)
   if (decoded.update !== undefined) return { kind: 'update', update: check.update(decoded.update) }
   if (decoded.data !== undefined) {
@@ -144,6 +153,7 @@ export function decodeFrame(bytes: Uint8Array, overrides: Partial<WireLimits> = 
     check.max('ack.hopLimit', a.hopLimit, limits.hopLimitMax)
     return { kind: 'ack', ack: { source: a.source, destination: a.destination, hopLimit: a.hopLimit, messageId: a.messageId } }
   }
+  if (decoded.probe !== undefined) return { kind: 'probe', probe: { nonce: decoded.probe.nonce, reply: decoded.probe.reply } }
   const u = decoded.undeliverable!
   check.id('undeliverable.source', u.source)
   check.id('undeliverable.destination', u.destination)

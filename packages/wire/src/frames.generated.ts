@@ -1198,11 +1198,124 @@ export namespace Undeliverable {
   }
 }
 
+export interface Probe {
+  nonce: number
+  reply: boolean
+}
+
+export namespace Probe {
+  let _codec: Codec<Probe>
+
+  export const codec = (): Codec<Probe> => {
+    if (_codec == null) {
+      _codec = message<Probe>((obj, w, opts = {}) => {
+        if (opts.lengthDelimited !== false) {
+          w.fork()
+        }
+
+        if ((obj.nonce != null && obj.nonce !== 0)) {
+          w.uint32(8)
+          w.uint32(obj.nonce)
+        }
+
+        if ((obj.reply != null && obj.reply !== false)) {
+          w.uint32(16)
+          w.bool(obj.reply)
+        }
+
+        if (opts.lengthDelimited !== false) {
+          w.ldelim()
+        }
+      }, (reader, length, opts = {}) => {
+        const obj: any = {
+          nonce: 0,
+          reply: false
+        }
+
+        const end = length == null ? reader.len : reader.pos + length
+
+        while (reader.pos < end) {
+          const tag = reader.uint32()
+
+          switch (tag >>> 3) {
+            case 1: {
+              obj.nonce = reader.uint32()
+              break
+            }
+            case 2: {
+              obj.reply = reader.bool()
+              break
+            }
+            default: {
+              reader.skipType(tag & 7)
+              break
+            }
+          }
+        }
+
+        return obj
+      }, function * (reader, length, prefix, opts = {}) {
+        const end = length == null ? reader.len : reader.pos + length
+
+        while (reader.pos < end) {
+          const tag = reader.uint32()
+
+          switch (tag >>> 3) {
+            case 1: {
+              yield {
+                field: `${prefix}.nonce`,
+                value: reader.uint32()
+              }
+              break
+            }
+            case 2: {
+              yield {
+                field: `${prefix}.reply`,
+                value: reader.bool()
+              }
+              break
+            }
+            default: {
+              reader.skipType(tag & 7)
+              break
+            }
+          }
+        }
+      })
+    }
+
+    return _codec
+  }
+
+  export interface ProbeNonceFieldEvent {
+    field: '$.nonce'
+    value: number
+  }
+
+  export interface ProbeReplyFieldEvent {
+    field: '$.reply'
+    value: boolean
+  }
+
+  export function encode (obj: Partial<Probe>): Uint8Array<ArrayBuffer> {
+    return encodeMessage(obj, Probe.codec())
+  }
+
+  export function decode (buf: Uint8Array | Uint8ArrayList, opts?: DecodeOptions<Probe>): Probe {
+    return decodeMessage(buf, Probe.codec(), opts)
+  }
+
+  export function stream (buf: Uint8Array | Uint8ArrayList, opts?: DecodeOptions<Probe>): Generator<ProbeNonceFieldEvent | ProbeReplyFieldEvent> {
+    return streamMessage(buf, Probe.codec(), opts)
+  }
+}
+
 export interface Frame {
   update?: Update
   data?: Data
   ack?: Ack
   undeliverable?: Undeliverable
+  probe?: Probe
 }
 
 export namespace Frame {
@@ -1233,6 +1346,11 @@ export namespace Frame {
         if (obj.undeliverable != null) {
           w.uint32(34)
           Undeliverable.codec().encode(obj.undeliverable, w)
+        }
+
+        if (obj.probe != null) {
+          w.uint32(42)
+          Probe.codec().encode(obj.probe, w)
         }
 
         if (opts.lengthDelimited !== false) {
@@ -1268,6 +1386,12 @@ export namespace Frame {
             case 4: {
               obj.undeliverable = Undeliverable.codec().decode(reader, reader.uint32(), {
                 limits: opts.limits?.undeliverable
+              })
+              break
+            }
+            case 5: {
+              obj.probe = Probe.codec().decode(reader, reader.uint32(), {
+                limits: opts.limits?.probe
               })
               break
             }
@@ -1310,6 +1434,13 @@ export namespace Frame {
             case 4: {
               yield * Undeliverable.codec().stream(reader, reader.uint32(), `${prefix}.undeliverable`, {
                 limits: opts.limits?.undeliverable
+              })
+
+              break
+            }
+            case 5: {
+              yield * Probe.codec().stream(reader, reader.uint32(), `${prefix}.probe`, {
+                limits: opts.limits?.probe
               })
 
               break
@@ -1465,6 +1596,16 @@ export namespace Frame {
     value: Undeliverable.Reason
   }
 
+  export interface FrameProbeNonceFieldEvent {
+    field: '$.probe.nonce'
+    value: number
+  }
+
+  export interface FrameProbeReplyFieldEvent {
+    field: '$.probe.reply'
+    value: boolean
+  }
+
   export function encode (obj: Partial<Frame>): Uint8Array<ArrayBuffer> {
     return encodeMessage(obj, Frame.codec())
   }
@@ -1473,7 +1614,7 @@ export namespace Frame {
     return decodeMessage(buf, Frame.codec(), opts)
   }
 
-  export function stream (buf: Uint8Array | Uint8ArrayList, opts?: DecodeOptions<Frame>): Generator<FrameUpdateNeighbourSlotsFieldEvent | FrameUpdateTransSetsFieldEvent | FrameUpdateEntriesDestinationFieldEvent | FrameUpdateEntriesSeqFieldEvent | FrameUpdateEntriesNhopsFieldEvent | FrameUpdateEntriesNamesFieldEvent | FrameUpdateEntriesAddressesFieldEvent | FrameUpdateEntriesTransPlusOneFieldEvent | FrameUpdateEntriesSignatureFieldEvent | FrameUpdateHelloReceiverSeqFieldEvent | FrameDataSourceFieldEvent | FrameDataDestinationFieldEvent | FrameDataNameFieldEvent | FrameDataHopLimitFieldEvent | FrameDataMessageIdFieldEvent | FrameDataAckRequestedFieldEvent | FrameDataPayloadFieldEvent | FrameAckSourceFieldEvent | FrameAckDestinationFieldEvent | FrameAckHopLimitFieldEvent | FrameAckMessageIdFieldEvent | FrameUndeliverableSourceFieldEvent | FrameUndeliverableDestinationFieldEvent | FrameUndeliverableHopLimitFieldEvent | FrameUndeliverableMessageIdFieldEvent | FrameUndeliverableReasonFieldEvent> {
+  export function stream (buf: Uint8Array | Uint8ArrayList, opts?: DecodeOptions<Frame>): Generator<FrameUpdateNeighbourSlotsFieldEvent | FrameUpdateTransSetsFieldEvent | FrameUpdateEntriesDestinationFieldEvent | FrameUpdateEntriesSeqFieldEvent | FrameUpdateEntriesNhopsFieldEvent | FrameUpdateEntriesNamesFieldEvent | FrameUpdateEntriesAddressesFieldEvent | FrameUpdateEntriesTransPlusOneFieldEvent | FrameUpdateEntriesSignatureFieldEvent | FrameUpdateHelloReceiverSeqFieldEvent | FrameDataSourceFieldEvent | FrameDataDestinationFieldEvent | FrameDataNameFieldEvent | FrameDataHopLimitFieldEvent | FrameDataMessageIdFieldEvent | FrameDataAckRequestedFieldEvent | FrameDataPayloadFieldEvent | FrameAckSourceFieldEvent | FrameAckDestinationFieldEvent | FrameAckHopLimitFieldEvent | FrameAckMessageIdFieldEvent | FrameUndeliverableSourceFieldEvent | FrameUndeliverableDestinationFieldEvent | FrameUndeliverableHopLimitFieldEvent | FrameUndeliverableMessageIdFieldEvent | FrameUndeliverableReasonFieldEvent | FrameProbeNonceFieldEvent | FrameProbeReplyFieldEvent> {
     return streamMessage(buf, Frame.codec(), opts)
   }
 }

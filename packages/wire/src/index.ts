@@ -6,6 +6,7 @@ export {
   type AckFrame,
   type DataFrame,
   type Frame,
+  type ProbeFrame,
   type UndeliverableFrame,
   type UndeliverableReason,
   type WireErrorCode,

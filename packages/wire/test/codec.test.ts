@@ -45,6 +45,7 @@ const frameArb: fc.Arbitrary<Frame> = fc.oneof(
   fc
     .record({ source: id, destination: id, hopLimit: fc.integer({ min: 0, max: 255 }), messageId: uint32, reason: fc.constantFrom('no-route' as const, 'hop-limit' as const, 'queue-full' as const, 'no-such-name' as const) })
     .map((undeliverable) => ({ kind: 'undeliverable' as const, undeliverable })),
+  fc.record({ nonce: uint32, reply: fc.boolean() }).map((probe) => ({ kind: 'probe' as const, probe })),
 )
 
 /** Decoding must return a frame or throw WireError, nothing else. */
@@ -108,6 +109,15 @@ describe('wire codec', () => {
     expect(() => decodeFrame(new Uint8Array(WIRE_LIMITS.frameBytesMax + 1))).toThrow(/frameBytesMax/)
     expect(() => encodeFrame({ kind: 'data', data: { source: 's', destination: 'd', name: '', hopLimit: 1, messageId: 1, ackRequested: false, payload: new Uint8Array(200) } }, 100)).toThrow(WireError)
     expect(() => decodeFrame(new Uint8Array(0))).toThrow(/exactly one of/)
+    // A probe and anything else in one frame is malformed too (field 5 = probe, field 3 = ack).
+    const probeAndAck = new Uint8Array([...encodeFrame({ kind: 'probe', probe: { nonce: 7, reply: false } }), ...encodeFrame({ kind: 'ack', ack: { source: 's', destination: 'd', hopLimit: 1, messageId: 1 } })])
+    expect(() => decodeFrame(probeAndAck)).toThrow(/holds ack and probe/)
+  })
+
+  it('a probe is a few bytes on the wire (it is sent on every idle link)', () => {
+    const encoded = encodeFrame({ kind: 'probe', probe: { nonce: 0xffff_ffff, reply: true } })
+    expect(encoded.length).toBeLessThanOrEqual(12)
+    expect(decodeFrame(encoded)).toEqual({ kind: 'probe', probe: { nonce: 0xffff_ffff, reply: true } })
   })
 
   it('never refuses what the core accepts: its longest names, ids and addresses, in 3-byte characters', () => {
