@@ -27,6 +27,10 @@ export class FakeStream {
     this.listeners.set(type, [...(this.listeners.get(type) ?? []), listener])
   }
 
+  removeEventListener(type: string, listener: Listener): void {
+    this.listeners.set(type, (this.listeners.get(type) ?? []).filter((l) => l !== listener))
+  }
+
   /** Delivers bytes as libp2p does: synchronously to the listener, or buffered while paused. */
   deliver(data: Uint8Array): void {
     if (this.closed) return
@@ -42,6 +46,15 @@ export class FakeStream {
 
   onDrain(): Promise<void> {
     return this.stalled ? new Promise(() => {}) : Promise.resolve()
+  }
+
+  /** As a libp2p stream: true while a write is waiting for a 'drain' (which a stalled neighbour never gives). */
+  get writableNeedsDrain(): boolean {
+    return this.stalled
+  }
+
+  get writeBufferLength(): number {
+    return 0
   }
 
   pause(): void {
