@@ -6,7 +6,7 @@ import { runJob, violations } from './job.ts'
 // failed with a code, and an ack must mean the worker's app printed the message.
 test('the job: acked + failed = sent, no acked message missing, no received message reported failed', async () => {
   const lines: string[] = []
-  const summary = await runJob({ messages: 300, workers: 3, ack: true, sendsPerSecond: 60, inFlightMax: 8, hangMs: 2_000, log: (l) => lines.push(l) })
+  const summary = await runJob({ messages: 300, workers: 3, ack: true, sendsPerSecond: 60, inFlightMax: 8, hangMs: 2_000, retries: 3, log: (l) => lines.push(l) })
   console.log(JSON.stringify(summary))
   expect(violations(summary, true)).toEqual([])
   expect(Object.keys(summary.failed).filter((code) => code.startsWith('uncoded'))).toEqual([])

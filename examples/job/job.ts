@@ -7,7 +7,12 @@
  *
  * - acked + failed = sent, and nothing is left unsettled;
  * - no message acked that the worker's app did not receive;
- * - no message the worker's app received reported as failed (a retry would run it twice).
+ * - no message the worker's app received reported as failed with a code that says it was not
+ *   delivered (a retrying coordinator would run it twice).
+ *
+ * A send that ends `ACK_TIMEOUT` (it may have been delivered) is retried `--retries` times with
+ * the same message id, which the worker's node delivers at most once; if it still times out, the
+ * summary counts it under `receivedWithUnknownOutcome` when the worker did get it.
  *
  * It exits 1 if any of these fails (without `--ack`, only the first is checked: a send then means
  * handed to the next hop).
@@ -27,6 +32,8 @@ export interface JobOptions {
   readonly sendsPerSecond: number
   /** Sends in flight at once. */
   readonly inFlightMax: number
+  /** Retries (same message id) of a send whose outcome is unknown (ACK_TIMEOUT); 0 = none. */
+  readonly retries: number
   /** How long the hung worker stays stopped (SIGSTOP … SIGCONT). */
   readonly hangMs: number
   readonly log: (line: string) => void
@@ -40,8 +47,12 @@ export interface JobSummary {
   readonly unsettled: number
   readonly receivedDistinct: number
   readonly receivedTwice: number
+  /** Acked (without ack: handed on, with no `undeliverable` event since) but never received: without ack, lost silently, e.g. in a crashed worker's socket. */
   readonly ackedButNotReceived: number
+  /** Received, but the send failed with a code that says it was not delivered (a broken promise). */
   readonly receivedButReportedFailed: number
+  /** Received, and the send ended `ACK_TIMEOUT`, which says it may have been (not a broken promise; a retry with its id is safe). */
+  readonly receivedWithUnknownOutcome: number
   /** `undeliverable` events (for sends without ack, the only news of a loss). */
   readonly undeliverableEvents: number
   readonly chaos: string[]
@@ -51,6 +62,8 @@ export interface JobSummary {
 /** How long a send may wait for a route while its worker is away (shorter than the default 10 s, so the job moves). */
 const ROUTE_WAIT_MS = 2_000
 const ACK_TIMEOUT_MS = 10_000
+/** Between a send whose outcome is unknown and its retry (a worker that hung or restarted needs a moment to be routable again). */
+const RETRY_PAUSE_MS = 2_000
 
 export async function runJob(options: JobOptions): Promise<JobSummary> {
   if (options.workers < 3) throw new Error(`--workers must be at least 3 (one leaves, one crashes, one hangs), got ${options.workers}`)
@@ -60,7 +73,11 @@ export async function runJob(options: JobOptions): Promise<JobSummary> {
   phoenix.addEventListener('undeliverable', () => undeliverableEvents++)
   const hub = libp2p.getMultiaddrs()[0]!.toString()
   const received = new Map<number, number>()
-  const onReceived = (seq: number) => received.set(seq, (received.get(seq) ?? 0) + 1)
+  const receivedBy = new Map<number, string>()
+  const onReceived = (seq: number, worker: string) => {
+    received.set(seq, (received.get(seq) ?? 0) + 1)
+    receivedBy.set(seq, worker)
+  }
   const workers: WorkerProcess[] = []
   try {
     for (let i = 0; i < options.workers; i++) workers.push(await WorkerProcess.create(`worker/${i}`, hub, onReceived))
@@ -71,7 +88,11 @@ export async function runJob(options: JobOptions): Promise<JobSummary> {
     const outcomes = await sendAll(options, phoenix, workers, hub, onReceived, chaos)
     await new Promise((r) => setTimeout(r, 500))
     await Promise.all(workers.map((w) => w.stop()))
-    return summarize(outcomes, received, undeliverableEvents, chaos, performance.now() - started)
+    const summary = summarize(outcomes, received, undeliverableEvents, chaos, performance.now() - started)
+    outcomes.forEach((outcome, seq) => {
+      if (outcome !== undefined && outcome !== 'acked' && outcome !== 'ACK_TIMEOUT' && received.has(seq)) options.log(`message ${seq}: received by ${receivedBy.get(seq)} but reported ${outcome}`)
+    })
+    return summary
   } finally {
     await Promise.all(workers.map((w) => w.stop()))
     await libp2p.stop()
@@ -91,7 +112,7 @@ async function waitForRoutes(phoenix: Phoenix, names: string[]): Promise<void> {
 }
 
 /** The chaos, each at a fraction of the sends started: leave, crash and hang a worker, each restarted; a new worker joins. */
-function chaosPlan(hangMs: number, workers: WorkerProcess[], hub: string, onReceived: (seq: number) => void, chaos: string[], joined: (w: WorkerProcess) => void): [number, () => Promise<void>][] {
+function chaosPlan(hangMs: number, workers: WorkerProcess[], hub: string, onReceived: (seq: number, worker: string) => void, chaos: string[], joined: (w: WorkerProcess) => void): [number, () => Promise<void>][] {
   const note = (what: string) => chaos.push(`${new Date().toISOString().slice(11, 23)} ${what}`)
   const restartAfter = async (worker: WorkerProcess, ms: number) => {
     await worker.waitForExit()
@@ -118,8 +139,40 @@ function chaosPlan(hangMs: number, workers: WorkerProcess[], hub: string, onRece
   ]
 }
 
-async function sendAll(options: JobOptions, phoenix: Phoenix, workers: WorkerProcess[], hub: string, onReceived: (seq: number) => void, chaos: string[]): Promise<Outcomes> {
+/**
+ * One message, to the end: a send whose outcome is unknown (`ACK_TIMEOUT`: it may have been
+ * delivered) is retried with the same message id, which the receiver delivers at most once, until
+ * it is acked or `retries` run out. A definite failure of the first attempt (nothing delivered) is
+ * final; after an unknown one, a later definite failure of a retry leaves the outcome unknown.
+ */
+async function sendOne(options: JobOptions, phoenix: Phoenix, name: string, payload: Uint8Array, onId: (messageId: number) => void): Promise<string> {
+  let messageId: number | undefined
+  let unknown = false
+  for (let attempt = 0; ; attempt++) {
+    try {
+      const result = await phoenix.send(name, payload, { ack: options.ack, routeWaitMs: ROUTE_WAIT_MS, ackTimeoutMs: ACK_TIMEOUT_MS, ...(messageId !== undefined ? { messageId } : {}) })
+      messageId = result.messageId
+      onId(messageId)
+      return 'acked'
+    } catch (error) {
+      if (!(error instanceof PhoenixTransportError)) return `uncoded: ${(error as Error).message}`
+      messageId ??= error.messageId
+      unknown ||= error.code === 'ACK_TIMEOUT'
+      if (!unknown || messageId === undefined || attempt >= options.retries) return unknown ? 'ACK_TIMEOUT' : error.code + (error.reason !== undefined ? `/${error.reason}` : '')
+      await new Promise((r) => setTimeout(r, RETRY_PAUSE_MS))
+    }
+  }
+}
+
+async function sendAll(options: JobOptions, phoenix: Phoenix, workers: WorkerProcess[], hub: string, onReceived: (seq: number, worker: string) => void, chaos: string[]): Promise<Outcomes> {
   const outcomes: Outcomes = new Array(options.messages).fill(undefined)
+  // Without ack, a send resolves once handed on; a later refusal comes as an `undeliverable` event with its id.
+  const seqOf = new Map<number, number>()
+  phoenix.addEventListener('undeliverable', (event) => {
+    const seq = seqOf.get(event.detail.messageId)
+    if (seq !== undefined && outcomes[seq] === 'acked') outcomes[seq] = `UNDELIVERABLE/${event.detail.reason} (event)`
+    if (seq !== undefined) options.log(`undeliverable event for message ${seq} from …${event.detail.node.slice(-6)}: ${event.detail.reason}`)
+  })
   const targets = workers.map((w) => w.name)
   const plan = chaosPlan(options.hangMs, workers, hub, onReceived, chaos, (w) => {
     workers.push(w)
@@ -132,21 +185,17 @@ async function sendAll(options: JobOptions, phoenix: Phoenix, workers: WorkerPro
   for (let seq = 0; seq < options.messages; seq++) {
     while (plan.length > 0 && seq >= plan[0]![0] * options.messages) chaosDone.push(plan.shift()![1]().catch((e: Error) => void chaos.push(`chaos step failed: ${e.message}`)))
     while (inFlight.size >= options.inFlightMax) await Promise.race(inFlight)
-    const name = targets[seq % targets.length]!
-    const send = phoenix
-      .send(name, encoder.encode(String(seq)), { ack: options.ack, routeWaitMs: ROUTE_WAIT_MS, ackTimeoutMs: ACK_TIMEOUT_MS })
-      .then(
-        () => void (outcomes[seq] = 'acked'),
-        (error: Error) => void (outcomes[seq] = error instanceof PhoenixTransportError ? error.code : `uncoded: ${error.message}`),
-      )
+    const send = sendOne(options, phoenix, targets[seq % targets.length]!, encoder.encode(String(seq)), (id) => seqOf.set(id, seq))
+      .then((outcome) => void (outcomes[seq] = outcome))
       .finally(() => inFlight.delete(send))
     inFlight.add(send)
     if (seq % 250 === 0) options.log(`sent ${seq}/${options.messages}, ${outcomes.filter((o) => o === 'acked').length} ${options.ack ? 'acked' : 'handed on'}`)
     await new Promise((r) => setTimeout(r, gapMs))
   }
-  // Every send settles by itself (route wait and ack timeout are bounded); this deadline only
-  // catches a send that never does, which the summary reports as unsettled.
-  await Promise.race([Promise.all(inFlight), new Promise((r) => setTimeout(r, ROUTE_WAIT_MS + ACK_TIMEOUT_MS + 5_000))])
+  // Every send settles by itself (route wait, ack timeout and retries are bounded); this deadline
+  // only catches a send that never does, which the summary reports as unsettled.
+  const settleMs = (options.retries + 1) * (ROUTE_WAIT_MS + ACK_TIMEOUT_MS + RETRY_PAUSE_MS) + 5_000
+  await Promise.race([Promise.all(inFlight), new Promise((r) => setTimeout(r, settleMs))])
   await Promise.all(chaosDone)
   return outcomes
 }
@@ -157,6 +206,7 @@ function summarize(outcomes: Outcomes, received: Map<number, number>, undelivera
   let unsettled = 0
   let ackedButNotReceived = 0
   let receivedButReportedFailed = 0
+  let receivedWithUnknownOutcome = 0
   outcomes.forEach((outcome, seq) => {
     if (outcome === undefined) unsettled++
     else if (outcome === 'acked') {
@@ -164,11 +214,12 @@ function summarize(outcomes: Outcomes, received: Map<number, number>, undelivera
       if (!received.has(seq)) ackedButNotReceived++
     } else {
       failed[outcome] = (failed[outcome] ?? 0) + 1
-      if (received.has(seq)) receivedButReportedFailed++
+      if (received.has(seq) && outcome === 'ACK_TIMEOUT') receivedWithUnknownOutcome++
+      else if (received.has(seq)) receivedButReportedFailed++
     }
   })
   const receivedTwice = [...received.values()].filter((n) => n > 1).length
-  return { sent: outcomes.length, acked, failed, unsettled, receivedDistinct: received.size, receivedTwice, ackedButNotReceived, receivedButReportedFailed, undeliverableEvents, chaos, durationMs: Math.round(durationMs) }
+  return { sent: outcomes.length, acked, failed, unsettled, receivedDistinct: received.size, receivedTwice, ackedButNotReceived, receivedButReportedFailed, receivedWithUnknownOutcome, undeliverableEvents, chaos, durationMs: Math.round(durationMs) }
 }
 
 /** The promise an application builds on; without ack only the first line applies. */
@@ -191,10 +242,11 @@ if (import.meta.url === `file://${process.argv[1]}`) {
       rate: { type: 'string', default: '200' },
       'in-flight': { type: 'string', default: '16' },
       'hang-ms': { type: 'string', default: '3000' },
+      retries: { type: 'string', default: '3' },
     },
   })
   const ack = values.ack
-  const summary = await runJob({ messages: Number(values.messages), workers: Number(values.workers), ack, sendsPerSecond: Number(values.rate), inFlightMax: Number(values['in-flight']), hangMs: Number(values['hang-ms']), log: (line) => console.log(line) })
+  const summary = await runJob({ messages: Number(values.messages), workers: Number(values.workers), ack, sendsPerSecond: Number(values.rate), inFlightMax: Number(values['in-flight']), hangMs: Number(values['hang-ms']), retries: Number(values.retries), log: (line) => console.log(line) })
   console.log(JSON.stringify(summary, null, 2))
   const problems = violations(summary, ack)
   for (const p of problems) console.error(`✗ ${p}`)

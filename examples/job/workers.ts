@@ -24,10 +24,10 @@ export class WorkerProcess {
     private readonly keyHex: string,
     private readonly hub: string,
     /** Called with the sequence number of every message this worker's app received. */
-    private readonly onReceived: (seq: number) => void,
+    private readonly onReceived: (seq: number, worker: string) => void,
   ) {}
 
-  static async create(name: string, hub: string, onReceived: (seq: number) => void): Promise<WorkerProcess> {
+  static async create(name: string, hub: string, onReceived: (seq: number, worker: string) => void): Promise<WorkerProcess> {
     const key = await generateKeyPair('Ed25519')
     return new WorkerProcess(name, Buffer.from(privateKeyToProtobuf(key)).toString('hex'), hub, onReceived)
   }
@@ -56,7 +56,7 @@ export class WorkerProcess {
         if (line.startsWith('ready ')) {
           clearTimeout(timer)
           resolve()
-        } else if (line.startsWith('got ')) this.onReceived(Number(line.slice(4)))
+        } else if (line.startsWith('got ')) this.onReceived(Number(line.slice(4)), this.name)
       })
     })
   }

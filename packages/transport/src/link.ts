@@ -25,6 +25,13 @@ export interface LinkLiveness {
  */
 export class NeighbourLink {
   private readonly queue: Uint8Array[] = []
+  /**
+   * Beside each queued frame, what its sender asked to hear about if it is never written (a data
+   * frame, to bounce it `neighbour-down`); undefined for frames nobody needs back (updates, probes).
+   */
+  private readonly tags: unknown[] = []
+  /** Tags of frames that were queued and never handed to the stream, once the link closed (`takeUnsent`). */
+  private unsent: unknown[] = []
   private queuedBytes = 0
   private writing = false
   private closed = false
@@ -82,8 +89,11 @@ export class NeighbourLink {
     return !this.closed && this.queue.length < this.limits.outboundFramesMax && this.queuedBytes + bytes + 8 <= this.limits.outboundBytesMax
   }
 
-  /** Queues a frame; false if the queue is full (the caller decides what that means). */
-  send(frame: Uint8Array): boolean {
+  /**
+   * Queues a frame; false if the queue is full (the caller decides what that means). `tag` comes
+   * back from `takeUnsent` if the link closes before the frame was handed to the stream.
+   */
+  send(frame: Uint8Array, tag?: unknown): boolean {
     if (this.closed) return false
     if (this.queue.length >= this.limits.outboundFramesMax || this.queuedBytes + frame.length > this.limits.outboundBytesMax) return false
     const prefix = varint.encode(frame.length)
@@ -91,6 +101,7 @@ export class NeighbourLink {
     bytes.set(prefix)
     bytes.set(frame, prefix.length)
     this.queue.push(bytes)
+    this.tags.push(tag)
     this.queuedBytes += bytes.length
     void this.flush()
     return true
@@ -102,9 +113,18 @@ export class NeighbourLink {
     try {
       while (this.queue.length > 0 && !this.closed) {
         const bytes = this.queue.shift()!
+        const tag = this.tags.shift()
         this.queuedBytes -= bytes.length
+        let taken: boolean
+        try {
+          taken = this.stream.send(bytes)
+        } catch (error) {
+          // Refused (the stream is closing): never written, so its sender hears of it.
+          this.unsent.push(tag)
+          throw error
+        }
         this.bytesSent += bytes.length
-        if (!this.stream.send(bytes)) await this.drained()
+        if (!taken) await this.drained()
       }
       if (this.queue.length === 0) this.onDrained()
     } catch (error) {
@@ -220,9 +240,19 @@ export class NeighbourLink {
     this.closed = true
     clearInterval(this.livenessTimer)
     this.wakeWriter?.()
+    this.unsent.push(...this.tags)
     this.queue.length = 0
+    this.tags.length = 0
     this.queuedBytes = 0
     this.held.length = 0
     this.onClose(this, reason)
+  }
+
+  /** The tags of frames queued and never handed to the stream (defined ones only), once closed; forgets them. */
+  takeUnsent(): unknown[] {
+    if (!this.closed) throw new Error('invariant: takeUnsent before the link closed')
+    const unsent = this.unsent.filter((tag) => tag !== undefined)
+    this.unsent = []
+    return unsent
   }
 }

@@ -4,14 +4,12 @@ import type { DataFrame } from '@phoenix-overlay/wire'
 import type { PeerDropped } from './api.ts'
 import type { CoreDriver } from './core-driver.ts'
 import { NeighbourLink } from './link.ts'
-import { Outbox } from './outbox.ts'
 import { StreamTap } from './stream-tap.ts'
 import { describeError, type NodeParts } from './parts.ts'
 
 /** One neighbour: its link, what is queued on it, and whether it announced its leave. */
 export interface Neighbour {
   readonly link: NeighbourLink
-  readonly outbox: Outbox
   readonly tap: StreamTap
   readonly connection: Connection
   /** It withdrew its own route (a graceful leave): nothing more is routed to it, and once its queue is written our side of the stream is closed. */
@@ -61,9 +59,7 @@ export class Neighbours {
   /** Queues a frame toward `peer`; false if there is no link, its queue is full, or our side is closed. */
   send(peer: string, frame: Uint8Array, data?: DataFrame): boolean {
     const neighbour = this.byPeer.get(peer)
-    if (neighbour === undefined || neighbour.tap.writeClosed || !neighbour.link.send(frame)) return false
-    neighbour.outbox.queued(frame.length, data)
-    return true
+    return neighbour !== undefined && !neighbour.tap.writeClosed && neighbour.link.send(frame, data)
   }
 
   resumeAll(): void {
@@ -141,8 +137,7 @@ export class Neighbours {
       }
       existing.link.abort('replaced by the stream opened by the smaller peer id')
     }
-    const outbox = new Outbox()
-    const tap = new StreamTap(stream, outbox)
+    const tap = new StreamTap(stream)
     const { limits } = parts
     const link: NeighbourLink = new NeighbourLink(
       peer,
@@ -161,7 +156,7 @@ export class Neighbours {
         },
       },
     )
-    this.byPeer.set(peer, { link, outbox, tap, connection, leaving: false })
+    this.byPeer.set(peer, { link, tap, connection, leaving: false })
     driver.core.connectionUp(peer, driver.now(), dialledAddress)
     parts.metrics.count('neighbours_up')
     driver.schedule()
@@ -199,7 +194,7 @@ export class Neighbours {
     // A neighbour that left has closed its side after everything it owed us, and waits for us to
     // confirm that we read it all: closing the connection says so (it may stop now).
     if (neighbour.leaving) void Promise.resolve(neighbour.connection.close?.()).catch(() => undefined)
-    const unsent = neighbour.outbox.takeUnsent()
+    const unsent = neighbour.link.takeUnsent() as DataFrame[]
     if (unsent.length > 0) this.handler?.bounceUnsent(unsent, link.peer)
   }
 

@@ -1,13 +1,10 @@
 import type { Stream } from '@libp2p/interface'
-import type { Outbox } from './outbox.ts'
 
 type Listener = (event: Event) => void
 
 /**
- * The stream as the link sees it: the same object, with two things added from outside the link.
- * - Every write is counted in the neighbour's Outbox (what was queued and never written is
- *   bounced when the connection closes).
- * - The half-close a leave needs. Closing our side (`finishWriting`) sends what the stream holds,
+ * The stream as the link sees it: the same object, with the half-close a leave needs added from
+ * outside the link. Closing our side (`finishWriting`) sends what the stream holds,
  *   then end-of-stream, while we keep reading. While `holding`, the neighbour's end-of-stream is
  *   noted (`remoteDone`) but kept from the link, which would otherwise stop at once and drop what
  *   it still has to write (the bounces and acks a leaving node owes); `release` hands it over.
@@ -19,19 +16,10 @@ export class StreamTap {
   writeClosed = false
   private readonly held: { listener: Listener; event: Event }[] = []
 
-  constructor(
-    private readonly raw: Stream,
-    outbox: Outbox,
-  ) {
+  constructor(private readonly raw: Stream) {
     raw.addEventListener('remoteCloseWrite', () => (this.remoteDone = true))
     this.stream = new Proxy(raw, {
       get: (target, property) => {
-        if (property === 'send') {
-          return (data: Uint8Array) => {
-            outbox.written(data.byteLength)
-            return target.send(data)
-          }
-        }
         if (property === 'addEventListener') return (type: string, listener: Listener, options?: unknown) => this.listen(type, listener, options)
         const value: unknown = Reflect.get(target, property, target)
         return typeof value === 'function' ? value.bind(target) : value

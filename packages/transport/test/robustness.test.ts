@@ -118,4 +118,26 @@ describe('a relay survives its traffic (issue 11, items 5 and 6)', () => {
     expect(uncaught.map(String)).toEqual([])
     await fake.node.stop()
   })
+
+  it('a relay never bounces a frame the next hop\'s stream already took, however soon the connection closes after it', async () => {
+    // The link writes a frame to the stream synchronously as it is queued: a frame written that
+    // way and followed by nothing else was once counted unsent and bounced at the close, though
+    // the next hop had it (a message received and reported lost).
+    const { fake } = await pausedNode()
+    const source = await fake.connect()
+    const next = await fake.connect()
+    const frames = Array.from({ length: 5 }, (_, i): Frame => ({ kind: 'data', data: { source: source.peer, destination: next.peer, name: '', hopLimit: 8, messageId: 200 + i, ackRequested: true, payload: new Uint8Array(64) } }))
+    for (const frame of frames) {
+      source.stream.deliver(prefixed(frame))
+      await settle()
+    }
+    const written = framesWritten(next.stream).flatMap((f) => (f.kind === 'data' ? [f.data.messageId] : []))
+    expect(written).toEqual([200, 201, 202, 203, 204])
+    next.stream.emitClose(new Error('connection reset'))
+    await settle()
+    const bounced = framesWritten(source.stream).flatMap((f) => (f.kind === 'undeliverable' ? [f.undeliverable.messageId] : []))
+    expect(bounced).toEqual([])
+    expect(uncaught.map(String)).toEqual([])
+    await fake.node.stop()
+  })
 })
