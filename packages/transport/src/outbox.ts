@@ -21,6 +21,9 @@ export class Outbox {
   /** The link accepted a frame of `frameBytes` (data frames keep their header for a bounce). */
   queued(frameBytes: number, data: DataFrame | undefined): void {
     this.entries.push({ bytes: varint.encodingLength(frameBytes) + frameBytes, data })
+    // The link may write a frame before `send` returns (its flush starts at once), so the bytes
+    // can be counted before the frame is noted: settle them now.
+    this.written(0)
   }
 
   /** The link handed `bytes` to the stream. */
