@@ -1,7 +1,8 @@
 /**
  * A job built on the overlay, as a user would write it: a coordinator sends messages round-robin
  * to workers that join, leave, crash and restart while it runs, and every outcome is accounted
- * for. Run: `npx tsx test/delivery-job/job.ts [--messages 2000] [--no-ack] [--seed N]`.
+ * for. Run: `npx tsx test/delivery-job/job.ts [--messages 2000] [--no-ack] [--no-crash] [--seed N]`
+ * (`--no-crash`: workers only leave gracefully and come back).
  *
  * With acks: acked + failed-with-a-code = sent, no send unsettled, no acked message that no
  * worker's application received, and no message a worker received that was reported failed with
@@ -11,10 +12,9 @@
  */
 import { parseArgs } from 'node:util'
 import { generateKeyPair } from '@libp2p/crypto/keys'
-import type { PrivateKey } from '@libp2p/interface'
 import { createPhoenixLibp2p, PhoenixTransportError } from '../../packages/transport/src/index.ts'
 
-const { values } = parseArgs({ options: { messages: { type: 'string', default: '2000' }, 'no-ack': { type: 'boolean', default: false }, seed: { type: 'string' }, workers: { type: 'string', default: '6' } } })
+const { values } = parseArgs({ options: { messages: { type: 'string', default: '2000' }, 'no-ack': { type: 'boolean', default: false }, seed: { type: 'string' }, workers: { type: 'string', default: '6' }, 'no-crash': { type: 'boolean', default: false } } })
 const MESSAGES = Number(values.messages)
 const WORKERS = Number(values.workers)
 const ACK = !values['no-ack']
@@ -38,7 +38,7 @@ const coordinator = await createPhoenixLibp2p({ listen, names: ['coordinator'], 
 const received = new Set<number>()
 interface Worker {
   name: string
-  key: PrivateKey
+  key: Awaited<ReturnType<typeof generateKeyPair>>
   node: Node | undefined
 }
 const workers: Worker[] = []
@@ -66,7 +66,7 @@ const churn = (async () => {
     if (worker.node === undefined) {
       await startWorker(worker)
       churnLog.push(`${worker.name} rejoined`)
-    } else if (random() < 0.5) {
+    } else if (values['no-crash'] || random() < 0.5) {
       await worker.node.libp2p.stop()
       worker.node = undefined
       churnLog.push(`${worker.name} left`)
