@@ -120,4 +120,17 @@ describe('a relay survives its traffic (issue 11, items 5 and 6)', () => {
     expect(uncaught.map(String)).toEqual([])
     await fake.node.stop()
   })
+
+  it('answers a message from a node it has no route to yet (it just joined) back the way the message came, instead of dropping the ack', async () => {
+    const { fake, received } = await pausedNode()
+    const relay = await fake.connect()
+    const far = 'a-node-two-hops-away-not-in-our-table-yet'
+    relay.stream.deliver(prefixed({ kind: 'data', data: { source: far, destination: fake.id, name: 'mine', hopLimit: 7, messageId: 42, ackRequested: true, payload: new Uint8Array([1]) } }))
+    await settle()
+    expect(received.map((m) => m.messageId)).toEqual([42])
+    const acks = framesWritten(relay.stream).flatMap((f) => (f.kind === 'ack' ? [f.ack] : []))
+    expect(acks.map(({ source, destination, messageId }) => ({ source, destination, messageId }))).toEqual([{ source: fake.id, destination: far, messageId: 42 }])
+    expect(fake.node.metricsText()).not.toMatch(/phoenix_control_dropped_total/)
+    await fake.node.stop()
+  })
 })
