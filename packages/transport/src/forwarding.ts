@@ -79,19 +79,19 @@ export class Router implements FrameHandler {
    * pass it on or say why not. Our own send throws instead of bouncing to ourselves.
    */
   routeData(data: DataFrame, fromPeer: string | undefined): void {
-    if (this.leaving && fromPeer !== undefined) return this.bounce(data, 'leaving')
+    if (this.leaving && fromPeer !== undefined) return this.bounce(data, 'leaving', fromPeer)
     const decision = this.driver.core.forward(data.destination, data.hopLimit, data.name)
-    if (decision.action === 'deliver') return this.deliver(data)
+    if (decision.action === 'deliver') return this.deliver(data, fromPeer)
     if (decision.action === 'drop') {
       this.parts.metrics.count(`dropped_${decision.reason.replaceAll('-', '_')}`)
       if (fromPeer === undefined) throw new PhoenixTransportError('NO_ROUTE', `no route to node ${data.destination}`, { messageId: data.messageId })
-      return this.bounce(data, decision.reason)
+      return this.bounce(data, decision.reason, fromPeer)
     }
     if (this.neighbours.get(decision.nextHop)?.leaving === true) {
       // The next hop announced its leave: it would only bounce this, and it waits for us to
       // finish writing to it before it can go.
       if (fromPeer === undefined) throw new PhoenixTransportError('UNDELIVERABLE', `the next hop ${decision.nextHop} is leaving`, { messageId: data.messageId, reason: 'leaving', node: decision.nextHop })
-      return this.bounce(data, 'leaving')
+      return this.bounce(data, 'leaving', fromPeer)
     }
     const frame = encodeFrame({ kind: 'data', data: { ...data, hopLimit: decision.hopLimit } })
     if (!this.neighbours.send(decision.nextHop, frame, data)) {
@@ -99,25 +99,25 @@ export class Router implements FrameHandler {
       if (fromPeer === undefined) {
         throw new PhoenixTransportError('QUEUE_FULL', `the queue toward ${decision.nextHop} is full (limits.outboundBytesMaxPerNeighbour ${this.parts.limits.outboundBytesMaxPerNeighbour} bytes); nothing was sent, try again later`, { messageId: data.messageId })
       }
-      return this.bounce(data, 'queue-full')
+      return this.bounce(data, 'queue-full', fromPeer)
     }
     this.parts.metrics.count(fromPeer === undefined ? 'messages_sent' : 'messages_forwarded')
   }
 
   /** A message for us from another node: to the application, then the ack; or a bounce. */
-  private deliver(data: DataFrame): void {
+  private deliver(data: DataFrame, fromPeer: string | undefined): void {
     const hops = this.driver.core.limits.hopLimit - data.hopLimit
     const delivery = this.parts.inbox.accept({ from: data.source, name: data.name, payload: data.payload, hops, messageId: data.messageId })
-    if (delivery === 'receiver-too-slow' || delivery === 'no-consumer') return this.bounce(data, delivery)
+    if (delivery === 'receiver-too-slow' || delivery === 'no-consumer') return this.bounce(data, delivery, fromPeer)
     this.parts.metrics.count(delivery === 'delivered' ? 'messages_delivered' : 'messages_duplicate')
-    if (data.ackRequested) this.routeControl({ kind: 'ack', ack: { source: this.parts.id, destination: data.source, hopLimit: this.driver.core.limits.hopLimit, messageId: data.messageId } })
+    if (data.ackRequested) this.routeControl({ kind: 'ack', ack: { source: this.parts.id, destination: data.source, hopLimit: this.driver.core.limits.hopLimit, messageId: data.messageId } }, fromPeer)
   }
 
   /** Tells a data frame's source that it was dropped here, and why. */
-  bounce(data: DataFrame, reason: UndeliverableReason): void {
+  bounce(data: DataFrame, reason: UndeliverableReason, fromPeer?: string): void {
     this.parts.metrics.count('messages_undeliverable')
     this.parts.metrics.count(`undeliverable_${reason.replaceAll('-', '_')}`)
-    this.routeControl({ kind: 'undeliverable', undeliverable: { source: this.parts.id, destination: data.source, hopLimit: this.driver.core.limits.hopLimit, messageId: data.messageId, reason } })
+    this.routeControl({ kind: 'undeliverable', undeliverable: { source: this.parts.id, destination: data.source, hopLimit: this.driver.core.limits.hopLimit, messageId: data.messageId, reason } }, fromPeer)
   }
 
   bounceUnsent(frames: readonly DataFrame[], peer: string): void {
@@ -125,17 +125,26 @@ export class Router implements FrameHandler {
     for (const data of frames) this.bounce(data, 'neighbour-down')
   }
 
-  /** Acks and undeliverable notices travel like data, toward the original source; they are never bounced. */
-  private routeControl(frame: ControlFrame): void {
+  /**
+   * Acks and undeliverable notices travel like data, toward the original source; they are never
+   * bounced. `cameFrom`: the neighbour the data frame they answer came from. Where we have no
+   * route to the source yet (we joined a moment ago: data reaches us before the table does), the
+   * answer goes back the way the data came, one hop: that neighbour had the data from the source
+   * or from a node that routes to it.
+   */
+  private routeControl(frame: ControlFrame, cameFrom?: string): void {
     const header: AckFrame | UndeliverableFrame = frame.kind === 'ack' ? frame.ack : frame.undeliverable
     const decision = this.driver.core.forward(header.destination, header.hopLimit)
     if (decision.action === 'deliver') return this.settle(frame)
     if (decision.action === 'drop') {
+      if (decision.reason === 'no-route' && cameFrom !== undefined && header.hopLimit > 1 && this.neighbours.send(cameFrom, encodeFrame(withHopLimit(frame, header.hopLimit - 1)))) {
+        this.parts.metrics.count('control_reverse_path')
+        return
+      }
       this.parts.metrics.count('control_dropped')
       return
     }
-    const moved: Frame = frame.kind === 'ack' ? { kind: 'ack', ack: { ...frame.ack, hopLimit: decision.hopLimit } } : { kind: 'undeliverable', undeliverable: { ...frame.undeliverable, hopLimit: decision.hopLimit } }
-    if (!this.neighbours.send(decision.nextHop, encodeFrame(moved))) this.parts.metrics.count('control_dropped')
+    if (!this.neighbours.send(decision.nextHop, encodeFrame(withHopLimit(frame, decision.hopLimit)))) this.parts.metrics.count('control_dropped')
   }
 
   /** An ack or a notice for one of our sends. */
@@ -151,4 +160,8 @@ export class Router implements FrameHandler {
     metrics.count('sends_undeliverable')
     this.parts.emit('undeliverable', { node: source, messageId, reason })
   }
+}
+
+function withHopLimit(frame: ControlFrame, hopLimit: number): ControlFrame {
+  return frame.kind === 'ack' ? { kind: 'ack', ack: { ...frame.ack, hopLimit } } : { kind: 'undeliverable', undeliverable: { ...frame.undeliverable, hopLimit } }
 }

@@ -131,10 +131,12 @@ export class Neighbours {
       const smaller = parts.id < peer ? parts.id : peer
       const existingOpener = existing.link.stream.direction === 'outbound' ? parts.id : peer
       if (opener !== smaller || existingOpener === smaller) {
+        parts.metrics.count('streams_duplicate')
         stream.abort(new Error('duplicate Phoenix stream'))
         if (dialledAddress !== undefined) driver.core.connectionUp(peer, driver.now(), dialledAddress)
         return
       }
+      parts.metrics.count('streams_replaced')
       existing.link.abort('replaced by the stream opened by the smaller peer id')
     }
     const tap = new StreamTap(stream)
@@ -221,25 +223,24 @@ export class Neighbours {
    * aborted.
    */
   async closeAll(reason: string, lingerMaxMs: number, flushMaxMs: number): Promise<void> {
-    const started = performance.now()
-    const pending = new Set(this.all())
-    const closing: Promise<void>[] = []
-    while (pending.size > 0 && performance.now() - started < lingerMaxMs) {
-      for (const neighbour of pending) {
-        if (!neighbour.link.isOpen) pending.delete(neighbour)
-        else if (neighbour.tap.remoteDone && neighbour.link.queuedFrames === 0) {
-          pending.delete(neighbour)
-          closing.push(neighbour.tap.finishWriting().then(() => neighbour.tap.release()))
-        }
-      }
-      if (pending.size > 0) await new Promise((resolve) => setTimeout(resolve, LEAVE_POLL_MS))
-    }
-    for (const neighbour of pending) {
-      neighbour.tap.release()
-      closing.push(neighbour.link.close(reason))
-    }
-    const connections = this.all().map((n) => n.connection)
+    // First every neighbour finishes writing to us: until then any of our links may be needed
+    // (a bounce for a frame from one neighbour may have to go out through another).
+    const lingerEndsMs = performance.now() + lingerMaxMs
+    const writing = () => this.all().filter((n) => n.link.isOpen && !n.tap.remoteDone)
+    while (writing().length > 0 && performance.now() < lingerEndsMs) await sleep(LEAVE_POLL_MS)
+    this.parts.metrics.count('leave_linger_expired', writing().length)
+    // Then we write out our queues and close our sides (or close outright where the neighbour did not finish).
     const flushEndsMs = performance.now() + flushMaxMs
+    const neighbours = this.all()
+    const closing = neighbours.map(async ({ link, tap }) => {
+      if (!tap.remoteDone) {
+        tap.release()
+        return link.close(reason)
+      }
+      while (link.isOpen && link.queuedFrames > 0 && performance.now() < flushEndsMs) await sleep(LEAVE_POLL_MS)
+      await tap.finishWriting()
+      tap.release()
+    })
     let timer: ReturnType<typeof setTimeout> | undefined
     const deadline = new Promise<void>((resolve) => (timer = setTimeout(resolve, flushMaxMs)))
     await Promise.race([Promise.all(closing), deadline])
@@ -248,9 +249,8 @@ export class Neighbours {
     // What we wrote may still be in the sockets: a neighbour confirms it read everything by
     // closing the connection. Stopping earlier could reset the connection under bytes it has
     // not read yet (measured: the last ~8 KiB of bounces lost that way).
-    while (performance.now() < flushEndsMs && connections.some((c) => c.status !== undefined && c.status !== 'closed')) {
-      await new Promise((resolve) => setTimeout(resolve, LEAVE_POLL_MS))
-    }
+    const connections = neighbours.map((n) => n.connection)
+    while (performance.now() < flushEndsMs && connections.some((c) => c.status !== undefined && c.status !== 'closed')) await sleep(LEAVE_POLL_MS)
   }
 
   /** From now on each neighbour's end-of-stream waits until we have answered it (a leave). */
@@ -261,3 +261,5 @@ export class Neighbours {
 
 /** How often a leave looks whether its neighbours have finished: a few ms, against the ~100 ms a leave takes. */
 const LEAVE_POLL_MS = 5
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
