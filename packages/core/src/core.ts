@@ -167,13 +167,10 @@ export class PhoenixCore {
     this.enter(nowMs)
     const gone = this.neighbours.remove(peer)
     if (gone === undefined) return
-    // Before the table forgets where it was: the lost neighbour's addresses, from its record.
-    const addresses = this.table.get(peer)?.addresses ?? []
+    // Dial it again until it answers: a hub always, another neighbour while remembered (the
+    // addresses of its record, read before the table forgets where it was; discovery on only).
+    this.book.connectionLost(peer, this.discovery ? (this.table.get(peer)?.addresses ?? []) : undefined, nowMs)
     this.table.neighbourGone(peer, gone.index, nowMs)
-    // Dial it again until it answers: a hub always; any other neighbour (discovery on) while
-    // its destination is remembered, at most lostRedialsPerSecondMax a second.
-    if (this.discovery && this.limits.lostRedialsPerSecondMax > 0) this.book.wantLost(peer, addresses, nowMs)
-    else for (const address of this.book.addressesOf(peer)) if (this.book.redialOf(address) === 'hub') this.book.want(address)
     // Cut off from everyone: start again from the hubs.
     if (this.neighbours.size === 0) for (const hub of this.hubs) this.book.want(hub)
   }

@@ -102,17 +102,21 @@ export class AddressBook {
   }
 
   /**
-   * A neighbour's connection went down: its addresses (and `extra` ones, from its record) are
-   * dialled again, as soon as the lost re-dial rate allows, until it answers or is forgotten.
+   * A neighbour's connection went down: its hub addresses are dialled again at once; with
+   * `record` (its record's addresses; undefined = discovery off) and lost re-dials on, every
+   * address of it is dialled again as soon as the lost re-dial rate allows, until it answers or
+   * is forgotten.
    */
-  wantLost(owner: NodeId, extra: readonly PhysicalAddress[], nowMs: number): void {
-    for (const address of extra) this.learn(address, owner)
+  connectionLost(owner: NodeId, record: readonly PhysicalAddress[] | undefined, nowMs: number): void {
+    const redialLost = record !== undefined && this.timing.lostRedialsPerSecondMax > 0
+    if (redialLost) for (const address of record) this.learn(address, owner)
     for (const address of this.byOwner.get(owner) ?? []) {
       const state = this.addresses.get(address)!
       if (state.redial === 'hub') {
         this.want(address)
         continue
       }
+      if (!redialLost) continue
       state.redial = 'lost'
       if (state.queued || state.dialStartedAtMs !== undefined || this.backedOff.has(address)) continue
       // Through the back-off set, so the re-dial rate limit applies (retry at once if room).
@@ -322,7 +326,4 @@ export class AddressBook {
     return [...(this.byOwner.get(owner) ?? [])]
   }
 
-  redialOf(address: PhysicalAddress): Redial | undefined {
-    return this.addresses.get(address)?.redial
-  }
 }

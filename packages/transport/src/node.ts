@@ -51,9 +51,11 @@ function membershipGater(gater: ConnectionGater | undefined, allowedPeers: strin
  *   receives a connection from every node at start, so 1,024.
  * - `maxConnections`: open connections (default 300), raised to 2,048 so a clique of a few
  *   hundred nodes plus dials in flight fits.
- * - the connection monitor pings every connection and closes those that do not answer; Phoenix
- *   needs no liveness probe beyond TCP and its own streams, and our nodes run no ping service,
- *   so it is off.
+ * - the connection monitor pings every connection and closes those that do not answer. It is
+ *   off: Phoenix probes each neighbour on its own stream (liveness.ts: a probe after 2 s of
+ *   silence, down after 6 s), which replaces it for every connection Phoenix uses, needs no ping
+ *   service on the other side (our nodes run none), and also catches a peer whose socket is
+ *   alive but whose process is hung.
  */
 export async function createPhoenixLibp2p(options: OverlayNodeOptions): Promise<{ libp2p: Libp2p<{ phoenix: PhoenixNode }>; phoenix: PhoenixNode }> {
   const { listen, privateKey, connectionGater, privateNetworkKey, allowedPeers, ...init } = options
