@@ -5,6 +5,7 @@ import type { CoreParts } from './parts.ts'
 import type { UnknownDestinations } from './police.ts'
 import { type RouteEntry, UNREACHABLE_HOPS, isFresher } from './route.ts'
 import { isUnreachableSeq, seqNewer } from './seq.ts'
+import type { TransSource } from './table.ts'
 import type { NodeId, RouteAdvert, UpdateMessage } from './types.ts'
 
 /**
@@ -69,7 +70,7 @@ export function applyInbox(p: CoreParts, inbox: Inbox, maxMessages: number, nowM
 }
 
 /** The trans sets of one message in our numbering, each translated once, and the rcpt sets made from them. */
-class MessageSets {
+class MessageSets implements TransSource {
   private slotMap: Int32Array | undefined
   private readonly translated: (NodeSet | undefined)[] = []
   private readonly rcptAfterChange: NodeSet[] = []
@@ -192,7 +193,7 @@ function applyAdvert(p: CoreParts, from: Neighbour, advert: RouteAdvert, sets: M
   } else if (isFresher(advert.seq, candidateHops, entry.seq, entry.nhops)) {
     adopt(p, entry, from, advert, candidateHops, sets, false, nowMs)
   } else if (advert.seq === entry.seq && p.mode === 'optimized') {
-    table.noteHolder(entry, from.index, senderHops, () => sets.trans(advert.trans))
+    table.noteHolder(entry, from.index, senderHops, sets, advert.trans)
   }
 }
 

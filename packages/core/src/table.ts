@@ -6,6 +6,11 @@ import { NO_SIGNATURE, RouteEntry, UNREACHABLE_HOPS } from './route.ts'
 import { isUnreachableSeq, nextOwnSeq, seqAdd } from './seq.ts'
 import type { ForwardDecision, NodeId, PhysicalAddress, RouteAdvert } from './types.ts'
 
+/** The sender's trans sets of one message, in our numbering, translated on demand (apply.ts's `MessageSets`). */
+export interface TransSource {
+  trans(index: number): NodeSet | undefined
+}
+
 /** An entry forgotten by `RouteTable.expire`, with how many names its record carried. */
 export interface ExpiredEntry {
   readonly entry: RouteEntry
@@ -115,26 +120,16 @@ export class RouteTable {
    * unconditionally; that can starve a neighbour of a shorter route (packages/core/README.md,
    * "trans and rcpt", and its unit test). Optimized mode only.
    */
-  noteHolder(entry: RouteEntry, fromIndex: number, senderHops: number, trans: (() => NodeSet | undefined) | undefined): void {
-    const set = trans !== undefined && senderHops <= entry.nhops ? trans() : undefined
+  noteHolder(entry: RouteEntry, fromIndex: number, senderHops: number, trans: TransSource | undefined, transIndex = -1): void {
+    const set = trans !== undefined && senderHops <= entry.nhops ? trans.trans(transIndex) : undefined
     const holderCovered = senderHops <= entry.nhops + 1
     if (!holderCovered && set === undefined) return
-    const news = (s: NodeSet) => (holderCovered && !s.has(fromIndex)) || (set !== undefined && !s.containsAll(set))
-    if (!news(entry.trans) && !news(entry.rcpt)) return
-    const newTrans = entry.trans.clone()
-    const newRcpt = entry.rcpt.clone()
-    if (holderCovered) {
-      newTrans.add(fromIndex)
-      newRcpt.add(fromIndex)
-      entry.rcptHopsMax = Math.max(entry.rcptHopsMax, senderHops)
-    }
-    if (set !== undefined) {
-      newTrans.addAll(set)
-      newRcpt.addAll(set)
-      entry.rcptHopsMax = Math.max(entry.rcptHopsMax, senderHops + 1)
-    }
-    entry.trans = newTrans.freeze()
-    entry.rcpt = newRcpt.freeze()
+    const holder = holderCovered ? fromIndex : -1
+    if (!lacksHolders(entry.trans, holder, set) && !lacksHolders(entry.rcpt, holder, set)) return
+    if (holderCovered) entry.rcptHopsMax = Math.max(entry.rcptHopsMax, senderHops)
+    if (set !== undefined) entry.rcptHopsMax = Math.max(entry.rcptHopsMax, senderHops + 1)
+    entry.trans = withHolders(entry.trans, holder, set)
+    entry.rcpt = withHolders(entry.rcpt, holder, set)
   }
 
   /** Marks `entry` unreachable with the next odd sequence number, as DSDV does on a broken link. */
@@ -183,7 +178,8 @@ export class RouteTable {
       entry.rcptHopsMax = 0
     }
     rcpt.add(index)
-    entry.rcpt = rcpt.freeze()
+    // Private to this entry (see `withHolders`).
+    entry.rcpt = rcpt
     this.dirty.add(entry)
   }
 
@@ -341,4 +337,23 @@ export class RouteTable {
     const evenSeq = this.own.seq - (this.own.seq % 2)
     this.own.signature = this.records.sign(recordPayload(this.id, evenSeq, this.own.names, this.own.addresses))
   }
+}
+
+/** Whether `s` lacks `holder` (if ≥ 0) or a member of `set` (if given). */
+function lacksHolders(s: NodeSet, holder: number, set: NodeSet | undefined): boolean {
+  return (holder >= 0 && !s.has(holder)) || (set !== undefined && !s.containsAll(set))
+}
+
+/**
+ * `s` with `holder` (if ≥ 0) and the members of `set` (if given) added. A frozen set is shared
+ * (by the entries of one message, or of one send decision) and is copied; an unfrozen one belongs
+ * to this one field of this one entry (nothing else ever holds it) and grows in place. Holders of
+ * an entry grow one neighbour at a time, so without this every new holder copied both sets: the
+ * simulator's largest cost (a copy of N bits per note, N² notes per node).
+ */
+function withHolders(s: NodeSet, holder: number, set: NodeSet | undefined): NodeSet {
+  const own = s.frozen ? s.clone() : s
+  if (holder >= 0) own.add(holder)
+  if (set !== undefined) own.addAll(set)
+  return own
 }
