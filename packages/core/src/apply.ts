@@ -1,6 +1,6 @@
 import { invariant } from './errors.ts'
 import type { Neighbour } from './neighbours.ts'
-import { NodeSet } from './nodeset.ts'
+import { EMPTY_SET, NodeSet } from './nodeset.ts'
 import type { CoreParts } from './parts.ts'
 import type { UnknownDestinations } from './police.ts'
 import { type RouteEntry, UNREACHABLE_HOPS, isFresher } from './route.ts'
@@ -106,11 +106,8 @@ class MessageSets implements TransSource {
     const key = transIndex + 1
     let set = this.rcptAfterChange[key]
     if (set === undefined) {
-      set = new NodeSet(this.p.nodeIndex.highWater)
-      set.add(this.from.index)
-      const trans = this.trans(transIndex)
-      if (trans !== undefined) set.addAll(trans)
-      this.rcptAfterChange[key] = set.freeze()
+      set = this.p.table.holders.union(EMPTY_SET, this.from.index, this.trans(transIndex))
+      this.rcptAfterChange[key] = set
     }
     return set
   }
@@ -166,7 +163,7 @@ function heardFromOwner(p: CoreParts, owner: Neighbour, seq: number): void {
   const entry = p.table.get(owner.id)
   if (entry === undefined || !seqNewer(entry.seq, seq)) return
   entry.trans = entry.trans.without(owner.index)
-  entry.rcpt = entry.rcpt.without(owner.index)
+  entry.rcpt = p.table.holders.without(entry.rcpt, owner.index)
   p.table.dirty.add(entry)
 }
 

@@ -1,5 +1,6 @@
 import { CORE_CONSTANTS } from './constants.ts'
 import { invariant } from './errors.ts'
+import { HolderSets } from './holders.ts'
 import { EMPTY_SET, NodeSet } from './nodeset.ts'
 import { type RecordAuthority, recordPayload } from './records.ts'
 import { NO_SIGNATURE, RouteEntry, UNREACHABLE_HOPS } from './route.ts'
@@ -42,6 +43,8 @@ export class RouteTable {
     names: readonly string[],
     addresses: readonly PhysicalAddress[],
     private readonly records: RecordAuthority | undefined,
+    /** Where rcpt sets are interned: this table's own, or a simulator's shared one. */
+    readonly holders: HolderSets = new HolderSets(CORE_CONSTANTS.holderSetsMax),
   ) {
     this.own = new RouteEntry(id)
     this.own.fwd = id
@@ -125,11 +128,14 @@ export class RouteTable {
     const holderCovered = senderHops <= entry.nhops + 1
     if (!holderCovered && set === undefined) return
     const holder = holderCovered ? fromIndex : -1
-    if (!lacksHolders(entry.trans, holder, set) && !lacksHolders(entry.rcpt, holder, set)) return
+    const transLacks = lacksHolders(entry.trans, holder, set)
+    const rcptLacks = lacksHolders(entry.rcpt, holder, set)
+    if (!transLacks && !rcptLacks) return
     if (holderCovered) entry.rcptHopsMax = Math.max(entry.rcptHopsMax, senderHops)
     if (set !== undefined) entry.rcptHopsMax = Math.max(entry.rcptHopsMax, senderHops + 1)
-    entry.trans = withHolders(entry.trans, holder, set)
-    entry.rcpt = withHolders(entry.rcpt, holder, set)
+    // A set that holds them all already stays as it is (shared, if it was): no copy for nothing.
+    if (transLacks) entry.trans = withHolders(entry.trans, holder, set)
+    if (rcptLacks) entry.rcpt = this.holders.union(entry.rcpt, holder, set)
   }
 
   /** Marks `entry` unreachable with the next odd sequence number, as DSDV does on a broken link. */
@@ -151,7 +157,7 @@ export class RouteTable {
   neighbourGone(peer: NodeId, index: number, nowMs: number): void {
     for (const entry of this.entries.values()) {
       entry.trans.forget(index)
-      entry.rcpt.forget(index)
+      entry.rcpt = this.holders.without(entry.rcpt, index)
       if (entry.fwd === peer && entry.reachable && entry !== this.own) this.invalidate(entry, nowMs)
     }
   }
@@ -171,15 +177,9 @@ export class RouteTable {
     entry.nhops = 1
     entry.changedAtMs = nowMs
     entry.trans = EMPTY_SET
-    let rcpt: NodeSet
-    if (entry.rcptHopsMax <= CORE_CONSTANTS.directRouteHolderHopsMax) rcpt = entry.rcpt.clone()
-    else {
-      rcpt = new NodeSet(index + 1)
-      entry.rcptHopsMax = 0
-    }
-    rcpt.add(index)
-    // Private to this entry (see `withHolders`).
-    entry.rcpt = rcpt
+    const keep = entry.rcptHopsMax <= CORE_CONSTANTS.directRouteHolderHopsMax
+    if (!keep) entry.rcptHopsMax = 0
+    entry.rcpt = this.holders.union(keep ? entry.rcpt : EMPTY_SET, index, undefined)
     this.dirty.add(entry)
   }
 
@@ -239,7 +239,7 @@ export class RouteTable {
     for (const entry of this.entries.values()) {
       for (const index of indices) {
         entry.trans.forget(index)
-        entry.rcpt.forget(index)
+        entry.rcpt = this.holders.without(entry.rcpt, index)
       }
     }
   }
@@ -345,11 +345,12 @@ function lacksHolders(s: NodeSet, holder: number, set: NodeSet | undefined): boo
 }
 
 /**
- * `s` with `holder` (if ≥ 0) and the members of `set` (if given) added. A frozen set is shared
- * (by the entries of one message, or of one send decision) and is copied; an unfrozen one belongs
- * to this one field of this one entry (nothing else ever holds it) and grows in place. Holders of
- * an entry grow one neighbour at a time, so without this every new holder copied both sets: the
- * simulator's largest cost (a copy of N bits per note, N² notes per node).
+ * trans `s` with `holder` (if ≥ 0) and the members of `set` (if given) added. A frozen set is
+ * shared (the empty set, or one send decision's trans) and is copied; an unfrozen one belongs to
+ * this entry's trans alone (nothing else ever holds it) and grows in place. Holders grow one
+ * neighbour at a time, so copying on every new holder was the simulator's largest cost (a copy of
+ * N bits per note, N² notes per node). rcpt is interned instead (`HolderSets`): it never goes on
+ * the wire, and few distinct rcpt sets exist.
  */
 function withHolders(s: NodeSet, holder: number, set: NodeSet | undefined): NodeSet {
   const own = s.frozen ? s.clone() : s
