@@ -8,8 +8,9 @@
  *   npx pnpm@10 --filter @phoenix-overlay/simulations run scale -- --sizes 500,1000      # some sizes
  *   ... run scale -- --scenarios paper-3-subnets --timeout-s 600                         # one scenario, a run stops after 10 min
  *   ... run scale -- --baseline ../other-checkout                                        # also run another checkout (same sizes) and print ratios
+ *   ... run scale -- --rss-limit-mib 8000                                                # stop a run whose resident set passes 8,000 MiB (default 16,384)
  *
- * A run that times out (or runs out of memory) is recorded as such, and the scenario's larger
+ * A run that times out, passes the memory limit or crashes is recorded as such (with the wall time and resident set it reached), and the scenario's larger
  * sizes are skipped. Progress: one line per run on stderr, and the child's own line every 10 s.
  */
 import { spawn } from 'node:child_process'
@@ -26,7 +27,7 @@ interface RunOutcome {
   scenario: string
   nodes: number
   tree: string
-  status: 'ok' | 'not converged' | 'tables wrong' | 'timeout' | 'crashed'
+  status: 'ok' | 'not converged' | 'tables wrong' | 'timeout' | 'over memory limit' | 'crashed'
   wallS: number
   peakRssMiB: number
   entries: number
@@ -78,7 +79,17 @@ async function child(): Promise<void> {
   process.stdout.write(`${JSON.stringify(outcome)}\n`)
 }
 
-function runChild(tree: string, scenario: string, nodes: number, timeoutS: number): Promise<RunOutcome> {
+/** The resident set of process `pid` in MiB (Linux /proc), 0 where unknown. */
+function rssMiB(pid: number | undefined): number {
+  try {
+    const line = readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((l) => l.startsWith('VmRSS:'))
+    return line === undefined ? 0 : Number(line.split(/\s+/)[1]) / 1024
+  } catch {
+    return 0
+  }
+}
+
+function runChild(tree: string, scenario: string, nodes: number, timeoutS: number, rssLimitMiB: number): Promise<RunOutcome> {
   const args = ['--import', 'tsx', fileURLToPath(import.meta.url), '--child', '--tree', tree, '--scenario-file', join(here, 'scenarios', `${scenario}.json`), '--nodes', String(nodes)]
   return new Promise((done) => {
     const started = performance.now()
@@ -86,12 +97,24 @@ function runChild(tree: string, scenario: string, nodes: number, timeoutS: numbe
     let out = ''
     proc.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()))
     const timer = setTimeout(() => proc.kill('SIGKILL'), timeoutS * 1000)
+    // A run past the memory limit is stopped before it takes the machine down (the heap limit does
+    // not cover typed arrays' backing stores); what it reached is reported.
+    let peakSeen = 0
+    let overLimit = false
+    const watch = setInterval(() => {
+      peakSeen = Math.max(peakSeen, rssMiB(proc.pid))
+      if (peakSeen > rssLimitMiB) {
+        overLimit = true
+        proc.kill('SIGKILL')
+      }
+    }, 1000)
     proc.on('close', (code) => {
       clearTimeout(timer)
+      clearInterval(watch)
       const line = out.trim().split('\n').at(-1)
       const wallS = (performance.now() - started) / 1000
       if (code === 0 && line !== undefined && line.startsWith('{')) done(JSON.parse(line) as RunOutcome)
-      else done({ scenario, nodes, tree, status: wallS >= timeoutS ? 'timeout' : 'crashed', wallS, peakRssMiB: 0, entries: 0, check: '', convergenceMs: 0 })
+      else done({ scenario, nodes, tree, status: overLimit ? 'over memory limit' : wallS >= timeoutS ? 'timeout' : 'crashed', wallS, peakRssMiB: peakSeen, entries: 0, check: '', convergenceMs: 0 })
     })
   })
 }
@@ -110,9 +133,11 @@ async function parent(): Promise<void> {
   const sizes = (flag('--sizes') ?? '500,1000,2000,5000,10000').split(',').map(Number)
   const scenarios = (flag('--scenarios') ?? 'paper-1-subnet,paper-3-subnets').split(',')
   const timeoutS = Number(flag('--timeout-s') ?? 1800)
+  const rssLimitMiB = Number(flag('--rss-limit-mib') ?? 16384)
   const baseline = flag('--baseline')
   if (sizes.some((n) => !Number.isInteger(n) || n < 2)) throw new Error(`--sizes must be integers >= 2, got ${flag('--sizes')}`)
   if (!(timeoutS > 0)) throw new Error(`--timeout-s must be a positive number, got ${flag('--timeout-s')}`)
+  if (!(rssLimitMiB > 0)) throw new Error(`--rss-limit-mib must be a positive number, got ${flag('--rss-limit-mib')}`)
   const trees = [resolve(here, '..'), ...(baseline === undefined ? [] : [resolve(baseline)])]
   const csvFile = join(here, 'figures', 'scale.csv')
   const rows = new Map<string, RunOutcome>()
@@ -124,14 +149,14 @@ async function parent(): Promise<void> {
       for (const tree of trees) {
         if (stopped.has(tree)) continue
         process.stderr.write(`${scenario} at ${nodes}${tree === trees[0] ? '' : ' (baseline)'}: running (timeout ${timeoutS} s)\n`)
-        const r = await runChild(tree, scenario, nodes, timeoutS)
+        const r = await runChild(tree, scenario, nodes, timeoutS, rssLimitMiB)
         process.stderr.write(`${scenario} at ${nodes}${tree === trees[0] ? '' : ' (baseline)'}: ${r.status}, ${r.wallS.toFixed(1)} s, ${r.peakRssMiB.toFixed(0)} MiB peak, ${r.entries} entries, ${nsPerEntry(r)} ns/entry, check ${r.check}\n`)
         if (tree === trees[0]) rows.set(`${scenario}@${nodes}`, r)
         else {
           const ours = rows.get(`${scenario}@${nodes}`)!
           process.stderr.write(`  ratio (this / baseline): wall ${(ours.wallS / r.wallS).toFixed(2)}, peak RSS ${(ours.peakRssMiB / r.peakRssMiB).toFixed(2)}\n`)
         }
-        if (r.status === 'timeout' || r.status === 'crashed') stopped.add(tree)
+        if (r.status !== 'ok') stopped.add(tree)
       }
     }
   }
