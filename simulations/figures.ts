@@ -227,7 +227,11 @@ ${[...done.values()].sort((a, b) => a.topology.localeCompare(b.topology) || a.st
 
 Bytes: ${[...done.values()][0]?.result.bytesModel ?? 'n/a'}.
 `
-writeFileSync(join(here, quick ? 'REPORT-quick.md' : 'REPORT.md'), report)
+// The "Scale" section is scale.ts's (its own runs, minutes to hours): kept as it is.
+const reportFile = join(here, quick ? 'REPORT-quick.md' : 'REPORT.md')
+const previous = quick ? '' : readFileSync(reportFile, 'utf8')
+const scaleSection = previous.slice(previous.indexOf('<!-- scale:begin'), previous.indexOf('<!-- scale:end -->') + '<!-- scale:end -->'.length)
+writeFileSync(reportFile, previous.includes('<!-- scale:begin') ? `${report}\n${scaleSection}\n` : report)
 writeFileSync(
   join(outDir, 'runs.csv'),
   `topology,strategy,discovery,send_hold_ms,nodes,convergence_ms,reach90_ms,messages,entries,entries_over_lower_bound,bytes,connections_missing,wall_ms\n${[...done.values()]

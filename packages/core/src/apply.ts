@@ -1,10 +1,11 @@
 import { invariant } from './errors.ts'
 import type { Neighbour } from './neighbours.ts'
-import { NodeSet } from './nodeset.ts'
+import { EMPTY_SET, NodeSet } from './nodeset.ts'
 import type { CoreParts } from './parts.ts'
 import type { UnknownDestinations } from './police.ts'
 import { type RouteEntry, UNREACHABLE_HOPS, isFresher } from './route.ts'
 import { isUnreachableSeq, seqNewer } from './seq.ts'
+import type { TransSource } from './table.ts'
 import type { NodeId, RouteAdvert, UpdateMessage } from './types.ts'
 
 /**
@@ -69,7 +70,7 @@ export function applyInbox(p: CoreParts, inbox: Inbox, maxMessages: number, nowM
 }
 
 /** The trans sets of one message in our numbering, each translated once, and the rcpt sets made from them. */
-class MessageSets {
+class MessageSets implements TransSource {
   private slotMap: Int32Array | undefined
   private readonly translated: (NodeSet | undefined)[] = []
   private readonly rcptAfterChange: NodeSet[] = []
@@ -105,11 +106,8 @@ class MessageSets {
     const key = transIndex + 1
     let set = this.rcptAfterChange[key]
     if (set === undefined) {
-      set = new NodeSet(this.p.nodeIndex.highWater)
-      set.add(this.from.index)
-      const trans = this.trans(transIndex)
-      if (trans !== undefined) set.addAll(trans)
-      this.rcptAfterChange[key] = set.freeze()
+      set = this.p.table.holders.union(EMPTY_SET, this.from.index, this.trans(transIndex))
+      this.rcptAfterChange[key] = set
     }
     return set
   }
@@ -165,7 +163,7 @@ function heardFromOwner(p: CoreParts, owner: Neighbour, seq: number): void {
   const entry = p.table.get(owner.id)
   if (entry === undefined || !seqNewer(entry.seq, seq)) return
   entry.trans = entry.trans.without(owner.index)
-  entry.rcpt = entry.rcpt.without(owner.index)
+  entry.rcpt = p.table.holders.without(entry.rcpt, owner.index)
   p.table.dirty.add(entry)
 }
 
@@ -192,7 +190,7 @@ function applyAdvert(p: CoreParts, from: Neighbour, advert: RouteAdvert, sets: M
   } else if (isFresher(advert.seq, candidateHops, entry.seq, entry.nhops)) {
     adopt(p, entry, from, advert, candidateHops, sets, false, nowMs)
   } else if (advert.seq === entry.seq && p.mode === 'optimized') {
-    table.noteHolder(entry, from.index, senderHops, () => sets.trans(advert.trans))
+    table.noteHolder(entry, from.index, senderHops, sets, advert.trans)
   }
 }
 

@@ -145,4 +145,10 @@ export const CORE_CONSTANTS = {
    * it (1 hop from us is 2 from them): such holders stay in rcpt when the route becomes direct.
    */
   directRouteHolderHopsMax: 2,
+  /**
+   * Distinct rcpt sets one table interns before starting afresh (`HolderSets`). A node holds a few
+   * distinct rcpt sets per neighbourhood shape; past this many, sets no entry holds any more would
+   * be kept alive (at most this many bitsets of the known nodes) for little sharing.
+   */
+  holderSetsMax: 4_096,
 } as const

@@ -124,7 +124,7 @@ export class PhoenixCore {
     this.book = new AddressBook(limits.knownAddressesMax, limits.dialsInFlightMax, { ...timing, lostRedialsPerSecondMax: limits.lostRedialsPerSecondMax })
     const addresses = this.police.checkAddresses(config.addresses ?? [], 'config.addresses')
     const names = this.police.checkNames(config.names ?? [], 'config.names')
-    this.table = new RouteTable(this.id, initialSeq, names, addresses, config.records)
+    this.table = new RouteTable(this.id, initialSeq, names, addresses, config.records, numbering?.holders)
     for (const hub of this.police.checkAddresses(config.hubs ?? [], 'config.hubs', Number.POSITIVE_INFINITY)) this.learnHub(hub)
     const { book, table, neighbours, police, traffic, discovery } = this
     this.parts = { id: this.id, mode, discovery, limits, timing, table, neighbours, nodeIndex, book, police, traffic, numbering }

@@ -128,6 +128,46 @@ export class NodeSet {
     return set.freeze()
   }
 
+  /**
+   * Word `i` of a ∪ {holder} ∪ b (holder < 0: none; b undefined: none), without building the set:
+   * what `HolderSets.union` hashes and compares before it allocates anything.
+   */
+  static unionWord(a: NodeSet, holder: number, b: NodeSet | undefined, i: number): number {
+    let w = a.words[i] ?? 0
+    if (b !== undefined) w |= b.words[i] ?? 0
+    if (holder >= 0 && holder >>> 5 === i) w |= 1 << (holder & 31)
+    return w | 0
+  }
+
+  /** How many words a ∪ {holder} ∪ b spans at most. */
+  static unionWidth(a: NodeSet, holder: number, b: NodeSet | undefined): number {
+    return Math.max(a.words.length, b?.words.length ?? 0, holder >= 0 ? (holder >>> 5) + 1 : 0)
+  }
+
+  /** A hash of a ∪ {holder} ∪ b's members (trailing zero words ignored: equal sets of different widths agree). */
+  static unionHash(a: NodeSet, holder: number, b: NodeSet | undefined): number {
+    let i = NodeSet.unionWidth(a, holder, b) - 1
+    while (i >= 0 && NodeSet.unionWord(a, holder, b, i) === 0) i--
+    let h = 0x811c9dc5
+    for (; i >= 0; i--) h = Math.imul(h ^ NodeSet.unionWord(a, holder, b, i), 0x01000193) ^ i
+    return h >>> 0
+  }
+
+  /** True if this set has exactly the members of a ∪ {holder} ∪ b. */
+  equalsUnion(a: NodeSet, holder: number, b: NodeSet | undefined): boolean {
+    const width = Math.max(this.words.length, NodeSet.unionWidth(a, holder, b))
+    // Both sides as int32: a Uint32Array yields unsigned numbers, unionWord signed ones.
+    for (let i = 0; i < width; i++) if (((this.words[i] ?? 0) | 0) !== NodeSet.unionWord(a, holder, b, i)) return false
+    return true
+  }
+
+  /** a ∪ {holder} ∪ b as a new (mutable) set. */
+  static union(a: NodeSet, holder: number, b: NodeSet | undefined): NodeSet {
+    const set = new NodeSet(NodeSet.unionWidth(a, holder, b) * 32)
+    for (let i = 0; i < set.words.length; i++) set.words[i] = NodeSet.unionWord(a, holder, b, i)
+    return set
+  }
+
   isEmpty(): boolean {
     for (let i = 0; i < this.words.length; i++) if (this.words[i] !== 0) return false
     return true

@@ -54,6 +54,8 @@ class SendRound {
   private readonly perNeighbour = new Map<number, RouteEntry[]>()
   /** On the wire a trans set names only our neighbours (by slot); one wire form per distinct (shared) set per round. */
   private readonly wireForm = new Map<NodeSet, Uint8Array>()
+  /** The wire forms of this round by content: the one object every equal set maps to. */
+  private readonly wireFormByContent = new Map<string, Uint8Array>()
   /** With a shared numbering: the same set in that numbering, restricted to our neighbours like the wire form. */
   private readonly sharedForm = new Map<Uint8Array, NodeSet>()
   /** An entry goes to many neighbours in one round: one advert object per (entry, trans index). */
@@ -210,7 +212,16 @@ class SendRound {
       slots.add(slot)
       shared?.add(index)
     })
-    this.wireForm.set(trans, (bytes = slots.toBytes()))
+    bytes = slots.toBytes()
+    // Equal sets (held by different entries) share one wire form, so a message carries each once.
+    const key = contentKey(bytes)
+    const known = this.wireFormByContent.get(key)
+    if (known !== undefined) {
+      this.wireForm.set(trans, known)
+      return known
+    }
+    this.wireFormByContent.set(key, bytes)
+    this.wireForm.set(trans, bytes)
     if (shared !== undefined) this.sharedForm.set(bytes, shared.freeze())
     return bytes
   }
@@ -222,4 +233,11 @@ class SendRound {
     this.advertCache.set(entry, advert)
     return advert
   }
+}
+
+/** The bytes as a string, one character per byte: a Map key for their content. */
+function contentKey(bytes: Uint8Array): string {
+  let key = ''
+  for (let i = 0; i < bytes.length; i++) key += String.fromCharCode(bytes[i]!)
+  return key
 }

@@ -1,6 +1,14 @@
+import { HolderSets } from './holders.ts'
 import { NodeIndex } from './nodeindex.ts'
 import type { NodeSet } from './nodeset.ts'
 import type { UpdateMessage } from './types.ts'
+
+/**
+ * Distinct rcpt sets the shared table remembers before starting afresh: a simulation of 2,000
+ * processes holds a few thousand; past this many, garbage kept alive (at most this many sets of
+ * N bits: 16 MB at 2,000 processes) would outweigh sharing.
+ */
+const SHARED_HOLDER_SETS_MAX = 65_536
 
 /**
  * A simulator's speed-up, apart from the protocol: one node numbering shared by every core of one
@@ -12,6 +20,8 @@ import type { UpdateMessage } from './types.ts'
  */
 export class SharedNumbering {
   readonly index: NodeIndex
+  /** rcpt sets in the shared numbering, one object per content for every core (see `HolderSets`). */
+  readonly holders = new HolderSets(SHARED_HOLDER_SETS_MAX)
   /** Held weakly: a message forgotten by the simulator takes its sets with it. */
   private readonly sets = new WeakMap<UpdateMessage, readonly NodeSet[]>()
 

@@ -1,10 +1,16 @@
 import { CORE_CONSTANTS } from './constants.ts'
 import { invariant } from './errors.ts'
+import { HolderSets } from './holders.ts'
 import { EMPTY_SET, NodeSet } from './nodeset.ts'
 import { type RecordAuthority, recordPayload } from './records.ts'
 import { NO_SIGNATURE, RouteEntry, UNREACHABLE_HOPS } from './route.ts'
 import { isUnreachableSeq, nextOwnSeq, seqAdd } from './seq.ts'
 import type { ForwardDecision, NodeId, PhysicalAddress, RouteAdvert } from './types.ts'
+
+/** The sender's trans sets of one message, in our numbering, translated on demand (apply.ts's `MessageSets`). */
+export interface TransSource {
+  trans(index: number): NodeSet | undefined
+}
 
 /** An entry forgotten by `RouteTable.expire`, with how many names its record carried. */
 export interface ExpiredEntry {
@@ -37,6 +43,8 @@ export class RouteTable {
     names: readonly string[],
     addresses: readonly PhysicalAddress[],
     private readonly records: RecordAuthority | undefined,
+    /** Where rcpt sets are interned: this table's own, or a simulator's shared one. */
+    readonly holders: HolderSets = new HolderSets(CORE_CONSTANTS.holderSetsMax),
   ) {
     this.own = new RouteEntry(id)
     this.own.fwd = id
@@ -115,26 +123,19 @@ export class RouteTable {
    * unconditionally; that can starve a neighbour of a shorter route (packages/core/README.md,
    * "trans and rcpt", and its unit test). Optimized mode only.
    */
-  noteHolder(entry: RouteEntry, fromIndex: number, senderHops: number, trans: (() => NodeSet | undefined) | undefined): void {
-    const set = trans !== undefined && senderHops <= entry.nhops ? trans() : undefined
+  noteHolder(entry: RouteEntry, fromIndex: number, senderHops: number, trans: TransSource | undefined, transIndex = -1): void {
+    const set = trans !== undefined && senderHops <= entry.nhops ? trans.trans(transIndex) : undefined
     const holderCovered = senderHops <= entry.nhops + 1
     if (!holderCovered && set === undefined) return
-    const news = (s: NodeSet) => (holderCovered && !s.has(fromIndex)) || (set !== undefined && !s.containsAll(set))
-    if (!news(entry.trans) && !news(entry.rcpt)) return
-    const newTrans = entry.trans.clone()
-    const newRcpt = entry.rcpt.clone()
-    if (holderCovered) {
-      newTrans.add(fromIndex)
-      newRcpt.add(fromIndex)
-      entry.rcptHopsMax = Math.max(entry.rcptHopsMax, senderHops)
-    }
-    if (set !== undefined) {
-      newTrans.addAll(set)
-      newRcpt.addAll(set)
-      entry.rcptHopsMax = Math.max(entry.rcptHopsMax, senderHops + 1)
-    }
-    entry.trans = newTrans.freeze()
-    entry.rcpt = newRcpt.freeze()
+    const holder = holderCovered ? fromIndex : -1
+    const transLacks = lacksHolders(entry.trans, holder, set)
+    const rcptLacks = lacksHolders(entry.rcpt, holder, set)
+    if (!transLacks && !rcptLacks) return
+    if (holderCovered) entry.rcptHopsMax = Math.max(entry.rcptHopsMax, senderHops)
+    if (set !== undefined) entry.rcptHopsMax = Math.max(entry.rcptHopsMax, senderHops + 1)
+    // A set that holds them all already stays as it is (shared, if it was): no copy for nothing.
+    if (transLacks) entry.trans = withHolders(entry.trans, holder, set)
+    if (rcptLacks) entry.rcpt = this.holders.union(entry.rcpt, holder, set)
   }
 
   /** Marks `entry` unreachable with the next odd sequence number, as DSDV does on a broken link. */
@@ -156,7 +157,7 @@ export class RouteTable {
   neighbourGone(peer: NodeId, index: number, nowMs: number): void {
     for (const entry of this.entries.values()) {
       entry.trans.forget(index)
-      entry.rcpt.forget(index)
+      entry.rcpt = this.holders.without(entry.rcpt, index)
       if (entry.fwd === peer && entry.reachable && entry !== this.own) this.invalidate(entry, nowMs)
     }
   }
@@ -176,14 +177,9 @@ export class RouteTable {
     entry.nhops = 1
     entry.changedAtMs = nowMs
     entry.trans = EMPTY_SET
-    let rcpt: NodeSet
-    if (entry.rcptHopsMax <= CORE_CONSTANTS.directRouteHolderHopsMax) rcpt = entry.rcpt.clone()
-    else {
-      rcpt = new NodeSet(index + 1)
-      entry.rcptHopsMax = 0
-    }
-    rcpt.add(index)
-    entry.rcpt = rcpt.freeze()
+    const keep = entry.rcptHopsMax <= CORE_CONSTANTS.directRouteHolderHopsMax
+    if (!keep) entry.rcptHopsMax = 0
+    entry.rcpt = this.holders.union(keep ? entry.rcpt : EMPTY_SET, index, undefined)
     this.dirty.add(entry)
   }
 
@@ -243,7 +239,7 @@ export class RouteTable {
     for (const entry of this.entries.values()) {
       for (const index of indices) {
         entry.trans.forget(index)
-        entry.rcpt.forget(index)
+        entry.rcpt = this.holders.without(entry.rcpt, index)
       }
     }
   }
@@ -341,4 +337,24 @@ export class RouteTable {
     const evenSeq = this.own.seq - (this.own.seq % 2)
     this.own.signature = this.records.sign(recordPayload(this.id, evenSeq, this.own.names, this.own.addresses))
   }
+}
+
+/** Whether `s` lacks `holder` (if ≥ 0) or a member of `set` (if given). */
+function lacksHolders(s: NodeSet, holder: number, set: NodeSet | undefined): boolean {
+  return (holder >= 0 && !s.has(holder)) || (set !== undefined && !s.containsAll(set))
+}
+
+/**
+ * trans `s` with `holder` (if ≥ 0) and the members of `set` (if given) added. A frozen set is
+ * shared (the empty set, or one send decision's trans) and is copied; an unfrozen one belongs to
+ * this entry's trans alone (nothing else ever holds it) and grows in place. Holders grow one
+ * neighbour at a time, so copying on every new holder was the simulator's largest cost (a copy of
+ * N bits per note, N² notes per node). rcpt is interned instead (`HolderSets`): it never goes on
+ * the wire, and few distinct rcpt sets exist.
+ */
+function withHolders(s: NodeSet, holder: number, set: NodeSet | undefined): NodeSet {
+  const own = s.frozen ? s.clone() : s
+  if (holder >= 0) own.add(holder)
+  if (set !== undefined) own.addAll(set)
+  return own
 }

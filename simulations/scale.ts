@@ -1,0 +1,240 @@
+/**
+ * The scale curve: the paper's scenarios (hubs only) at growing N, each run in its own Node
+ * process so its peak RSS is its own, with wall time, entries, ns per entry and the log-log slope
+ * of each against N. Writes figures/scale.csv, figures/scale.svg and the "Scale" section of
+ * REPORT.md (between its markers; figures.ts keeps that section when it rewrites the report).
+ *
+ *   npx pnpm@10 --filter @phoenix-overlay/simulations run scale                          # 500 … 10,000, both scenarios
+ *   npx pnpm@10 --filter @phoenix-overlay/simulations run scale -- --sizes 500,1000      # some sizes
+ *   ... run scale -- --scenarios paper-3-subnets --timeout-s 600                         # one scenario, a run stops after 10 min
+ *   ... run scale -- --baseline ../other-checkout                                        # also run another checkout (same sizes) and print ratios
+ *   ... run scale -- --rss-limit-mib 8000                                                # stop a run whose resident set passes 8,000 MiB (default 16,384)
+ *
+ * A run that times out, passes the memory limit or crashes is recorded as such (with the wall time and resident set it reached), and the scenario's larger
+ * sizes are skipped. Progress: one line per run on stderr, and the child's own line every 10 s.
+ */
+import { spawn } from 'node:child_process'
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { dirname, join, resolve } from 'node:path'
+import { fileURLToPath, pathToFileURL } from 'node:url'
+import * as vega from 'vega'
+import * as vegaLite from 'vega-lite'
+
+const here = dirname(fileURLToPath(import.meta.url))
+
+/** What one child run reports on its stdout (one JSON line). */
+interface RunOutcome {
+  scenario: string
+  nodes: number
+  tree: string
+  status: 'ok' | 'not converged' | 'tables wrong' | 'timeout' | 'over memory limit' | 'crashed'
+  wallS: number
+  peakRssMiB: number
+  entries: number
+  check: string
+  convergenceMs: number
+}
+
+const flag = (name: string): string | undefined => {
+  const i = process.argv.indexOf(name)
+  return i >= 0 ? process.argv[i + 1] : undefined
+}
+
+const nsPerEntry = (r: RunOutcome): string => (r.entries > 0 ? ((r.wallS * 1e9) / r.entries).toFixed(0) : 'n/a')
+const SCALE_BEGIN = '<!-- scale:begin (written by scale.ts) -->'
+const SCALE_END = '<!-- scale:end -->'
+
+if (process.argv.includes('--child')) await child()
+else await parent()
+
+/** Child mode: one simulation with the sim package of `--tree`, its outcome as one JSON line. */
+async function child(): Promise<void> {
+  const tree = resolve(flag('--tree') ?? join(here, '..'))
+  const file = flag('--scenario-file')!
+  const nodes = Number(flag('--nodes'))
+  const sim = (await import(pathToFileURL(join(tree, 'packages/sim/src/index.ts')).href)) as typeof import('@phoenix-overlay/sim')
+  const scenario = sim.scaleScenario(sim.parseScenario(JSON.parse(readFileSync(file, 'utf8'))), nodes)
+  const start = performance.now()
+  let nextLineMs = start + 10_000
+  const { result } = sim.simulate(scenario, {
+    onProgress: (virtualMs: number, events: number) => {
+      const now = performance.now()
+      if (now < nextLineMs) return
+      nextLineMs = now + 10_000
+      process.stderr.write(`  ${scenario.name}@${nodes}: ${((now - start) / 1000).toFixed(0)} s wall, virtual ${virtualMs.toFixed(0)} ms, ${events} events, rss ${(process.memoryUsage().rss / 2 ** 20).toFixed(0)} MiB\n`)
+    },
+  })
+  const outcome: RunOutcome = {
+    scenario: scenario.name,
+    nodes,
+    tree,
+    status: !result.converged ? 'not converged' : !result.check.ok ? 'tables wrong' : 'ok',
+    wallS: (performance.now() - start) / 1000,
+    // resourceUsage().maxRSS is in KiB: the whole process's peak, what /usr/bin/time -v reports.
+    peakRssMiB: process.resourceUsage().maxRSS / 1024,
+    entries: result.entries,
+    check: result.check.method,
+    convergenceMs: result.convergenceMs,
+  }
+  process.stdout.write(`${JSON.stringify(outcome)}\n`)
+}
+
+/** The resident set of process `pid` in MiB (Linux /proc), 0 where unknown. */
+function rssMiB(pid: number | undefined): number {
+  try {
+    const line = readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((l) => l.startsWith('VmRSS:'))
+    return line === undefined ? 0 : Number(line.split(/\s+/)[1]) / 1024
+  } catch {
+    return 0
+  }
+}
+
+function runChild(tree: string, scenario: string, nodes: number, timeoutS: number, rssLimitMiB: number): Promise<RunOutcome> {
+  const args = ['--import', 'tsx', fileURLToPath(import.meta.url), '--child', '--tree', tree, '--scenario-file', join(here, 'scenarios', `${scenario}.json`), '--nodes', String(nodes)]
+  return new Promise((done) => {
+    const started = performance.now()
+    const proc = spawn(process.execPath, args, { cwd: here, stdio: ['ignore', 'pipe', 'inherit'] })
+    let out = ''
+    proc.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()))
+    const timer = setTimeout(() => proc.kill('SIGKILL'), timeoutS * 1000)
+    // A run past the memory limit is stopped before it takes the machine down (the heap limit does
+    // not cover typed arrays' backing stores); what it reached is reported.
+    let peakSeen = 0
+    let overLimit = false
+    const watch = setInterval(() => {
+      peakSeen = Math.max(peakSeen, rssMiB(proc.pid))
+      if (peakSeen > rssLimitMiB) {
+        overLimit = true
+        proc.kill('SIGKILL')
+      }
+    }, 1000)
+    proc.on('close', (code) => {
+      clearTimeout(timer)
+      clearInterval(watch)
+      const line = out.trim().split('\n').at(-1)
+      const wallS = (performance.now() - started) / 1000
+      if (code === 0 && line !== undefined && line.startsWith('{')) done(JSON.parse(line) as RunOutcome)
+      else done({ scenario, nodes, tree, status: overLimit ? 'over memory limit' : wallS >= timeoutS ? 'timeout' : 'crashed', wallS, peakRssMiB: peakSeen, entries: 0, check: '', convergenceMs: 0 })
+    })
+  })
+}
+
+/** Least-squares slope of log(y) against log(x). */
+function slope(points: readonly (readonly [number, number])[]): number | undefined {
+  const p = points.filter(([x, y]) => x > 0 && y > 0).map(([x, y]) => [Math.log(x), Math.log(y)] as const)
+  if (p.length < 2) return undefined
+  const mx = p.reduce((s, [x]) => s + x, 0) / p.length
+  const my = p.reduce((s, [, y]) => s + y, 0) / p.length
+  const sxx = p.reduce((s, [x]) => s + (x - mx) ** 2, 0)
+  return p.reduce((s, [x, y]) => s + (x - mx) * (y - my), 0) / sxx
+}
+
+async function parent(): Promise<void> {
+  const sizes = (flag('--sizes') ?? '500,1000,2000,5000,10000').split(',').map(Number)
+  const scenarios = (flag('--scenarios') ?? 'paper-1-subnet,paper-3-subnets').split(',')
+  const timeoutS = Number(flag('--timeout-s') ?? 1800)
+  const rssLimitMiB = Number(flag('--rss-limit-mib') ?? 16384)
+  const baseline = flag('--baseline')
+  if (sizes.some((n) => !Number.isInteger(n) || n < 2)) throw new Error(`--sizes must be integers >= 2, got ${flag('--sizes')}`)
+  if (!(timeoutS > 0)) throw new Error(`--timeout-s must be a positive number, got ${flag('--timeout-s')}`)
+  if (!(rssLimitMiB > 0)) throw new Error(`--rss-limit-mib must be a positive number, got ${flag('--rss-limit-mib')}`)
+  const trees = [resolve(here, '..'), ...(baseline === undefined ? [] : [resolve(baseline)])]
+  const csvFile = join(here, 'figures', 'scale.csv')
+  const rows = new Map<string, RunOutcome>()
+  // Earlier runs of other sizes stay in the table: the curve can be built a few sizes at a time.
+  if (existsSync(csvFile) && baseline === undefined) for (const r of readCsv(csvFile)) rows.set(`${r.scenario}@${r.nodes}`, r)
+  for (const scenario of scenarios) {
+    const stopped = new Set<string>()
+    for (const nodes of sizes) {
+      for (const tree of trees) {
+        if (stopped.has(tree)) continue
+        process.stderr.write(`${scenario} at ${nodes}${tree === trees[0] ? '' : ' (baseline)'}: running (timeout ${timeoutS} s)\n`)
+        const r = await runChild(tree, scenario, nodes, timeoutS, rssLimitMiB)
+        process.stderr.write(`${scenario} at ${nodes}${tree === trees[0] ? '' : ' (baseline)'}: ${r.status}, ${r.wallS.toFixed(1)} s, ${r.peakRssMiB.toFixed(0)} MiB peak, ${r.entries} entries, ${nsPerEntry(r)} ns/entry, check ${r.check}\n`)
+        if (tree === trees[0]) rows.set(`${scenario}@${nodes}`, r)
+        else {
+          const ours = rows.get(`${scenario}@${nodes}`)!
+          process.stderr.write(`  ratio (this / baseline): wall ${(ours.wallS / r.wallS).toFixed(2)}, peak RSS ${(ours.peakRssMiB / r.peakRssMiB).toFixed(2)}\n`)
+        }
+        if (r.status !== 'ok') stopped.add(tree)
+      }
+    }
+  }
+  if (baseline !== undefined) return
+  const all = [...rows.values()].sort((a, b) => a.scenario.localeCompare(b.scenario) || a.nodes - b.nodes)
+  mkdirSync(join(here, 'figures'), { recursive: true })
+  writeFileSync(csvFile, `scenario,nodes,status,wall_s,peak_rss_mib,entries,check,convergence_ms\n${all.map((r) => [r.scenario, r.nodes, r.status, r.wallS.toFixed(1), r.peakRssMiB.toFixed(0), r.entries, r.check, r.convergenceMs].join(',')).join('\n')}\n`)
+  await writeFigure(all)
+  writeReportSection(all)
+  process.stderr.write(`wrote figures/scale.csv, figures/scale.svg and the Scale section of REPORT.md\n`)
+}
+
+function readCsv(file: string): RunOutcome[] {
+  const [, ...lines] = readFileSync(file, 'utf8').trim().split('\n')
+  return lines.map((line) => {
+    const [scenario, nodes, status, wallS, peakRssMiB, entries, check, convergenceMs] = line.split(',')
+    return { scenario: scenario!, nodes: Number(nodes), tree: '', status: status as RunOutcome['status'], wallS: Number(wallS), peakRssMiB: Number(peakRssMiB), entries: Number(entries), check: check!, convergenceMs: Number(convergenceMs) }
+  })
+}
+
+async function writeFigure(all: readonly RunOutcome[]): Promise<void> {
+  const ok = all.filter((r) => r.status === 'ok')
+  const values = ok.flatMap((r) => [
+    { scenario: r.scenario, nodes: r.nodes, measure: 'wall time (s)', value: r.wallS },
+    { scenario: r.scenario, nodes: r.nodes, measure: 'peak RSS (GiB)', value: r.peakRssMiB / 1024 },
+  ])
+  const spec: vegaLite.TopLevelSpec = {
+    $schema: 'https://vega.github.io/schema/vega-lite/v5.json',
+    title: 'Simulator scale curve (hubs only), log-log',
+    data: { values },
+    facet: { column: { field: 'measure', type: 'nominal', title: null } },
+    spec: {
+      width: 300,
+      height: 220,
+      mark: { type: 'line', point: true },
+      encoding: {
+        x: { field: 'nodes', type: 'quantitative', title: 'processes', scale: { type: 'log' } },
+        y: { field: 'value', type: 'quantitative', title: null, scale: { type: 'log' } },
+        color: { field: 'scenario', type: 'nominal' },
+      },
+    },
+    resolve: { scale: { y: 'independent' } },
+  }
+  const view = new vega.View(vega.parse(vegaLite.compile(spec).spec), { renderer: 'none' })
+  writeFileSync(join(here, 'figures', 'scale.svg'), await view.toSVG())
+}
+
+
+function writeReportSection(all: readonly RunOutcome[]): void {
+  const lines = all.map((r) => `| ${r.scenario} | ${r.nodes} | ${r.status} | ${r.wallS.toFixed(1)} | ${r.peakRssMiB.toFixed(0)} | ${r.entries} | ${nsPerEntry(r)} | ${r.check} |`)
+  const slopes = [...new Set(all.map((r) => r.scenario))].map((scenario) => {
+    const ok = all.filter((r) => r.scenario === scenario && r.status === 'ok')
+    const s = (f: (r: RunOutcome) => number) => slope(ok.map((r) => [r.nodes, f(r)] as const))?.toFixed(2) ?? 'n/a'
+    return `| ${scenario} | ${ok.map((r) => r.nodes).join(', ')} | ${s((r) => r.wallS)} | ${s((r) => r.peakRssMiB)} | ${s((r) => r.entries)} |`
+  })
+  const section = `${SCALE_BEGIN}
+## Scale
+
+Written by \`simulations/scale.ts\` (\`npx pnpm@10 --filter @phoenix-overlay/simulations run scale\`): each run
+in its own Node process, hubs only, wall time and peak RSS of that process, every table checked
+(the check column: \`reference\` = core's BFS checker on every node; \`twin-classes\` = the exact
+same check with one BFS per class of nodes with identical closed neighbourhoods, every pair).
+ns per entry = wall time / entries sent. Figure: [figures/scale.svg](figures/scale.svg).
+
+| scenario | N | status | wall s | peak RSS MiB | entries | ns/entry | check |
+|---|---|---|---|---|---|---|---|
+${lines.join('\n')}
+
+Log-log slopes (least squares over the converged sizes):
+
+| scenario | sizes | wall time | peak RSS | entries |
+|---|---|---|---|---|
+${slopes.join('\n')}
+${SCALE_END}`
+  const file = join(here, 'REPORT.md')
+  const report = readFileSync(file, 'utf8')
+  const begin = report.indexOf(SCALE_BEGIN)
+  const end = report.indexOf(SCALE_END)
+  const next = begin >= 0 && end > begin ? report.slice(0, begin) + section + report.slice(end + SCALE_END.length) : `${report.trimEnd()}\n\n${section}\n`
+  writeFileSync(file, next)
+}
