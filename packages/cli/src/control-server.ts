@@ -55,10 +55,9 @@ function integerParam(url: URL, name: string, fallback: number | undefined, min:
   return n
 }
 
-/** The sender's message id, if the transport's `send` gives one (a number, or an object with `id`). */
+/** The sender's message id, as the transport's `send` gives it (`{ messageId }`). */
 function sentId(sent: unknown): number | undefined {
-  if (typeof sent === 'number') return sent
-  if (typeof sent === 'object' && sent !== null && 'id' in sent && typeof sent.id === 'number') return sent.id
+  if (typeof sent === 'object' && sent !== null && 'messageId' in sent && typeof sent.messageId === 'number') return sent.messageId
   return undefined
 }
 

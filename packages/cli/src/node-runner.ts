@@ -62,9 +62,7 @@ function describeStartError(error: Error, pskFile: string | undefined): Error {
 }
 
 function toInboxMessage(m: ReceivedMessage): InboxMessage {
-  // The sender's message id, once the transport carries one (`'id' in m` compiles either way).
-  const id = 'id' in m && typeof m.id === 'number' ? m.id : undefined
-  return { from: m.from, name: m.name, id, hops: m.hops, payload: m.payload }
+  return { from: m.from, name: m.name, id: m.messageId, hops: m.hops, payload: m.payload }
 }
 
 /**

@@ -63,10 +63,11 @@ async function readMessage(file: string | undefined): Promise<Uint8Array> {
 }
 
 function describeSent(answer: SendAnswer): string {
-  const id = answer.id !== undefined ? `message ${answer.id} ` : ''
+  // The line starts with what happened (scripts match `^acknowledged by`); the id, to match a retry or a recv line, ends it.
+  const id = answer.id !== undefined ? ` (message ${answer.id})` : ''
   const route = answer.route === null ? '' : answer.route.nhops === 0 ? ' (this node)' : ` (${shortId(answer.route.owner)}, ${answer.route.nhops} hop${answer.route.nhops === 1 ? '' : 's'})`
-  if (answer.acked) return `${id}acknowledged by ${answer.name}${route} in ${answer.ms} ms`
-  return `${id}sent to ${answer.name}${route} in ${answer.ms} ms; not acknowledged (--ack waits for the receiver)`
+  if (answer.acked) return `acknowledged by ${answer.name}${route} in ${answer.ms} ms${id}`
+  return `sent to ${answer.name}${route} in ${answer.ms} ms${id}; not acknowledged (--ack waits for the receiver)`
 }
 
 async function sendOne(name: string, payload: Uint8Array, o: SendOptions, where: string): Promise<void> {
