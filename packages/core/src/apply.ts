@@ -2,7 +2,6 @@ import { invariant } from './errors.ts'
 import type { Neighbour } from './neighbours.ts'
 import { NodeSet } from './nodeset.ts'
 import type { CoreParts } from './parts.ts'
-import type { UnknownDestinations } from './police.ts'
 import { type RouteEntry, UNREACHABLE_HOPS, isFresher } from './route.ts'
 import { isUnreachableSeq, seqNewer } from './seq.ts'
 import type { NodeId, RouteAdvert, UpdateMessage } from './types.ts'
@@ -19,8 +18,6 @@ export interface InboxItem {
   /** Which connection to `from` it arrived on: news from a closed connection is stale. */
   readonly connection: number
   readonly message: UpdateMessage
-  /** Distinct destinations it names that we did not know when it arrived (counted against the sender until applied). */
-  readonly unknownDestinations: UnknownDestinations
 }
 
 /** Received updates waiting for the apply step, oldest first (bounded by `inboxMessagesMax`). */
@@ -58,7 +55,6 @@ export function applyInbox(p: CoreParts, inbox: Inbox, maxMessages: number, nowM
     if (item === undefined) break
     messages++
     entries += item.message.entries.length
-    p.police.dequeued(item.from, item.unknownDestinations)
     // The connection it came on may have closed since (and maybe reopened, e.g. the sender
     // restarted): its news is then stale, and applying it could mark the new incarnation as
     // already holding entries it never got.
@@ -186,10 +182,16 @@ function applyAdvert(p: CoreParts, from: Neighbour, advert: RouteAdvert, sets: M
       p.traffic.destinationsRefused++
       return
     }
+    // Charged to the neighbour that relayed it, unless it is the neighbour's own record; past its
+    // share the destination is refused and the neighbour keeps its link (police.ts).
+    if (!p.police.mayIntroduce(from.id, advert.destination, advert.names.length)) return
     entry = table.insert(advert.destination, advert.seq, from.id)
-    p.police.introduced(from.id)
+    if (advert.destination === from.id) entry.introducedBy = undefined
+    else p.police.introduced(from.id)
     adopt(p, entry, from, advert, candidateHops, sets, true, nowMs)
   } else if (isFresher(advert.seq, candidateHops, entry.seq, entry.nhops)) {
+    // A newer record that grows past its introducer's name share is refused (the older one stays).
+    if (entry.introducedBy !== undefined && advert.seq !== entry.seq && !p.police.mayGrowNames(entry.introducedBy, advert.names.length - entry.names.length)) return
     adopt(p, entry, from, advert, candidateHops, sets, false, nowMs)
   } else if (advert.seq === entry.seq && p.mode === 'optimized') {
     table.noteHolder(entry, from.index, senderHops, () => sets.trans(advert.trans))

@@ -40,8 +40,10 @@ export interface CoreConfig {
 export interface CoreStats {
   /** Record signatures checked (each new record once; the simulator charges a measured cost per check). */
   recordsVerified: number
-  /** Neighbours disconnected for breaking a limit (too many destinations, too many updates). */
+  /** Neighbours disconnected for breaking the protocol (a forged record, more entries than their token bucket). */
   peersDropped: number
+  /** New destinations refused because the neighbour that relayed them was over its share (destinationsPerNeighbourMax, namesPerNeighbourMax); the neighbour keeps its link. */
+  introductionsRefused: number
   messagesReceived: number
   entriesReceived: number
   messagesSent: number
@@ -99,6 +101,12 @@ export class PhoenixCore {
   private readonly traffic: TrafficCounters = { messagesReceived: 0, entriesReceived: 0, messagesSent: 0, entriesSent: 0, destinationsRefused: 0, entriesExpired: 0 }
   private nowMs = 0
   private left = false
+  /**
+   * The oldest `changedAtMs` of the unreachable entries we know of (Infinity: none): the last
+   * expiry scan's, lowered by every entry that became unreachable since. Its retention deadline is
+   * when the node must wake to forget it, even with nothing else to do.
+   */
+  private unreachableSinceMs = Number.POSITIVE_INFINITY
 
   /**
    * `numbering`: only for a simulator running many cores side by side in one process (see
@@ -187,10 +195,10 @@ export class PhoenixCore {
     this.enter(nowMs)
     const neighbour = this.neighbours.get(from)
     if (neighbour === undefined) throw new PhoenixError('INVALID_INPUT', `update from ${JSON.stringify(from)}, which is not a neighbour`)
-    const unknown = this.police.checkMessage(message, (d) => this.table.has(d), this.table.size)
+    this.police.checkMessage(message)
     if (this.inbox.length >= this.limits.inboxMessagesMax) return false
-    this.police.admit(neighbour, message, unknown, nowMs, (d) => this.table.get(d))
-    this.inbox.push({ from, connection: neighbour.connection, message, unknownDestinations: unknown })
+    this.police.admit(neighbour, message, nowMs, (d) => this.table.get(d))
+    this.inbox.push({ from, connection: neighbour.connection, message })
     this.traffic.messagesReceived++
     this.traffic.entriesReceived += message.entries.length
     return true
@@ -249,6 +257,7 @@ export class PhoenixCore {
   hasWork(nowMs: number): boolean {
     if (this.left) return false
     if (this.pendingCloses.length > 0 || this.book.hasDialReady(nowMs) || this.inbox.length > 0) return true
+    if ((this.expiryDueMs() ?? Number.POSITIVE_INFINITY) <= nowMs) return true
     if (!this.hasPendingSends()) return false
     return this.sendHoldUntil(nowMs) === undefined
   }
@@ -263,9 +272,24 @@ export class PhoenixCore {
     if (this.left) return undefined
     if (this.hasWork(nowMs)) return nowMs
     const hold = this.hasPendingSends() ? this.sendHoldUntil(nowMs) : undefined
-    const retry = this.book.nextRetryAfter(nowMs)
-    if (hold === undefined) return retry
-    return retry === undefined ? hold : Math.min(hold, retry)
+    return earliest(earliest(hold, this.book.nextRetryAfter(nowMs)), this.expiryDueMs())
+  }
+
+  /**
+   * When the oldest unreachable entry we know of is due to be forgotten (no earlier than the next
+   * expiry scan), or undefined if there is none: an idle node wakes for it, so its table shrinks
+   * without traffic.
+   */
+  private expiryDueMs(): number | undefined {
+    if (this.unreachableSinceMs === Number.POSITIVE_INFINITY) return undefined
+    return Math.max(this.unreachableSinceMs + this.timing.unreachableRetentionMs, this.table.nextExpiryScanAtMs)
+  }
+
+  /** Entries that changed since the last send round and are unreachable now start their retention. */
+  private noteUnreachable(): void {
+    for (const entry of this.table.dirty) {
+      if (!entry.reachable && entry !== this.table.own && entry.changedAtMs < this.unreachableSinceMs) this.unreachableSinceMs = entry.changedAtMs
+    }
   }
 
   step(nowMs: number): StepResult {
@@ -283,6 +307,7 @@ export class PhoenixCore {
     if (this.inbox.length > 0) {
       if (this.mode === 'naive') {
         const applied = applyInbox(this.parts, this.inbox, 1, nowMs)
+        this.noteUnreachable()
         return { ...sendRound(this.parts), kind: 'apply', messagesApplied: applied.messages, entriesApplied: applied.entries }
       }
       const applied = applyInbox(this.parts, this.inbox, Number.POSITIVE_INFINITY, nowMs)
@@ -292,10 +317,11 @@ export class PhoenixCore {
     // Priority 3: send, one merged message per neighbour.
     if (this.hasPendingSends()) {
       const holdUntil = this.sendHoldUntil(nowMs)
-      if (holdUntil !== undefined) return idle(holdUntil)
+      this.noteUnreachable()
+      if (holdUntil !== undefined) return idle(earliest(holdUntil, this.expiryDueMs()))
       return sendRound(this.parts)
     }
-    return idle(nextRetry)
+    return idle(earliest(nextRetry, this.expiryDueMs()))
   }
 
   private discoveryDials(): Effect[] {
@@ -448,7 +474,10 @@ export class PhoenixCore {
   private expireUnreachable(): void {
     const { nodeIndex, numbering } = this.parts
     const forgotten: number[] = []
-    for (const { entry, names } of this.table.expire(this.nowMs, this.timing.unreachableRetentionMs)) {
+    const scanAtMs = this.table.nextExpiryScanAtMs
+    const expired = this.table.expire(this.nowMs, this.timing.unreachableRetentionMs)
+    if (this.table.nextExpiryScanAtMs !== scanAtMs) this.unreachableSinceMs = this.table.oldestUnreachableMs
+    for (const { entry, names } of expired) {
       if (entry.introducedBy !== undefined) this.police.forgotten(entry.introducedBy, names)
       this.traffic.entriesExpired++
       const index = nodeIndex.get(entry.destination)
@@ -467,6 +496,11 @@ export class PhoenixCore {
     // A cached slot map could name a released index that is later reused for another node.
     for (const neighbour of this.neighbours.values()) neighbour.senderSlots = undefined
   }
+}
+
+function earliest(a: number | undefined, b: number | undefined): number | undefined {
+  if (a === undefined) return b
+  return b === undefined ? a : Math.min(a, b)
 }
 
 function idle(wakeAtMs: number | undefined): StepResult {

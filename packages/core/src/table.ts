@@ -30,6 +30,8 @@ export class RouteTable {
   /** A neighbour joined since the last send round: every entry must be considered for it. */
   allDirty = false
   private nextExpiryScanMs = 0
+  /** The oldest `changedAtMs` of the unreachable entries the last `expire` scan kept (Infinity: none). */
+  oldestUnreachableMs = Number.POSITIVE_INFINITY
 
   constructor(
     readonly id: NodeId,
@@ -227,15 +229,26 @@ export class RouteTable {
     this.nextExpiryScanMs = nowMs + CORE_CONSTANTS.expiryScanEveryMs
     const cutoff = nowMs - retentionMs
     const expired: ExpiredEntry[] = []
+    let oldestKept = Number.POSITIVE_INFINITY
     for (const [destination, entry] of this.entries) {
-      if (entry === this.own || entry.reachable || entry.changedAtMs > cutoff || this.dirty.has(entry) || this.allDirty) continue
+      if (entry === this.own || entry.reachable) continue
+      if (entry.changedAtMs > cutoff || this.dirty.has(entry) || this.allDirty) {
+        oldestKept = Math.min(oldestKept, entry.changedAtMs)
+        continue
+      }
       this.entries.delete(destination)
       expired.push({ entry, names: entry.names.length })
       const previous = entry.names
       entry.names = []
       this.indexNames(entry, previous)
     }
+    this.oldestUnreachableMs = oldestKept
     return expired
+  }
+
+  /** When `expire` may scan again (it scans at most once per expiryScanEveryMs). */
+  get nextExpiryScanAtMs(): number {
+    return this.nextExpiryScanMs
   }
 
   /** Scrubs node indices about to be freed from every set, so a node given a reused index is not taken to hold entries it never got. */
