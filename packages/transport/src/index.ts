@@ -1,7 +1,7 @@
 export { PhoenixNode, phoenix, type PeerDropped, type PhoenixComponents, type PhoenixInit, type ReceivedMessage, type SendOptions } from './phoenix.ts'
 export { PHOENIX_PROTOCOL, TRANSPORT_LIMITS, TRANSPORT_TIMING, type TransportLimits, type TransportTiming } from './constants.ts'
 export { PhoenixTransportError, type TransportErrorCode } from './errors.ts'
-export { createPhoenixLibp2p, subnetFirewall, type OverlayNodeOptions } from './node.ts'
+export { STRANGER_LIMITS, createPhoenixLibp2p, subnetFirewall, type OverlayNodeOptions, type StrangerLimits } from './node.ts'
 export { LocalCluster, type ClusterNode } from './local-cluster.ts'
 export { SshTunnels, SshTunnelError, SSH_TUNNEL_LIMITS, SSH_TUNNEL_TIMING, type SshTunnelErrorCode, type SshTunnelLease, type SshTunnelsInit } from './ssh-tunnel.ts'
 export { formatSshAddress, isSshAddress, parseSshAddress, type SshAddress } from './ssh-address.ts'
