@@ -31,6 +31,8 @@ export interface FloodResult {
   /** A resolves B's name and B resolves A's after the flood. */
   stillRouting: boolean
   rssA: { beforeFlood: number; afterFlood: number; afterExpiry: number }
+  /** A's live JS heap (heapUsed after a full collection) at the same moments. */
+  liveHeapA: { beforeFlood: number; afterFlood: number; afterExpiry: number }
   destinationsA: { beforeFlood: number; afterFlood: number; afterExpiry: number }
   /** How long after M was killed A's table was back to its size before the flood. */
   expiredAfterMs: number
@@ -54,21 +56,22 @@ export async function runFlood(options: FloodOptions): Promise<FloodResult> {
   const psk = Buffer.from(key).toString('hex')
   const core = { timing: { unreachableRetentionMs: options.retentionMs } }
   const processes: MemberProcess[] = []
-  const start = (label: string, p: ConstructorParameters<typeof MemberProcess>[1]) => {
-    const child = new MemberProcess(label, p)
+  const start = (label: string, p: ConstructorParameters<typeof MemberProcess>[1], flags: string[] = []) => {
+    const child = new MemberProcess(label, p, flags)
     processes.push(child)
     return child
   }
   try {
     const H = start('H', { role: 'node', port: options.basePort, psk, names: ['hub'], core })
     const hub = (await H.line(/^ready /)).slice(6)
-    const A = start('A', { role: 'node', port: options.basePort + 1, psk, hubs: [hub], names: ['a'], watch: ['b'], discovery: false, core })
+    const A = start('A', { role: 'node', port: options.basePort + 1, psk, hubs: [hub], names: ['a'], watch: ['b'], discovery: false, core }, ['--expose-gc'])
     const B = start('B', { role: 'node', port: options.basePort + 2, psk, hubs: [hub], names: ['b'], watch: ['a'], discovery: false, core })
     await Promise.all([A.line(/^ready /), B.line(/^ready /)])
     await until('A and B to resolve each other', 60_000, async () => ((await A.state()).resolved.b && (await B.state()).resolved.a ? true : undefined))
     await sleep(1_000)
     const before = await A.state()
     const rssBefore = await A.rss()
+    const heapBefore = await A.liveHeap()
 
     const M = start('M', { role: 'flooder', port: options.basePort + 3, psk, hubs: [hub], fakes: options.fakes, perUpdate: options.perUpdate, intervalMs: options.intervalMs })
     const floodedIn = (await M.line(/^flooded /, 300_000)).slice('flooded '.length)
@@ -82,6 +85,7 @@ export async function runFlood(options: FloodOptions): Promise<FloodResult> {
     })
     const [h, a, b] = await Promise.all([H.state(), A.state(), B.state()])
     const rssAfterFlood = await A.rss()
+    const heapAfterFlood = await A.liveHeap()
     const summary = (s: NodeState) => ({ destinations: s.destinations, reachable: s.reachable, peersDropped: s.stats.peersDropped ?? 0, introductionsRefused: s.stats.introductionsRefused ?? 0 })
     const mId = h.peers.find((p) => p !== a.id && p !== b.id) ?? '(not connected)'
 
@@ -95,7 +99,7 @@ export async function runFlood(options: FloodOptions): Promise<FloodResult> {
     const expiredAfterMs = Date.now() - killedAt
     await sleep(2_000)
     const rssAfterExpiry = await A.rss()
-    if (process.env.FLOOD_DEBUG) console.log('A memory', JSON.stringify(await A.memory()), 'after gc', mib(await A.gcRss()), JSON.stringify(await A.memory()))
+    const heapAfterExpiry = await A.liveHeap()
     return {
       floodedIn,
       ids: { H: h.id, A: a.id, B: b.id, M: mId },
@@ -103,6 +107,7 @@ export async function runFlood(options: FloodOptions): Promise<FloodResult> {
       afterFlood: { H: summary(h), A: summary(a), B: summary(b) },
       stillRouting: a.resolved.b === b.id && b.resolved.a === a.id,
       rssA: { beforeFlood: rssBefore, afterFlood: rssAfterFlood, afterExpiry: rssAfterExpiry },
+      liveHeapA: { beforeFlood: heapBefore, afterFlood: heapAfterFlood, afterExpiry: heapAfterExpiry },
       destinationsA: { beforeFlood: before.destinations, afterFlood: a.destinations, afterExpiry: afterExpiry.destinations },
       expiredAfterMs,
     }
@@ -130,5 +135,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   }
   console.log(`  A and B still route to each other by name: ${r.stillRouting}`)
   console.log(`idle A after M left: table ${r.destinationsA.beforeFlood} → ${r.destinationsA.afterFlood} → ${r.destinationsA.afterExpiry} destinations (forgotten ${(r.expiredAfterMs / 1000).toFixed(1)} s after M left; retention ${values['retention-ms']} ms)`)
-  console.log(`  RSS of A: before the flood ${mib(r.rssA.beforeFlood)}, after it ${mib(r.rssA.afterFlood)}, ${(r.expiredAfterMs / 1000 + 2).toFixed(0)} s after M left ${mib(r.rssA.afterExpiry)}`)
+  const later = `${(r.expiredAfterMs / 1000 + 2).toFixed(0)} s after M left`
+  console.log(`  RSS of A: before the flood ${mib(r.rssA.beforeFlood)}, after it ${mib(r.rssA.afterFlood)}, ${later} ${mib(r.rssA.afterExpiry)}`)
+  console.log(`  live heap of A (after a full collection): before ${mib(r.liveHeapA.beforeFlood)}, after the flood ${mib(r.liveHeapA.afterFlood)}, ${later} ${mib(r.liveHeapA.afterExpiry)}`)
 }

@@ -18,8 +18,10 @@ export class MemberProcess {
   constructor(
     readonly label: string,
     options: MemberNodeOptions,
+    /** Node's own flags, e.g. --expose-gc for `liveHeap`. */
+    nodeFlags: readonly string[] = [],
   ) {
-    this.child = spawn(process.execPath, [...(process.env.MEMBER_NODE_FLAGS ?? '').split(' ').filter(Boolean), '--import', 'tsx', join(here, 'member-node.ts'), JSON.stringify(options)], { cwd: REPO, stdio: ['pipe', 'pipe', 'pipe'] })
+    this.child = spawn(process.execPath, [...nodeFlags, '--import', 'tsx', join(here, 'member-node.ts'), JSON.stringify(options)], { cwd: REPO, stdio: ['pipe', 'pipe', 'pipe'] })
     let partial = ''
     const onData = (chunk: Buffer) => {
       const lines = (partial + chunk.toString('utf8')).split('\n')
@@ -69,9 +71,14 @@ export class MemberProcess {
     return Number((await this.ask('rss', /^rss \d+$/)).slice(4))
   }
 
-  /** Collects garbage if the node runs with --expose-gc (MEMBER_NODE_FLAGS), then its RSS: for diagnosis only. */
-  async gcRss(): Promise<number> {
-    return Number((await this.ask('gc', /^rss \d+$/)).slice(4))
+  /**
+   * The live JS heap: `heapUsed` right after a full collection (the node must run with
+   * --expose-gc). RSS cannot say whether memory was given back: V8 and malloc keep the pages they
+   * once committed, whereas this counts what is still reachable.
+   */
+  async liveHeap(): Promise<number> {
+    await this.ask('gc', /^rss \d+$/)
+    return (await this.memory()).heapUsed
   }
 
   /** `process.memoryUsage()` of the node. */
