@@ -136,6 +136,23 @@ function applyMessage(p: CoreParts, from: Neighbour, message: UpdateMessage, now
     applyAdvert(p, from, advert, sets, nowMs)
     if (advert.destination === from.id && p.mode === 'optimized') heardFromOwner(p, from, advert.seq)
   }
+  // Our names claimed before we heard anyone are established now (names.ts).
+  p.names.heardNetwork()
+}
+
+/**
+ * May a record with these names be stored? Not if it claims a name another stored record holds
+ * (names.ts); if it is our own pending claim that loses, we yield first: the name leaves our record.
+ */
+function admitClaims(p: CoreParts, advert: RouteAdvert): boolean {
+  if (advert.names.length === 0) return true
+  const verdict = p.names.check(advert.destination, advert.names)
+  if (!verdict.accept) return false
+  if (verdict.yielded.length > 0) {
+    const own = p.table.own
+    p.table.setOwnRecord(own.names.filter((name) => !verdict.yielded.includes(name)), own.addresses)
+  }
+  return true
 }
 
 /**
@@ -184,13 +201,14 @@ function applyAdvert(p: CoreParts, from: Neighbour, advert: RouteAdvert, sets: M
     }
     // Charged to the neighbour that relayed it, unless it is the neighbour's own record; past its
     // share the destination is refused and the neighbour keeps its link (police.ts).
-    if (!p.police.mayIntroduce(from.id, advert.destination, advert.names.length)) return
+    if (!admitClaims(p, advert) || !p.police.mayIntroduce(from.id, advert.destination, advert.names.length)) return
     entry = table.insert(advert.destination, advert.seq, from.id)
     if (advert.destination === from.id) entry.introducedBy = undefined
     else p.police.introduced(from.id)
     adopt(p, entry, from, advert, candidateHops, sets, true, nowMs)
   } else if (isFresher(advert.seq, candidateHops, entry.seq, entry.nhops)) {
     // A newer record that grows past its introducer's name share is refused (the older one stays).
+    if (advert.seq !== entry.seq && !admitClaims(p, advert)) return
     if (entry.introducedBy !== undefined && advert.seq !== entry.seq && !p.police.mayGrowNames(entry.introducedBy, advert.names.length - entry.names.length)) return
     adopt(p, entry, from, advert, candidateHops, sets, false, nowMs)
   } else if (advert.seq === entry.seq && p.mode === 'optimized') {

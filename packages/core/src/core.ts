@@ -1,7 +1,9 @@
 import { Inbox, applyInbox } from './apply.ts'
 import { DEFAULT_LIMITS, DEFAULT_TIMING, type CoreLimits, type CoreTiming } from './constants.ts'
 import { AddressBook } from './discovery.ts'
+import { Expiry } from './expiry.ts'
 import { PhoenixError, invariant } from './errors.ts'
+import { NameHolders, reclaimNames, type NameConflict } from './names.ts'
 import { NeighbourTable } from './neighbours.ts'
 import { NodeIndex } from './nodeindex.ts'
 import type { CoreParts, TrafficCounters } from './parts.ts'
@@ -56,6 +58,8 @@ export interface CoreStats {
   addressesRefused: number
   /** Unreachable entries forgotten after their retention time. */
   entriesExpired: number
+  /** Records refused because they claimed a name another node holds here, and our own claims refused (names.ts). */
+  claimsRefused: number
 }
 
 /** Limits and timing with defaults filled in, each checked (a non-negative integer). */
@@ -94,6 +98,7 @@ export class PhoenixCore {
   private readonly neighbours = new NeighbourTable()
   private readonly book: AddressBook
   private readonly police: Police
+  private readonly holders: NameHolders
   private readonly inbox = new Inbox()
   private readonly hubs: PhysicalAddress[] = []
   /** Closes waiting for the next step (priority 1 with the dials): refused or dropped connections. */
@@ -101,12 +106,8 @@ export class PhoenixCore {
   private readonly traffic: TrafficCounters = { messagesReceived: 0, entriesReceived: 0, messagesSent: 0, entriesSent: 0, destinationsRefused: 0, entriesExpired: 0 }
   private nowMs = 0
   private left = false
-  /**
-   * The oldest `changedAtMs` of the unreachable entries we know of (Infinity: none): the last
-   * expiry scan's, lowered by every entry that became unreachable since. Its retention deadline is
-   * when the node must wake to forget it, even with nothing else to do.
-   */
-  private unreachableSinceMs = Number.POSITIVE_INFINITY
+  /** Forgets unreachable entries, and says when the next one is due (expiry.ts). */
+  private readonly expiry = new Expiry()
 
   /**
    * `numbering`: only for a simulator running many cores side by side in one process (see
@@ -132,10 +133,11 @@ export class PhoenixCore {
     this.book = new AddressBook(limits.knownAddressesMax, limits.dialsInFlightMax, timing)
     const addresses = this.police.checkAddresses(config.addresses ?? [], 'config.addresses')
     const names = this.police.checkNames(config.names ?? [], 'config.names')
-    this.table = new RouteTable(this.id, initialSeq, names, addresses, config.records)
+    this.holders = new NameHolders(this.id, limits.nameRefusalsMax, timing.nameContentionMs, timing.nameReclaimDelayMs)
+    this.table = new RouteTable(this.id, initialSeq, names, addresses, config.records, this.holders)
     for (const hub of this.police.checkAddresses(config.hubs ?? [], 'config.hubs', Number.POSITIVE_INFINITY)) this.learnHub(hub)
-    const { book, table, neighbours, police, traffic, discovery } = this
-    this.parts = { id: this.id, mode, discovery, limits, timing, table, neighbours, nodeIndex, book, police, traffic, numbering }
+    const { book, table, neighbours, police, traffic, discovery, holders } = this
+    this.parts = { id: this.id, mode, discovery, limits, timing, table, neighbours, nodeIndex, book, police, names: holders, traffic, numbering }
   }
 
   // ---------------------------------------------------------------- inputs
@@ -204,15 +206,25 @@ export class PhoenixCore {
     return true
   }
 
-  addName(name: string): void {
+  /**
+   * Claims `name`. If another node holds it here (its record is stored with the name), the claim
+   * is refused: the name stays out of our record, `nameConflicts()` reports it (holder, and us
+   * among the refused), and we claim it again `nameReclaimDelayMs` after the holder's entry is
+   * forgotten. Returns false when refused.
+   */
+  addName(name: string): boolean {
     this.assertActive()
     const own = this.table.own
-    if (own.names.includes(name)) return
-    this.table.setOwnRecord(this.police.checkNames([...own.names, name], 'name'), own.addresses)
+    if (own.names.includes(name)) return true
+    const names = this.police.checkNames([...own.names, name], 'name')
+    if (this.holders.ownClaimHeldBy(name) !== undefined) return false
+    this.table.setOwnRecord(names, own.addresses)
+    return true
   }
 
   removeName(name: string): void {
     this.assertActive()
+    this.holders.forgetOwn(name)
     const own = this.table.own
     if (!own.names.includes(name)) return
     this.table.setOwnRecord(own.names.filter((n) => n !== name), own.addresses)
@@ -257,7 +269,7 @@ export class PhoenixCore {
   hasWork(nowMs: number): boolean {
     if (this.left) return false
     if (this.pendingCloses.length > 0 || this.book.hasDialReady(nowMs) || this.inbox.length > 0) return true
-    if ((this.expiryDueMs() ?? Number.POSITIVE_INFINITY) <= nowMs) return true
+    if ((earliest(this.expiry.dueMs(this.parts), this.holders.nextReclaimMs()) ?? Number.POSITIVE_INFINITY) <= nowMs) return true
     if (!this.hasPendingSends()) return false
     return this.sendHoldUntil(nowMs) === undefined
   }
@@ -272,30 +284,23 @@ export class PhoenixCore {
     if (this.left) return undefined
     if (this.hasWork(nowMs)) return nowMs
     const hold = this.hasPendingSends() ? this.sendHoldUntil(nowMs) : undefined
-    return earliest(earliest(hold, this.book.nextRetryAfter(nowMs)), this.expiryDueMs())
+    return earliest(earliest(hold, this.book.nextRetryAfter(nowMs)), earliest(this.expiry.dueMs(this.parts), this.holders.nextReclaimMs()))
   }
 
-  /**
-   * When the oldest unreachable entry we know of is due to be forgotten (no earlier than the next
-   * expiry scan), or undefined if there is none: an idle node wakes for it, so its table shrinks
-   * without traffic.
-   */
-  private expiryDueMs(): number | undefined {
-    if (this.unreachableSinceMs === Number.POSITIVE_INFINITY) return undefined
-    return Math.max(this.unreachableSinceMs + this.timing.unreachableRetentionMs, this.table.nextExpiryScanAtMs)
+  /** The next expiry or name reclaim: an idle node wakes for them. */
+  private housekeepingDueMs(): number | undefined {
+    return earliest(this.expiry.dueMs(this.parts), this.holders.nextReclaimMs())
   }
 
-  /** Entries that changed since the last send round and are unreachable now start their retention. */
-  private noteUnreachable(): void {
-    for (const entry of this.table.dirty) {
-      if (!entry.reachable && entry !== this.table.own && entry.changedAtMs < this.unreachableSinceMs) this.unreachableSinceMs = entry.changedAtMs
-    }
-  }
+
+
+
 
   step(nowMs: number): StepResult {
     this.enter(nowMs)
     if (this.left) return idle(undefined)
-    this.expireUnreachable()
+    this.expiry.expire(this.parts, nowMs)
+    reclaimNames(this.holders, this.table, nowMs)
     const nextRetry = this.book.releaseBackoffs(nowMs)
 
     // Priority 1: connect to every known node we are not connected to.
@@ -307,7 +312,7 @@ export class PhoenixCore {
     if (this.inbox.length > 0) {
       if (this.mode === 'naive') {
         const applied = applyInbox(this.parts, this.inbox, 1, nowMs)
-        this.noteUnreachable()
+        this.expiry.noteUnreachable(this.table)
         return { ...sendRound(this.parts), kind: 'apply', messagesApplied: applied.messages, entriesApplied: applied.entries }
       }
       const applied = applyInbox(this.parts, this.inbox, Number.POSITIVE_INFINITY, nowMs)
@@ -317,11 +322,11 @@ export class PhoenixCore {
     // Priority 3: send, one merged message per neighbour.
     if (this.hasPendingSends()) {
       const holdUntil = this.sendHoldUntil(nowMs)
-      this.noteUnreachable()
-      if (holdUntil !== undefined) return idle(earliest(holdUntil, this.expiryDueMs()))
+      this.expiry.noteUnreachable(this.table)
+      if (holdUntil !== undefined) return idle(earliest(holdUntil, this.housekeepingDueMs()))
       return sendRound(this.parts)
     }
-    return idle(earliest(nextRetry, this.expiryDueMs()))
+    return idle(earliest(nextRetry, this.housekeepingDueMs()))
   }
 
   private discoveryDials(): Effect[] {
@@ -346,17 +351,20 @@ export class PhoenixCore {
   // ---------------------------------------------------------------- names and forwarding
 
   /**
-   * The node a message for `name` should go to next, or undefined if no owner is reachable.
-   * When several nodes claim the name, the reachable claimant with the smallest id wins: the
-   * same answer at every node that can reach it, so a name never means two nodes at once
-   * (`nameConflicts` reports the claims).
+   * The node a message for `name` should go to next: the name's holder, if reachable. The first
+   * claim stored keeps the name while its record lives; later claims are refused everywhere they
+   * arrive (packages/core/README.md, "Names have holders"), so every node gives the same answer.
    */
   resolve(name: string): { owner: NodeId; nextHop: NodeId; nhops: number } | undefined {
     return this.table.resolve(name)
   }
 
-  /** Names claimed by more than one node, with the claimants (resolution picks the nearest). */
-  nameConflicts(): { name: string; owners: NodeId[] }[] {
+  /**
+   * Names whose claims were refused here, each with its holder and the refused claimants: on the
+   * holder's side (a later claim of a name it or we hold arrived) and on the claimant's (our own
+   * claim lost: we are among the refused).
+   */
+  nameConflicts(): NameConflict[] {
     return this.table.nameConflicts()
   }
 
@@ -426,6 +434,7 @@ export class PhoenixCore {
     return {
       ...this.police.counters,
       ...this.traffic,
+      claimsRefused: this.holders.claimsRefused,
       dialsStarted: this.book.dialsStarted,
       dialsFailed: this.book.dialsFailed,
       addressesRefused: this.book.addressesRefused,
@@ -464,38 +473,14 @@ export class PhoenixCore {
       throw new PhoenixError('INVALID_INPUT', `time must be finite and never go back (was ${this.nowMs} ms, got ${nowMs} ms)`)
     }
     this.nowMs = nowMs
+    this.holders.nowMs = nowMs
   }
 
   private assertActive(): void {
     if (this.left) throw new PhoenixError('INVALID_STATE', `node ${this.id} has left; create a new core to rejoin`)
   }
 
-  /** Forgets unreachable entries kept longer than unreachableRetentionMs, and frees their node indices. */
-  private expireUnreachable(): void {
-    const { nodeIndex, numbering } = this.parts
-    const forgotten: number[] = []
-    const scanAtMs = this.table.nextExpiryScanAtMs
-    const expired = this.table.expire(this.nowMs, this.timing.unreachableRetentionMs)
-    if (this.table.nextExpiryScanAtMs !== scanAtMs) this.unreachableSinceMs = this.table.oldestUnreachableMs
-    for (const { entry, names } of expired) {
-      if (entry.introducedBy !== undefined) this.police.forgotten(entry.introducedBy, names)
-      this.traffic.entriesExpired++
-      const index = nodeIndex.get(entry.destination)
-      if (index !== undefined && !this.neighbours.has(entry.destination)) forgotten.push(index)
-    }
-    if (forgotten.length === 0) return
-    this.table.forgetIndices(forgotten)
-    // A shared numbering is never released: other cores may still use the number.
-    if (numbering === undefined) {
-      for (const index of forgotten) {
-        const id = nodeIndex.id(index)
-        invariant(id !== undefined, 'a forgotten destination was numbered')
-        nodeIndex.release(id)
-      }
-    }
-    // A cached slot map could name a released index that is later reused for another node.
-    for (const neighbour of this.neighbours.values()) neighbour.senderSlots = undefined
-  }
+
 }
 
 function earliest(a: number | undefined, b: number | undefined): number | undefined {

@@ -1,5 +1,6 @@
 import { CORE_CONSTANTS } from './constants.ts'
 import { invariant } from './errors.ts'
+import type { NameConflict, NameHolders } from './names.ts'
 import { EMPTY_SET, NodeSet } from './nodeset.ts'
 import { type RecordAuthority, recordPayload } from './records.ts'
 import { NO_SIGNATURE, RouteEntry, UNREACHABLE_HOPS } from './route.ts'
@@ -23,8 +24,6 @@ export interface ExpiredEntry {
 export class RouteTable {
   private readonly entries = new Map<NodeId, RouteEntry>()
   readonly own: RouteEntry
-  /** name -> nodes whose freshest record claims it (usually one). */
-  private readonly nameOwners = new Map<string, Set<NodeId>>()
   /** Entries that changed since the last send round. */
   readonly dirty = new Set<RouteEntry>()
   /** A neighbour joined since the last send round: every entry must be considered for it. */
@@ -39,6 +38,8 @@ export class RouteTable {
     names: readonly string[],
     addresses: readonly PhysicalAddress[],
     private readonly records: RecordAuthority | undefined,
+    /** Who holds each name (names.ts): every stored record's names are indexed there. */
+    private readonly holders: NameHolders,
   ) {
     this.own = new RouteEntry(id)
     this.own.fwd = id
@@ -262,30 +263,21 @@ export class RouteTable {
   }
 
   /**
-   * The node a message for `name` should go to next, or undefined if no owner is reachable.
-   * When several nodes claim the name, the reachable claimant with the smallest id wins: the
-   * same answer at every node that can reach it, so a name never means two nodes at once
-   * (`nameConflicts` reports the claims).
+   * The node a message for `name` should go to next: its holder (names.ts), if reachable. A name
+   * has one holder in the table (later claims are refused), so every node that stored the same
+   * first claim gives the same answer.
    */
   resolve(name: string): { owner: NodeId; nextHop: NodeId; nhops: number } | undefined {
-    const owners = this.nameOwners.get(name)
-    if (owners === undefined) return undefined
-    let best: RouteEntry | undefined
-    for (const owner of owners) {
-      const entry = this.entries.get(owner)
-      if (entry === undefined || !entry.reachable) continue
-      if (best === undefined || owner < best.destination) best = entry
-    }
-    if (best === undefined) return undefined
-    invariant(best.fwd !== undefined, 'a reachable entry has a next hop')
-    return { owner: best.destination, nextHop: best.fwd, nhops: best.nhops }
+    const holder = this.holders.holder(name)
+    const entry = holder === undefined ? undefined : this.entries.get(holder)
+    if (entry === undefined || !entry.reachable) return undefined
+    invariant(entry.fwd !== undefined, 'a reachable entry has a next hop')
+    return { owner: entry.destination, nextHop: entry.fwd, nhops: entry.nhops }
   }
 
-  /** Names claimed by more than one node, with the claimants (resolution picks the nearest). */
-  nameConflicts(): { name: string; owners: NodeId[] }[] {
-    const out: { name: string; owners: NodeId[] }[] = []
-    for (const [name, owners] of this.nameOwners) if (owners.size > 1) out.push({ name, owners: [...owners].sort() })
-    return out
+  /** Names whose claims were refused here, with their holder (names.ts). */
+  nameConflicts(): NameConflict[] {
+    return this.holders.conflicts()
   }
 
   /**
@@ -319,9 +311,7 @@ export class RouteTable {
       }
     }
     for (const entry of this.dirty) invariant(this.entries.get(entry.destination) === entry, `dirty entry ${entry.destination} is in the table`)
-    for (const [name, owners] of this.nameOwners) {
-      for (const owner of owners) invariant(this.entries.get(owner)?.names.includes(name) === true, `name ${name} is indexed only for ${owner}, whose record claims it`)
-    }
+    this.holders.checkInvariants((node, name) => this.entries.get(node)?.names.includes(name) === true)
   }
 
   private checkEntry(entry: RouteEntry, isNeighbour: (id: NodeId) => boolean): void {
@@ -335,17 +325,7 @@ export class RouteTable {
   }
 
   private indexNames(entry: RouteEntry, previous: readonly string[]): void {
-    for (const name of previous) {
-      if (entry.names.includes(name)) continue
-      const owners = this.nameOwners.get(name)
-      owners?.delete(entry.destination)
-      if (owners?.size === 0) this.nameOwners.delete(name)
-    }
-    for (const name of entry.names) {
-      let owners = this.nameOwners.get(name)
-      if (owners === undefined) this.nameOwners.set(name, (owners = new Set()))
-      owners.add(entry.destination)
-    }
+    this.holders.recordChanged(entry.destination, previous, entry.names)
   }
 
   /** Our record's signature must follow every change of our seq, names or addresses. */

@@ -1,6 +1,6 @@
 import { generateKeyPairSync, sign, verify, type KeyObject } from 'node:crypto'
 import { describe, expect, it } from 'vitest'
-import { PhoenixCore, PhoenixError, recordPayload, type CoreConfig, type RecordAuthority, type RouteAdvert, type UpdateMessage } from '../src/index.ts'
+import { DEFAULT_TIMING, PhoenixCore, PhoenixError, recordPayload, type CoreConfig, type RecordAuthority, type RouteAdvert, type UpdateMessage } from '../src/index.ts'
 import { TestNet, addressOf } from '../src/testing/index.ts'
 
 /** Ed25519 keys per node id; a node's id names its public key, as a libp2p peer id does. */
@@ -167,5 +167,86 @@ describe('expiry on a timer', () => {
     const idle = a.step(net.nowMs)
     expect(idle.kind).toBe('idle')
     expect(idle.wakeAtMs).toBe(net.nowMs + 5_000)
+  })
+})
+
+describe('names have holders', () => {
+  /** Advances virtual time to the earliest wake-up any core asks for, and runs; returns false when none asks. */
+  const wakeNext = (net: TestNet): boolean => {
+    const wakes = [...net.cores.values()].map((c) => c.nextWakeMs(net.nowMs)).filter((t): t is number => t !== undefined)
+    if (wakes.length === 0) return false
+    net.advance(Math.max(0, Math.min(...wakes) - net.nowMs))
+    net.runToQuiescence()
+    return true
+  }
+
+  it('a later claimant cannot take a held name, whatever its id; both sides see the conflict; the name is free again after its holder left', () => {
+    const ring = new KeyRing()
+    const timing = { unreachableRetentionMs: 10_000, nameReclaimDelayMs: 2_000, nameContentionMs: 3_000 }
+    const net = new TestNet({ seed: 21 })
+    const add = (id: string, hub: string | undefined, names: string[] = []) => net.add({ id, hubs: hub === undefined ? [] : [addressOf(hub)], names, timing, records: ring.authority(id) })
+    add('h', undefined)
+    add('x', 'h', ['svc'])
+    add('b', 'h')
+    add('c', 'h')
+    net.runToQuiescence()
+    net.advance(timing.nameContentionMs + 1)
+    // 'a' sorts before 'x' (a ground key): the smallest-id rule gave it the name. It joins through
+    // x itself, with a validly signed record claiming the name.
+    const a = add('a', 'x', ['svc'])
+    net.runToQuiescence()
+    for (const [id, core] of net.cores) expect(core.resolve('svc')?.owner, id).toBe('x')
+    // The claimant yielded (before its first send, so its claim never left it) and is told who holds the name.
+    expect(a.names).not.toContain('svc')
+    expect(a.nameConflicts()).toEqual([{ name: 'svc', holder: 'x', refused: ['a'] }])
+    // A member that claims it at run time is refused at once.
+    expect(net.cores.get('b')!.addName('svc')).toBe(false)
+    expect(net.cores.get('b')!.nameConflicts()).toEqual([{ name: 'svc', holder: 'x', refused: ['b'] }])
+    net.runToQuiescence()
+    for (const [id, core] of net.cores) expect(core.resolve('svc')?.owner, id).toBe('x')
+    expect(net.cores.get('a')!.route('b')?.reachable).toBe(true)
+
+    // The holder leaves. Its claim lives as long as its entry (unreachableRetentionMs), then the
+    // claimants that yielded claim it again nameReclaimDelayMs later; the first one stored wins.
+    const leftAtMs = net.nowMs
+    net.leave('x')
+    net.runToQuiescence()
+    for (const [id, core] of net.cores) expect(core.resolve('svc'), id).toBeUndefined()
+    while (wakeNext(net) && net.nowMs < leftAtMs + 60_000) {
+      if ([...net.cores.values()].some((c) => c.resolve('svc') !== undefined)) break
+    }
+    net.runToQuiescence()
+    // a and b reclaim at once: contended, the smallest id holds it everywhere and b yields again.
+    for (const [id, core] of net.cores) expect(core.resolve('svc')?.owner, id).toBe('a')
+    expect(a.names).toContain('svc')
+    expect(net.cores.get('b')!.names).not.toContain('svc')
+    expect(net.nowMs - leftAtMs).toBeGreaterThanOrEqual(timing.unreachableRetentionMs + timing.nameReclaimDelayMs)
+    expect(net.nowMs - leftAtMs).toBeLessThanOrEqual(timing.unreachableRetentionMs + timing.nameReclaimDelayMs + 2_000)
+  })
+})
+
+describe('names: the holder side', () => {
+  it("a member that keeps claiming a held name has its record refused by the holder, who reports it and keeps the link", () => {
+    const ring = new KeyRing()
+    const x = new PhoenixCore({ id: 'x', names: ['svc'], records: ring.authority('x') })
+    ring.authority('m')
+    x.connectionUp('h', 0)
+    x.receive('h', { neighbourSlots: [], transSets: [], entries: [], hello: { receiverSeq: undefined } }, 0)
+    // m sorts before x and signs a valid record claiming x's name, once x has held it for longer
+    // than nameContentionMs; it never yields.
+    const t = DEFAULT_TIMING.nameContentionMs + 1
+    x.connectionUp('m', t)
+    x.receive('m', { neighbourSlots: [], transSets: [], entries: [ring.record('m', 2, ['svc', 'm-own'])], hello: { receiverSeq: undefined } }, t)
+    while (x.hasWork(t)) x.step(t)
+    expect(x.resolve('svc')?.owner).toBe('x')
+    expect(x.resolve('m-own')).toBeUndefined()
+    expect(x.route('m')).toBeUndefined()
+    expect(x.nameConflicts()).toEqual([{ name: 'svc', holder: 'x', refused: ['m'] }])
+    expect(x.stats()).toMatchObject({ claimsRefused: 1, peersDropped: 0 })
+    expect(x.isNeighbour('m')).toBe(true)
+    // Once m drops the contested name, its next record is stored.
+    x.receive('m', { neighbourSlots: [], transSets: [], entries: [ring.record('m', 4, ['m-own'])] }, t + 1)
+    while (x.hasWork(t + 1)) x.step(t + 1)
+    expect(x.resolve('m-own')?.owner).toBe('m')
   })
 })

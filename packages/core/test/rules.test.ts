@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { PhoenixCore, PhoenixError, isFresher, nextOwnSeq, seqNewer, type Effect, type RouteAdvert, type UpdateMessage } from '../src/index.ts'
+import { DEFAULT_TIMING, PhoenixCore, PhoenixError, isFresher, nextOwnSeq, seqNewer, type Effect, type RouteAdvert, type UpdateMessage } from '../src/index.ts'
 
 const advert = (destination: string, seq: number, nhops: number, extra: Partial<RouteAdvert> = {}): RouteAdvert => ({
   destination,
@@ -575,17 +575,25 @@ describe('discovery', () => {
 })
 
 describe('names and forwarding', () => {
-  it('resolves a name to its owner (the smallest id among claimants) and sees names change', () => {
+  it('resolves a name to its holder (the first claim stored; later claims refused) and sees names change', () => {
     const core = coreWithNeighbours('u', ['a', 'b'])
-    core.receive('a', update([advert('a', 2, 0, { names: ['rank-1', 'shared'] }), advert('x', 2, 2, { names: ['shared'] })]), 0)
-    core.receive('b', update([advert('b', 2, 0, { names: ['shared'] })]), 0)
+    core.receive('a', update([advert('a', 2, 0, { names: ['rank-1', 'shared'] })]), 0)
     drain(core)
+    // Later than nameContentionMs: a holds 'shared'.
+    const later = DEFAULT_TIMING.nameContentionMs + 1
+    core.receive('a', update([advert('x', 2, 2, { names: ['shared'] })]), later)
+    core.receive('b', update([advert('b', 2, 0, { names: ['shared'] })]), later)
+    drain(core, later)
     expect(core.resolve('rank-1')).toEqual({ owner: 'a', nextHop: 'a', nhops: 1 })
     expect(core.resolve('shared')?.owner).toBe('a')
-    expect(core.nameConflicts()).toEqual([{ name: 'shared', owners: ['a', 'b', 'x'] }])
-    core.receive('a', update([advert('a', 4, 0, { names: ['shared'] })]), 0)
-    drain(core)
+    // x's and b's records claim a held name: not stored (b, a neighbour, is still reached directly).
+    expect(core.nameConflicts()).toEqual([{ name: 'shared', holder: 'a', refused: ['b', 'x'] }])
+    expect(core.route('x')).toBeUndefined()
+    expect(core.forward('b', 16)).toEqual({ action: 'forward', nextHop: 'b', hopLimit: 15 })
+    core.receive('a', update([advert('a', 4, 0, { names: ['shared'] })]), later)
+    drain(core, later)
     expect(core.resolve('rank-1')).toBeUndefined()
+    expect(core.resolve('shared')?.owner).toBe('a')
     expect(core.resolve('nobody')).toBeUndefined()
   })
 
