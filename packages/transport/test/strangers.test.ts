@@ -3,7 +3,7 @@ import { runStrangers } from '../bench/strangers.ts'
 import { STRANGER_LIMITS } from '../src/index.ts'
 
 const MiB = 1024 * 1024
-const base = 41000 + (process.pid % 500) * 4
+const base = 24000 + (process.pid % 500) * 4 // below the ephemeral port range (32768-), apart from the other tests
 
 // Strangers cost little (issue 14): a real node process in a private network, plain TCP clients
 // that never complete a handshake. The same run as `packages/transport/bench/strangers.ts`.
