@@ -200,16 +200,18 @@ function applyAdvert(p: CoreParts, from: Neighbour, advert: RouteAdvert, sets: M
       return
     }
     // Charged to the neighbour that relayed it, unless it is the neighbour's own record; past its
-    // share the destination is refused and the neighbour keeps its link (police.ts).
-    if (!admitClaims(p, advert) || !p.police.mayIntroduce(from.id, advert.destination, advert.names.length)) return
+    // share the destination is refused and the neighbour keeps its link (police.ts). Then its
+    // names: a record claiming a held name is refused whole (names.ts).
+    if (!p.police.mayIntroduce(from.id, advert.destination, advert.names.length) || !admitClaims(p, advert)) return
     entry = table.insert(advert.destination, advert.seq, from.id)
     if (advert.destination === from.id) entry.introducedBy = undefined
     else p.police.introduced(from.id)
     adopt(p, entry, from, advert, candidateHops, sets, true, nowMs)
   } else if (isFresher(advert.seq, candidateHops, entry.seq, entry.nhops)) {
-    // A newer record that grows past its introducer's name share is refused (the older one stays).
-    if (advert.seq !== entry.seq && !admitClaims(p, advert)) return
+    // A newer record that grows past its introducer's name share, or claims a held name, is
+    // refused (the older one stays).
     if (entry.introducedBy !== undefined && advert.seq !== entry.seq && !p.police.mayGrowNames(entry.introducedBy, advert.names.length - entry.names.length)) return
+    if (advert.seq !== entry.seq && !admitClaims(p, advert)) return
     adopt(p, entry, from, advert, candidateHops, sets, false, nowMs)
   } else if (advert.seq === entry.seq && p.mode === 'optimized') {
     table.noteHolder(entry, from.index, senderHops, () => sets.trans(advert.trans))

@@ -118,13 +118,13 @@ export class Police {
 
   /** A destination `peer` introduced left the table, with its `names` names. */
   forgotten(peer: NodeId, names: number): void {
-    this.introducedBy.set(peer, (this.introducedBy.get(peer) ?? 1) - 1)
+    adjust(this.introducedBy, peer, -1)
     this.countNames(peer, -names)
   }
 
   /** The names of a destination `peer` introduced changed by `delta`. */
   countNames(peer: NodeId, delta: number): void {
-    if (delta !== 0) this.introducedNamesBy.set(peer, (this.introducedNamesBy.get(peer) ?? 0) + delta)
+    adjust(this.introducedNamesBy, peer, delta)
   }
 
   /** Every per-neighbour count within its limit (for `PhoenixCore.checkInvariants`). */
@@ -201,4 +201,13 @@ export class Police {
       }
     }
   }
+}
+
+/** Adds `delta` to a per-neighbour count, forgetting it at zero: the maps hold only neighbours with something in the table. */
+function adjust(counts: Map<NodeId, number>, peer: NodeId, delta: number): void {
+  if (delta === 0) return
+  const n = (counts.get(peer) ?? 0) + delta
+  invariant(n >= 0, `a per-neighbour count of ${peer} stays non-negative`)
+  if (n === 0) counts.delete(peer)
+  else counts.set(peer, n)
 }
