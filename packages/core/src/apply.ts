@@ -2,7 +2,6 @@ import { invariant } from './errors.ts'
 import type { Neighbour } from './neighbours.ts'
 import { EMPTY_SET, NodeSet } from './nodeset.ts'
 import type { CoreParts } from './parts.ts'
-import type { UnknownDestinations } from './police.ts'
 import { type RouteEntry, UNREACHABLE_HOPS, isFresher } from './route.ts'
 import { isUnreachableSeq, seqNewer } from './seq.ts'
 import type { TransSource } from './table.ts'
@@ -20,8 +19,6 @@ export interface InboxItem {
   /** Which connection to `from` it arrived on: news from a closed connection is stale. */
   readonly connection: number
   readonly message: UpdateMessage
-  /** Distinct destinations it names that we did not know when it arrived (counted against the sender until applied). */
-  readonly unknownDestinations: UnknownDestinations
 }
 
 /** Received updates waiting for the apply step, oldest first (bounded by `inboxMessagesMax`). */
@@ -59,7 +56,6 @@ export function applyInbox(p: CoreParts, inbox: Inbox, maxMessages: number, nowM
     if (item === undefined) break
     messages++
     entries += item.message.entries.length
-    p.police.dequeued(item.from, item.unknownDestinations)
     // The connection it came on may have closed since (and maybe reopened, e.g. the sender
     // restarted): its news is then stale, and applying it could mark the new incarnation as
     // already holding entries it never got.
@@ -138,6 +134,23 @@ function applyMessage(p: CoreParts, from: Neighbour, message: UpdateMessage, now
     applyAdvert(p, from, advert, sets, nowMs)
     if (advert.destination === from.id && p.mode === 'optimized') heardFromOwner(p, from, advert.seq)
   }
+  // Our names claimed before we heard anyone are established now (names.ts).
+  p.names.heardNetwork()
+}
+
+/**
+ * May a record with these names be stored? Not if it claims a name another stored record holds
+ * (names.ts); if it is our own pending claim that loses, we yield first: the name leaves our record.
+ */
+function admitClaims(p: CoreParts, advert: RouteAdvert): boolean {
+  if (advert.names.length === 0) return true
+  const verdict = p.names.check(advert.destination, advert.names)
+  if (!verdict.accept) return false
+  if (verdict.yielded.length > 0) {
+    const own = p.table.own
+    p.table.setOwnRecord(own.names.filter((name) => !verdict.yielded.includes(name)), own.addresses)
+  }
+  return true
 }
 
 /**
@@ -184,10 +197,19 @@ function applyAdvert(p: CoreParts, from: Neighbour, advert: RouteAdvert, sets: M
       p.traffic.destinationsRefused++
       return
     }
+    // Charged to the neighbour that relayed it, unless it is the neighbour's own record; past its
+    // share the destination is refused and the neighbour keeps its link (police.ts). Then its
+    // names: a record claiming a held name is refused whole (names.ts).
+    if (!p.police.mayIntroduce(from.id, advert.destination, advert.names.length) || !admitClaims(p, advert)) return
     entry = table.insert(advert.destination, advert.seq, from.id)
-    p.police.introduced(from.id)
+    if (advert.destination === from.id) entry.introducedBy = undefined
+    else p.police.introduced(from.id)
     adopt(p, entry, from, advert, candidateHops, sets, true, nowMs)
   } else if (isFresher(advert.seq, candidateHops, entry.seq, entry.nhops)) {
+    // A newer record that grows past its introducer's name share, or claims a held name, is
+    // refused (the older one stays).
+    if (entry.introducedBy !== undefined && advert.seq !== entry.seq && !p.police.mayGrowNames(entry.introducedBy, advert.names.length - entry.names.length)) return
+    if (advert.seq !== entry.seq && !admitClaims(p, advert)) return
     adopt(p, entry, from, advert, candidateHops, sets, false, nowMs)
   } else if (advert.seq === entry.seq && p.mode === 'optimized') {
     table.noteHolder(entry, from.index, senderHops, sets, advert.trans)

@@ -67,6 +67,12 @@ export const DEFAULT_LIMITS = {
   updateEntriesPerSecondMax: 50_000,
   /** Burst of the same bucket: a full table for a new neighbour arrives at once. */
   updateEntriesBurstMax: 70_000,
+  /**
+   * Refused name claims remembered for `nameConflicts` (who claimed what, held by whom). Only for
+   * reporting — refusing needs only the holders — so the oldest are forgotten first; every refusal
+   * is counted in `claimsRefused` all the same.
+   */
+  nameRefusalsMax: 1_024,
   /** Bytes in one record signature (Ed25519: 64; RSA-4096: 512). */
   signatureBytesMax: 512,
   /**
@@ -106,6 +112,19 @@ export const DEFAULT_TIMING = {
    * the propagation of the route loss, or a stale even entry could be accepted again.
    */
   unreachableRetentionMs: 120_000,
+  /**
+   * A name whose holder left is free once the holder's entry is forgotten (unreachableRetentionMs
+   * after its loss); a node that yielded the name claims it again this much later, so that the
+   * holder's entry is forgotten everywhere first (the loss reaches every node within seconds).
+   */
+  nameReclaimDelayMs: 10_000,
+  /**
+   * Claims of one name stored within this long of each other are contended (two nodes claimed a
+   * free name at once): the smallest id holds it everywhere and the others yield. After it, a
+   * claim is held and later ones are refused. It must outlast a claim's propagation to every node
+   * (seconds), and is the only window in which an id decides anything.
+   */
+  nameContentionMs: 10_000,
 } as const
 
 export type CoreTiming = { -readonly [K in keyof typeof DEFAULT_TIMING]: number }

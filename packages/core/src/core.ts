@@ -1,7 +1,9 @@
 import { Inbox, applyInbox } from './apply.ts'
 import { DEFAULT_LIMITS, DEFAULT_TIMING, type CoreLimits, type CoreTiming } from './constants.ts'
 import { AddressBook } from './discovery.ts'
+import { Expiry } from './expiry.ts'
 import { PhoenixError, invariant } from './errors.ts'
+import { NameHolders, reclaimNames, type NameConflict } from './names.ts'
 import { NeighbourTable } from './neighbours.ts'
 import { NodeIndex } from './nodeindex.ts'
 import type { CoreParts, TrafficCounters } from './parts.ts'
@@ -40,8 +42,10 @@ export interface CoreConfig {
 export interface CoreStats {
   /** Record signatures checked (each new record once; the simulator charges a measured cost per check). */
   recordsVerified: number
-  /** Neighbours disconnected for breaking a limit (too many destinations, too many updates). */
+  /** Neighbours disconnected for breaking the protocol (a forged record, more entries than their token bucket). */
   peersDropped: number
+  /** New destinations refused because the neighbour that relayed them was over its share (destinationsPerNeighbourMax, namesPerNeighbourMax); the neighbour keeps its link. */
+  introductionsRefused: number
   messagesReceived: number
   entriesReceived: number
   messagesSent: number
@@ -54,6 +58,8 @@ export interface CoreStats {
   addressesRefused: number
   /** Unreachable entries forgotten after their retention time. */
   entriesExpired: number
+  /** Records refused because they claimed a name another node holds here, and our own claims refused (names.ts). */
+  claimsRefused: number
 }
 
 /** Limits and timing with defaults filled in, each checked (a non-negative integer). */
@@ -92,6 +98,7 @@ export class PhoenixCore {
   private readonly neighbours = new NeighbourTable()
   private readonly book: AddressBook
   private readonly police: Police
+  private readonly holders: NameHolders
   private readonly inbox = new Inbox()
   private readonly hubs: PhysicalAddress[] = []
   /** Closes waiting for the next step (priority 1 with the dials): refused or dropped connections. */
@@ -99,6 +106,8 @@ export class PhoenixCore {
   private readonly traffic: TrafficCounters = { messagesReceived: 0, entriesReceived: 0, messagesSent: 0, entriesSent: 0, destinationsRefused: 0, entriesExpired: 0 }
   private nowMs = 0
   private left = false
+  /** Forgets unreachable entries, and says when the next one is due (expiry.ts). */
+  private readonly expiry = new Expiry()
 
   /**
    * `numbering`: only for a simulator running many cores side by side in one process (see
@@ -124,10 +133,11 @@ export class PhoenixCore {
     this.book = new AddressBook(limits.knownAddressesMax, limits.dialsInFlightMax, { ...timing, lostRedialsPerSecondMax: limits.lostRedialsPerSecondMax })
     const addresses = this.police.checkAddresses(config.addresses ?? [], 'config.addresses')
     const names = this.police.checkNames(config.names ?? [], 'config.names')
-    this.table = new RouteTable(this.id, initialSeq, names, addresses, config.records, numbering?.holders)
+    this.holders = new NameHolders(this.id, limits.nameRefusalsMax, timing.nameContentionMs, timing.nameReclaimDelayMs)
+    this.table = new RouteTable(this.id, initialSeq, names, addresses, config.records, this.holders, numbering?.holders)
     for (const hub of this.police.checkAddresses(config.hubs ?? [], 'config.hubs', Number.POSITIVE_INFINITY)) this.learnHub(hub)
-    const { book, table, neighbours, police, traffic, discovery } = this
-    this.parts = { id: this.id, mode, discovery, limits, timing, table, neighbours, nodeIndex, book, police, traffic, numbering }
+    const { book, table, neighbours, police, traffic, discovery, holders } = this
+    this.parts = { id: this.id, mode, discovery, limits, timing, table, neighbours, nodeIndex, book, police, names: holders, traffic, numbering }
   }
 
   // ---------------------------------------------------------------- inputs
@@ -190,24 +200,34 @@ export class PhoenixCore {
     this.enter(nowMs)
     const neighbour = this.neighbours.get(from)
     if (neighbour === undefined) throw new PhoenixError('INVALID_INPUT', `update from ${JSON.stringify(from)}, which is not a neighbour`)
-    const unknown = this.police.checkMessage(message, (d) => this.table.has(d), this.table.size)
+    this.police.checkMessage(message)
     if (this.inbox.length >= this.limits.inboxMessagesMax) return false
-    this.police.admit(neighbour, message, unknown, nowMs, (d) => this.table.get(d))
-    this.inbox.push({ from, connection: neighbour.connection, message, unknownDestinations: unknown })
+    this.police.admit(neighbour, message, nowMs, (d) => this.table.get(d))
+    this.inbox.push({ from, connection: neighbour.connection, message })
     this.traffic.messagesReceived++
     this.traffic.entriesReceived += message.entries.length
     return true
   }
 
-  addName(name: string): void {
+  /**
+   * Claims `name`. If another node holds it here (its record is stored with the name), the claim
+   * is refused: the name stays out of our record, `nameConflicts()` reports it (holder, and us
+   * among the refused), and we claim it again `nameReclaimDelayMs` after the holder's entry is
+   * forgotten. Returns false when refused.
+   */
+  addName(name: string): boolean {
     this.assertActive()
     const own = this.table.own
-    if (own.names.includes(name)) return
-    this.table.setOwnRecord(this.police.checkNames([...own.names, name], 'name'), own.addresses)
+    if (own.names.includes(name)) return true
+    const names = this.police.checkNames([...own.names, name], 'name')
+    if (this.holders.ownClaimHeldBy(name) !== undefined) return false
+    this.table.setOwnRecord(names, own.addresses)
+    return true
   }
 
   removeName(name: string): void {
     this.assertActive()
+    this.holders.forgetOwn(name)
     const own = this.table.own
     if (!own.names.includes(name)) return
     this.table.setOwnRecord(own.names.filter((n) => n !== name), own.addresses)
@@ -256,6 +276,7 @@ export class PhoenixCore {
   hasWork(nowMs: number): boolean {
     if (this.left) return false
     if (this.pendingCloses.length > 0 || this.book.hasDialReady(nowMs) || this.inbox.length > 0) return true
+    if ((earliest(this.expiry.dueMs(this.parts), this.holders.nextReclaimMs()) ?? Number.POSITIVE_INFINITY) <= nowMs) return true
     if (!this.hasPendingSends()) return false
     return this.sendHoldUntil(nowMs) === undefined
   }
@@ -270,15 +291,23 @@ export class PhoenixCore {
     if (this.left) return undefined
     if (this.hasWork(nowMs)) return nowMs
     const hold = this.hasPendingSends() ? this.sendHoldUntil(nowMs) : undefined
-    const retry = this.book.nextRetryAfter(nowMs)
-    if (hold === undefined) return retry
-    return retry === undefined ? hold : Math.min(hold, retry)
+    return earliest(earliest(hold, this.book.nextRetryAfter(nowMs)), earliest(this.expiry.dueMs(this.parts), this.holders.nextReclaimMs()))
   }
+
+  /** The next expiry or name reclaim: an idle node wakes for them. */
+  private housekeepingDueMs(): number | undefined {
+    return earliest(this.expiry.dueMs(this.parts), this.holders.nextReclaimMs())
+  }
+
+
+
+
 
   step(nowMs: number): StepResult {
     this.enter(nowMs)
     if (this.left) return idle(undefined)
-    this.expireUnreachable()
+    this.expiry.expire(this.parts, nowMs)
+    reclaimNames(this.holders, this.table, nowMs)
     const nextRetry = this.book.releaseBackoffs(nowMs)
 
     // Priority 1: connect to every known node we are not connected to.
@@ -290,6 +319,7 @@ export class PhoenixCore {
     if (this.inbox.length > 0) {
       if (this.mode === 'naive') {
         const applied = applyInbox(this.parts, this.inbox, 1, nowMs)
+        this.expiry.noteUnreachable(this.table)
         return { ...sendRound(this.parts), kind: 'apply', messagesApplied: applied.messages, entriesApplied: applied.entries }
       }
       const applied = applyInbox(this.parts, this.inbox, Number.POSITIVE_INFINITY, nowMs)
@@ -299,10 +329,11 @@ export class PhoenixCore {
     // Priority 3: send, one merged message per neighbour.
     if (this.hasPendingSends()) {
       const holdUntil = this.sendHoldUntil(nowMs)
-      if (holdUntil !== undefined) return idle(holdUntil)
+      this.expiry.noteUnreachable(this.table)
+      if (holdUntil !== undefined) return idle(earliest(holdUntil, this.housekeepingDueMs()))
       return sendRound(this.parts)
     }
-    return idle(nextRetry)
+    return idle(earliest(nextRetry, this.housekeepingDueMs()))
   }
 
   private discoveryDials(): Effect[] {
@@ -327,17 +358,20 @@ export class PhoenixCore {
   // ---------------------------------------------------------------- names and forwarding
 
   /**
-   * The node a message for `name` should go to next, or undefined if no owner is reachable.
-   * When several nodes claim the name, the reachable claimant with the smallest id wins: the
-   * same answer at every node that can reach it, so a name never means two nodes at once
-   * (`nameConflicts` reports the claims).
+   * The node a message for `name` should go to next: the name's holder, if reachable. The first
+   * claim stored keeps the name while its record lives; later claims are refused everywhere they
+   * arrive (packages/core/README.md, "Names have holders"), so every node gives the same answer.
    */
   resolve(name: string): { owner: NodeId; nextHop: NodeId; nhops: number } | undefined {
     return this.table.resolve(name)
   }
 
-  /** Names claimed by more than one node, with the claimants (resolution picks the nearest). */
-  nameConflicts(): { name: string; owners: NodeId[] }[] {
+  /**
+   * Names whose claims were refused here, each with its holder and the refused claimants: on the
+   * holder's side (a later claim of a name it or we hold arrived) and on the claimant's (our own
+   * claim lost: we are among the refused).
+   */
+  nameConflicts(): NameConflict[] {
     return this.table.nameConflicts()
   }
 
@@ -407,6 +441,7 @@ export class PhoenixCore {
     return {
       ...this.police.counters,
       ...this.traffic,
+      claimsRefused: this.holders.claimsRefused,
       dialsStarted: this.book.dialsStarted,
       dialsFailed: this.book.dialsFailed,
       addressesRefused: this.book.addressesRefused,
@@ -446,37 +481,19 @@ export class PhoenixCore {
       throw new PhoenixError('INVALID_INPUT', `time must be finite and never go back (was ${this.nowMs} ms, got ${nowMs} ms)`)
     }
     this.nowMs = nowMs
+    this.holders.nowMs = nowMs
   }
 
   private assertActive(): void {
     if (this.left) throw new PhoenixError('INVALID_STATE', `node ${this.id} has left; create a new core to rejoin`)
   }
 
-  /** Forgets unreachable entries kept longer than unreachableRetentionMs, and frees their node indices. */
-  private expireUnreachable(): void {
-    const { nodeIndex, numbering } = this.parts
-    const forgotten: number[] = []
-    for (const { entry, names } of this.table.expire(this.nowMs, this.timing.unreachableRetentionMs)) {
-      if (entry.introducedBy !== undefined) this.police.forgotten(entry.introducedBy, names)
-      // No longer remembered: its addresses are not kept dialled any more.
-      this.book.forgetLost(entry.destination)
-      this.traffic.entriesExpired++
-      const index = nodeIndex.get(entry.destination)
-      if (index !== undefined && !this.neighbours.has(entry.destination)) forgotten.push(index)
-    }
-    if (forgotten.length === 0) return
-    this.table.forgetIndices(forgotten)
-    // A shared numbering is never released: other cores may still use the number.
-    if (numbering === undefined) {
-      for (const index of forgotten) {
-        const id = nodeIndex.id(index)
-        invariant(id !== undefined, 'a forgotten destination was numbered')
-        nodeIndex.release(id)
-      }
-    }
-    // A cached slot map could name a released index that is later reused for another node.
-    for (const neighbour of this.neighbours.values()) neighbour.senderSlots = undefined
-  }
+
+}
+
+function earliest(a: number | undefined, b: number | undefined): number | undefined {
+  if (a === undefined) return b
+  return b === undefined ? a : Math.min(a, b)
 }
 
 function idle(wakeAtMs: number | undefined): StepResult {

@@ -1,6 +1,7 @@
 import type { CoreLimits, CoreTiming } from './constants.ts'
 import type { AddressBook } from './discovery.ts'
 import type { NeighbourTable } from './neighbours.ts'
+import type { NameHolders } from './names.ts'
 import type { NodeIndex } from './nodeindex.ts'
 import type { Police } from './police.ts'
 import type { SharedNumbering } from './shared-numbering.ts'
@@ -34,6 +35,8 @@ export interface CoreParts {
   readonly nodeIndex: NodeIndex
   readonly book: AddressBook
   readonly police: Police
+  /** Who holds each logical name. */
+  readonly names: NameHolders
   readonly traffic: TrafficCounters
   /** The simulator's shared numbering, if this core runs in one (see `SharedNumbering`). */
   readonly numbering: SharedNumbering | undefined

@@ -10,32 +10,29 @@ import type { Effect, NodeId, UpdateMessage } from './types.ts'
 export interface PoliceCounters {
   recordsVerified: number
   peersDropped: number
+  /** New destinations not stored because the neighbour that relayed them was over its share (its link is kept). */
+  introductionsRefused: number
 }
-
-/** Destinations an update names that we do not know yet, each with the most names it is given. */
-export type UnknownDestinations = ReadonlyMap<NodeId, number>
-
-const NOTHING_UNKNOWN: UnknownDestinations = new Map()
 
 /**
  * The limits on what comes in: checks of ids, names, addresses and whole updates (malformed input
- * throws INVALID_INPUT and nothing of it is kept), the per-neighbour limits (destinations and names
- * it introduced, its update token bucket) and record signatures. A neighbour that breaks a limit
- * or sends a forged record is dropped: a `close` effect is queued and `receive` throws.
+ * throws INVALID_INPUT and nothing of it is kept), the per-neighbour shares (destinations and names
+ * it introduced), its update token bucket, and record signatures.
+ *
+ * Who is charged (packages/core/README.md, "Charge the origin, not the messenger"): a neighbour is
+ * dropped only for what it alone answers for — bytes that are not an update, a record that does not
+ * verify (an honest relay verifies before it stores or relays), more entries than its token bucket.
+ * Its own record is never charged to a share (it is that record's origin). The destinations it
+ * relays are charged to its share, and past the share they are refused, not stored, and counted
+ * (`introductionsRefused`): a hub that relays one member's flood keeps its links, and the flood's
+ * surplus is what is lost.
  */
 export class Police {
-  /** Per neighbour: destinations it introduced that are still in the table. */
+  /** Per neighbour: destinations it relayed to us first that are still in the table (its share). */
   private readonly introducedBy = new Map<NodeId, number>()
   /** Per neighbour: logical names carried by the records of the destinations it introduced. */
   private readonly introducedNamesBy = new Map<NodeId, number>()
-  /**
-   * Per neighbour, the unknown destinations named by its updates still in the inbox, each with the
-   * number of queued updates naming it and the most names it was given: a destination counts once
-   * against the neighbour however often it is repeated before it is applied. Bounded by the inbox
-   * (inboxMessagesMax).
-   */
-  private readonly introducingQueued = new Map<NodeId, { readonly destinations: Map<NodeId, { messages: number; names: number }>; names: number }>()
-  readonly counters: PoliceCounters = { recordsVerified: 0, peersDropped: 0 }
+  readonly counters: PoliceCounters = { recordsVerified: 0, peersDropped: 0, introductionsRefused: 0 }
 
   constructor(
     private readonly limits: Readonly<CoreLimits>,
@@ -78,59 +75,40 @@ export class Police {
     return addresses as string[]
   }
 
-  /**
-   * Checks a whole update against the wire's shape and our limits; returns its distinct
-   * destinations that `known` does not hold. `tableSize`: destinations we hold now.
-   */
-  checkMessage(message: UpdateMessage, known: (destination: NodeId) => boolean, tableSize: number): UnknownDestinations {
+  /** Checks a whole update against the wire's shape and our limits (throws INVALID_INPUT, nothing kept). */
+  checkMessage(message: UpdateMessage): void {
     this.checkFrame(message)
-    let unknown: Map<NodeId, number> | undefined
-    for (const entry of message.entries) {
-      this.checkAdvert(entry, message.transSets.length)
-      if (!known(entry.destination)) {
-        unknown ??= new Map()
-        unknown.set(entry.destination, Math.max(unknown.get(entry.destination) ?? 0, entry.names.length))
-      }
-    }
-    if (unknown === undefined) return NOTHING_UNKNOWN
-    if (tableSize + unknown.size > this.limits.destinationsMax) {
-      throw new PhoenixError('LIMIT_EXCEEDED', `update would grow the table past destinationsMax (${this.limits.destinationsMax})`)
-    }
-    return unknown
+    for (const entry of message.entries) this.checkAdvert(entry, message.transSets.length)
   }
 
   /**
-   * Admits an update from `from` or drops the neighbour: the destinations and names it would
-   * introduce (with those of its updates still queued, each new destination once) and its token
-   * bucket are checked, then the records it carries. On success the update counts as queued.
+   * Admits an update from `from` or drops the neighbour: its token bucket, then the records it
+   * carries. A full table or a neighbour over its share is not a reason to drop it: the surplus is
+   * refused when the update is applied (`mayIntroduce`).
    */
-  admit(from: Neighbour, message: UpdateMessage, unknown: UnknownDestinations, nowMs: number, known: (destination: NodeId) => RouteEntry | undefined): void {
-    const queued = this.introducingQueued.get(from.id)
-    let destinations = queued?.destinations.size ?? 0
-    let names = queued?.names ?? 0
-    for (const [destination, count] of unknown) {
-      const already = queued?.destinations.get(destination)
-      if (already === undefined) destinations++
-      names += Math.max(0, count - (already?.names ?? 0))
-    }
-    this.policePeer(from, message.entries.length, destinations, names, nowMs)
+  admit(from: Neighbour, message: UpdateMessage, nowMs: number, known: (destination: NodeId) => RouteEntry | undefined): void {
+    this.chargeBucket(from, message.entries.length, nowMs)
     this.verifyRecords(from.id, message, known)
-    if (unknown.size > 0) this.queueIntroductions(from.id, unknown, names)
   }
 
-  /** An update left the inbox (applied or stale): its destinations no longer count as queued. */
-  dequeued(from: NodeId, unknown: UnknownDestinations): void {
-    if (unknown.size === 0) return
-    const queued = this.introducingQueued.get(from)
-    invariant(queued !== undefined, 'an update naming unknown destinations was counted when it was queued')
-    for (const destination of unknown.keys()) {
-      const pending = queued.destinations.get(destination)
-      invariant(pending !== undefined, 'each unknown destination of a queued update is counted')
-      if (--pending.messages > 0) continue
-      queued.destinations.delete(destination)
-      queued.names -= pending.names
-    }
-    if (queued.destinations.size === 0) this.introducingQueued.delete(from)
+  /**
+   * May neighbour `from` introduce a new destination whose record carries `names` names? Its own
+   * record always may (and is not charged: `introduced` is not called for it). Otherwise only
+   * within its shares (destinationsPerNeighbourMax, namesPerNeighbourMax); a refusal is counted.
+   */
+  mayIntroduce(from: NodeId, destination: NodeId, names: number): boolean {
+    if (destination === from) return true
+    const limits = this.limits
+    if ((this.introducedBy.get(from) ?? 0) + 1 <= limits.destinationsPerNeighbourMax && (this.introducedNamesBy.get(from) ?? 0) + names <= limits.namesPerNeighbourMax) return true
+    this.counters.introductionsRefused++
+    return false
+  }
+
+  /** May the record of a destination `from` introduced grow by `delta` names? Within its name share only. */
+  mayGrowNames(introducer: NodeId, delta: number): boolean {
+    if (delta <= 0 || (this.introducedNamesBy.get(introducer) ?? 0) + delta <= this.limits.namesPerNeighbourMax) return true
+    this.counters.introductionsRefused++
+    return false
   }
 
   /** `peer` introduced a destination now in the table. */
@@ -140,13 +118,13 @@ export class Police {
 
   /** A destination `peer` introduced left the table, with its `names` names. */
   forgotten(peer: NodeId, names: number): void {
-    this.introducedBy.set(peer, (this.introducedBy.get(peer) ?? 1) - 1)
+    adjust(this.introducedBy, peer, -1)
     this.countNames(peer, -names)
   }
 
   /** The names of a destination `peer` introduced changed by `delta`. */
   countNames(peer: NodeId, delta: number): void {
-    if (delta !== 0) this.introducedNamesBy.set(peer, (this.introducedNamesBy.get(peer) ?? 0) + delta)
+    adjust(this.introducedNamesBy, peer, delta)
   }
 
   /** Every per-neighbour count within its limit (for `PhoenixCore.checkInvariants`). */
@@ -180,41 +158,15 @@ export class Police {
     }
   }
 
-  private queueIntroductions(from: NodeId, unknown: UnknownDestinations, names: number): void {
-    let queued = this.introducingQueued.get(from)
-    if (queued === undefined) this.introducingQueued.set(from, (queued = { destinations: new Map(), names: 0 }))
-    for (const [destination, count] of unknown) {
-      const already = queued.destinations.get(destination)
-      if (already === undefined) queued.destinations.set(destination, { messages: 1, names: count })
-      else {
-        already.messages++
-        already.names = Math.max(already.names, count)
-      }
-    }
-    queued.names = names
-  }
-
   private drop(peer: NodeId, code: 'LIMIT_EXCEEDED' | 'INVALID_INPUT', why: string): never {
     this.counters.peersDropped++
     this.closes.push({ type: 'close', peer, reason: why })
     throw new PhoenixError(code, `peer ${peer} dropped: ${why}`)
   }
 
-  /**
-   * Disconnects a neighbour that introduces too many destinations or names, or sends too many
-   * entries. `pendingDestinations` / `pendingNames`: what its queued updates and this one would
-   * add, each new destination counted once.
-   */
-  private policePeer(from: Neighbour, entries: number, pendingDestinations: number, pendingNames: number, nowMs: number): void {
+  /** Drops a neighbour that sends more entries than its token bucket allows: reading them costs us, whoever signed them. */
+  private chargeBucket(from: Neighbour, entries: number, nowMs: number): void {
     const limits = this.limits
-    const introduced = (this.introducedBy.get(from.id) ?? 0) + pendingDestinations
-    if (introduced > limits.destinationsPerNeighbourMax) {
-      this.drop(from.id, 'LIMIT_EXCEEDED', `it introduced ${introduced} destinations, more than destinationsPerNeighbourMax (${limits.destinationsPerNeighbourMax})`)
-    }
-    const names = (this.introducedNamesBy.get(from.id) ?? 0) + pendingNames
-    if (names > limits.namesPerNeighbourMax) {
-      this.drop(from.id, 'LIMIT_EXCEEDED', `it introduced destinations with ${names} names, more than namesPerNeighbourMax (${limits.namesPerNeighbourMax})`)
-    }
     const budget = (from.budget ??= { tokens: limits.updateEntriesBurstMax, atMs: nowMs })
     budget.tokens = Math.min(limits.updateEntriesBurstMax, budget.tokens + ((nowMs - budget.atMs) * limits.updateEntriesPerSecondMax) / 1000)
     budget.atMs = nowMs
@@ -248,4 +200,13 @@ export class Police {
 /** A malformed update, as the error the sender sees. A function, not a closure per check: checks run once per received entry. */
 function malformed(why: string): never {
   throw new PhoenixError('INVALID_INPUT', `malformed update: ${why}`)
+}
+
+/** Adds `delta` to a per-neighbour count, forgetting it at zero: the maps hold only neighbours with something in the table. */
+function adjust(counts: Map<NodeId, number>, peer: NodeId, delta: number): void {
+  if (delta === 0) return
+  const n = (counts.get(peer) ?? 0) + delta
+  invariant(n >= 0, `a per-neighbour count of ${peer} stays non-negative`)
+  if (n === 0) counts.delete(peer)
+  else counts.set(peer, n)
 }

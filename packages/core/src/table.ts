@@ -1,6 +1,7 @@
 import { CORE_CONSTANTS } from './constants.ts'
 import { invariant } from './errors.ts'
 import { HolderSets } from './holders.ts'
+import type { NameConflict, NameHolders } from './names.ts'
 import { EMPTY_SET, NodeSet } from './nodeset.ts'
 import { type RecordAuthority, recordPayload } from './records.ts'
 import { NO_SIGNATURE, RouteEntry, UNREACHABLE_HOPS } from './route.ts'
@@ -29,13 +30,13 @@ export interface ExpiredEntry {
 export class RouteTable {
   private readonly entries = new Map<NodeId, RouteEntry>()
   readonly own: RouteEntry
-  /** name -> nodes whose freshest record claims it (usually one). */
-  private readonly nameOwners = new Map<string, Set<NodeId>>()
   /** Entries that changed since the last send round. */
   readonly dirty = new Set<RouteEntry>()
   /** A neighbour joined since the last send round: every entry must be considered for it. */
   allDirty = false
   private nextExpiryScanMs = 0
+  /** The oldest `changedAtMs` of the unreachable entries the last `expire` scan kept (Infinity: none). */
+  oldestUnreachableMs = Number.POSITIVE_INFINITY
 
   constructor(
     readonly id: NodeId,
@@ -43,6 +44,8 @@ export class RouteTable {
     names: readonly string[],
     addresses: readonly PhysicalAddress[],
     private readonly records: RecordAuthority | undefined,
+    /** Who holds each name (names.ts): every stored record's names are indexed there. */
+    private readonly nameHolders: NameHolders,
     /** Where rcpt sets are interned: this table's own, or a simulator's shared one. */
     readonly holders: HolderSets = new HolderSets(CORE_CONSTANTS.holderSetsMax),
   ) {
@@ -223,15 +226,26 @@ export class RouteTable {
     this.nextExpiryScanMs = nowMs + CORE_CONSTANTS.expiryScanEveryMs
     const cutoff = nowMs - retentionMs
     const expired: ExpiredEntry[] = []
+    let oldestKept = Number.POSITIVE_INFINITY
     for (const [destination, entry] of this.entries) {
-      if (entry === this.own || entry.reachable || entry.changedAtMs > cutoff || this.dirty.has(entry) || this.allDirty) continue
+      if (entry === this.own || entry.reachable) continue
+      if (entry.changedAtMs > cutoff || this.dirty.has(entry) || this.allDirty) {
+        oldestKept = Math.min(oldestKept, entry.changedAtMs)
+        continue
+      }
       this.entries.delete(destination)
       expired.push({ entry, names: entry.names.length })
       const previous = entry.names
       entry.names = []
       this.indexNames(entry, previous)
     }
+    this.oldestUnreachableMs = oldestKept
     return expired
+  }
+
+  /** When `expire` may scan again (it scans at most once per expiryScanEveryMs). */
+  get nextExpiryScanAtMs(): number {
+    return this.nextExpiryScanMs
   }
 
   /** Scrubs node indices about to be freed from every set, so a node given a reused index is not taken to hold entries it never got. */
@@ -245,30 +259,21 @@ export class RouteTable {
   }
 
   /**
-   * The node a message for `name` should go to next, or undefined if no owner is reachable.
-   * When several nodes claim the name, the reachable claimant with the smallest id wins: the
-   * same answer at every node that can reach it, so a name never means two nodes at once
-   * (`nameConflicts` reports the claims).
+   * The node a message for `name` should go to next: its holder (names.ts), if reachable. A name
+   * has one holder in the table (later claims are refused), so every node that stored the same
+   * first claim gives the same answer.
    */
   resolve(name: string): { owner: NodeId; nextHop: NodeId; nhops: number } | undefined {
-    const owners = this.nameOwners.get(name)
-    if (owners === undefined) return undefined
-    let best: RouteEntry | undefined
-    for (const owner of owners) {
-      const entry = this.entries.get(owner)
-      if (entry === undefined || !entry.reachable) continue
-      if (best === undefined || owner < best.destination) best = entry
-    }
-    if (best === undefined) return undefined
-    invariant(best.fwd !== undefined, 'a reachable entry has a next hop')
-    return { owner: best.destination, nextHop: best.fwd, nhops: best.nhops }
+    const holder = this.nameHolders.holder(name)
+    const entry = holder === undefined ? undefined : this.entries.get(holder)
+    if (entry === undefined || !entry.reachable) return undefined
+    invariant(entry.fwd !== undefined, 'a reachable entry has a next hop')
+    return { owner: entry.destination, nextHop: entry.fwd, nhops: entry.nhops }
   }
 
-  /** Names claimed by more than one node, with the claimants (resolution picks the nearest). */
-  nameConflicts(): { name: string; owners: NodeId[] }[] {
-    const out: { name: string; owners: NodeId[] }[] = []
-    for (const [name, owners] of this.nameOwners) if (owners.size > 1) out.push({ name, owners: [...owners].sort() })
-    return out
+  /** Names whose claims were refused here, with their holder (names.ts). */
+  nameConflicts(): NameConflict[] {
+    return this.nameHolders.conflicts()
   }
 
   /**
@@ -302,9 +307,7 @@ export class RouteTable {
       }
     }
     for (const entry of this.dirty) invariant(this.entries.get(entry.destination) === entry, `dirty entry ${entry.destination} is in the table`)
-    for (const [name, owners] of this.nameOwners) {
-      for (const owner of owners) invariant(this.entries.get(owner)?.names.includes(name) === true, `name ${name} is indexed only for ${owner}, whose record claims it`)
-    }
+    this.nameHolders.checkInvariants((node, name) => this.entries.get(node)?.names.includes(name) === true)
   }
 
   private checkEntry(entry: RouteEntry, isNeighbour: (id: NodeId) => boolean): void {
@@ -318,17 +321,7 @@ export class RouteTable {
   }
 
   private indexNames(entry: RouteEntry, previous: readonly string[]): void {
-    for (const name of previous) {
-      if (entry.names.includes(name)) continue
-      const owners = this.nameOwners.get(name)
-      owners?.delete(entry.destination)
-      if (owners?.size === 0) this.nameOwners.delete(name)
-    }
-    for (const name of entry.names) {
-      let owners = this.nameOwners.get(name)
-      if (owners === undefined) this.nameOwners.set(name, (owners = new Set()))
-      owners.add(entry.destination)
-    }
+    this.nameHolders.recordChanged(entry.destination, previous, entry.names)
   }
 
   /** Our record's signature must follow every change of our seq, names or addresses. */

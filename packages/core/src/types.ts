@@ -58,7 +58,7 @@ export interface StepResult {
   readonly entriesApplied: number
   readonly messagesSent: number
   readonly entriesSent: number
-  /** When idle only because sends are held for dials in flight or back-offs: call `step` again then. */
+  /** When idle only because sends are held for dials in flight, a back-off ends or an unreachable entry is due to expire: call `step` again then. */
   readonly wakeAtMs: number | undefined
 }
 

@@ -1,6 +1,6 @@
 import { generateKeyPairSync, sign, verify, type KeyObject } from 'node:crypto'
 import { describe, expect, it } from 'vitest'
-import { PhoenixCore, PhoenixError, checkRoutesAgainstBfs, recordPayload, type RecordAuthority, type RouteAdvert, type UpdateMessage } from '../src/index.ts'
+import { DEFAULT_TIMING, PhoenixCore, PhoenixError, checkRoutesAgainstBfs, recordPayload, type RecordAuthority, type RouteAdvert, type UpdateMessage } from '../src/index.ts'
 import { TestNet, addressOf } from '../src/testing/index.ts'
 
 /** Ed25519 keys per node id; a node's id names its public key, as a libp2p peer id does. */
@@ -117,15 +117,21 @@ describe('signed origin records', () => {
     expect(verified).toBeLessThan(received)
   })
 
-  it('resolves a name claimed twice to the same owner everywhere and reports it', () => {
+  it('resolves a name claimed twice to its first holder everywhere, and the later claimant is told', () => {
     const net = new TestNet({ seed: 9 })
     const ids = ['a', 'b', 'c', 'd', 'e']
-    for (const id of ids) net.add({ id, hubs: id === 'a' ? [] : [addressOf('a')], names: id === 'b' || id === 'e' ? ['job'] : [] })
+    const ring = new KeyRing()
+    for (const id of ids.slice(0, 4)) net.add({ id, hubs: id === 'a' ? [] : [addressOf('a')], names: id === 'c' ? ['job'] : [], records: ring.authority(id) })
     net.runToQuiescence()
-    for (const id of ids) {
-      const core = net.cores.get(id)!
-      expect(core.resolve('job')?.owner).toBe('b')
-      expect(core.nameConflicts()).toEqual([{ name: 'job', owners: ['b', 'e'] }])
+    // b's signed record claiming the name comes after c's has been held for nameContentionMs: refused wherever c's is held.
+    net.advance(DEFAULT_TIMING.nameContentionMs + 1)
+    net.cores.get('b')!.addName('job')
+    net.add({ id: 'e', hubs: [addressOf('a')], names: ['job'], records: ring.authority('e') })
+    net.runToQuiescence()
+    for (const id of ids) expect(net.cores.get(id)!.resolve('job')?.owner, id).toBe('c')
+    for (const id of ['b', 'e']) {
+      expect(net.cores.get(id)!.names, id).not.toContain('job')
+      expect(net.cores.get(id)!.nameConflicts(), id).toEqual([{ name: 'job', holder: 'c', refused: [id] }])
     }
   })
 })

@@ -69,9 +69,13 @@ export interface Undeliverable {
 /** Several nodes claim one name (the `name:conflict` event); messages for it go to `winner`. */
 export interface NameConflict {
   readonly name: string
-  /** Every claimant we know of, ours included when `ours`. */
+  /** Every claimant we know of, the holder first, ours included when `ours`. */
   readonly owners: readonly string[]
-  /** The claimant `send` resolves the name to now (the reachable one with the smallest id), if any is reachable. */
+  /**
+   * The holder: the claimant that keeps the name (the first one, while its record lives; see the
+   * core README, "Names have holders"), and the node `send` resolves the name to. Undefined if
+   * the holder's entry has been forgotten since.
+   */
   readonly winner: string | undefined
   /** Whether this node is one of the claimants. */
   readonly ours: boolean

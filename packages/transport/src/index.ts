@@ -3,7 +3,7 @@ export type { NameConflict, PeerDropped, PhoenixComponents, PhoenixEvents, Phoen
 export { PHOENIX_PROTOCOL, TRANSPORT_LIMITS, TRANSPORT_TIMING, type TransportLimits, type TransportTiming } from './constants.ts'
 export { PhoenixTransportError, type TransportErrorCode, type TransportErrorDetails } from './errors.ts'
 export { WIRE_LIMITS, type UndeliverableReason } from '@phoenix-overlay/wire'
-export { createPhoenixLibp2p, subnetFirewall, type OverlayNodeOptions } from './node.ts'
+export { STRANGER_LIMITS, createPhoenixLibp2p, subnetFirewall, type OverlayNodeOptions, type StrangerLimits } from './node.ts'
 export { SshTunnels, SshTunnelError, SSH_TUNNEL_LIMITS, SSH_TUNNEL_TIMING, type SshTunnelErrorCode, type SshTunnelLease, type SshTunnelsInit } from './ssh-tunnel.ts'
 export { formatSshAddress, isSshAddress, parseSshAddress, type SshAddress } from './ssh-address.ts'
 export { advertisable, classifyAddress, orderForDialing, type AddressClass, type LocalView } from './address-classes.ts'

@@ -1,12 +1,13 @@
 import { noise } from '@chainsafe/libp2p-noise'
 import { yamux } from '@chainsafe/libp2p-yamux'
 import { generateKeyPair } from '@libp2p/crypto/keys'
-import type { ConnectionGater, PrivateKey } from '@libp2p/interface'
+import type { ConnectionGater, MultiaddrConnection, PrivateKey } from '@libp2p/interface'
 import { tcp } from '@libp2p/tcp'
 import type { Multiaddr } from '@multiformats/multiaddr'
 import { createLibp2p, type Libp2p } from 'libp2p'
 import { subnetFirewallAllows } from '@phoenix-overlay/core'
 import type { PhoenixInit } from './api.ts'
+import { PhoenixTransportError } from './errors.ts'
 import { privateNetwork } from './pnet/protector.ts'
 import { phoenix, type PhoenixNode } from './service.ts'
 
@@ -26,6 +27,74 @@ export interface OverlayNodeOptions extends PhoenixInit {
   privateNetworkKey?: Uint8Array
   /** Peer ids allowed to connect, in either direction; absent = anyone (with the key, if one is set). */
   allowedPeers?: string[]
+  /** What an inbound connection may cost before its handshake completes (defaults: `STRANGER_LIMITS`). */
+  strangers?: Partial<StrangerLimits>
+}
+
+/**
+ * What a stranger — an inbound connection whose handshake (private-network nonce, Noise) has not
+ * completed, so nobody knows who it is — may cost. Garbage sent by plain TCP clients used to be
+ * read, decrypted and buffered in full (1 MiB each: 200 of them took a node from 143 MB to 529 MB
+ * of RSS, kept). Bounded, a stranger costs at most `strangerBytesMax` for at most
+ * `strangerHandshakeTimeoutMs`, and at most `handshakesInProgressMax` of them at once.
+ */
+export const STRANGER_LIMITS = {
+  /**
+   * Bytes an inbound connection may send before its Noise handshake completes; past it the socket
+   * is aborted. An honest handshake is under 2 KiB (24-byte nonce, protocol selection, three Noise
+   * messages with the identity key); what follows it (muxer frames, the first Phoenix update) is
+   * sent only once the dialler has negotiated the stream, after the handshake is accepted here.
+   * 64 KiB is 30 times what is needed and caps what one stranger reads into memory.
+   */
+  strangerBytesMax: 16 * 1024,
+  /**
+   * Time an inbound connection has to complete the whole upgrade (libp2p's `inboundUpgradeTimeout`,
+   * default 10 s). A handshake is three round trips: 5 s covers an intercontinental link through
+   * an SSH tunnel with room to spare, and halves how long a silent stranger holds a slot.
+   */
+  strangerHandshakeTimeoutMs: 5_000,
+  /**
+   * Inbound handshakes in progress at once (libp2p's `maxIncomingPendingConnections`, default 10;
+   * more are refused at once and the dialler retries after its back-off). A hub is dialled by every
+   * node at start-up; a loopback handshake takes a few milliseconds, so 128 admits a few hundred
+   * nodes within a back-off or two, and bounds strangers' buffers to 128 × strangerBytesMax (8 MiB).
+   */
+  handshakesInProgressMax: 128,
+}
+
+export type StrangerLimits = { -readonly [K in keyof typeof STRANGER_LIMITS]: number }
+
+/**
+ * The caller's gater, plus the byte budget of strangers: every inbound connection is metered from
+ * the moment it is accepted (`denyInboundConnection`) until its handshake has authenticated the
+ * peer (`denyInboundEncryptedConnection`); past `bytesMax` it is aborted. The meter wraps the
+ * connection's `onData` (where the TCP transport hands over each socket chunk), so it counts
+ * bytes as they are read, before any protector or decoder buffers them.
+ */
+function strangerGater(gater: ConnectionGater | undefined, bytesMax: number): ConnectionGater {
+  type Metered = MultiaddrConnection & { onData?: (data: Uint8Array) => void }
+  return {
+    ...gater,
+    denyInboundConnection: async (maConn) => {
+      if ((await gater?.denyInboundConnection?.(maConn)) === true) return true
+      const conn = maConn as Metered
+      const onData = conn.onData
+      if (typeof onData !== 'function') return false // a transport without the hook: the timeout and the pending limit still bound it
+      let bytes = 0
+      conn.onData = (data: Uint8Array) => {
+        bytes += data.byteLength
+        if (bytes <= bytesMax) return onData.call(conn, data)
+        conn.onData = () => undefined
+        conn.abort(new Error(`a stranger sent more than ${bytesMax} bytes before its handshake completed (strangerBytesMax)`))
+      }
+      return false
+    },
+    denyInboundEncryptedConnection: async (peer, maConn) => {
+      // Authenticated: from here on the peer is a member, policed by its links and the routing core.
+      delete (maConn as Metered).onData
+      return (await gater?.denyInboundEncryptedConnection?.(peer, maConn)) ?? false
+    },
+  }
 }
 
 /** The caller's gater, narrowed to `allowedPeers` when a list is given. */
@@ -47,8 +116,8 @@ function membershipGater(gater: ConnectionGater | undefined, allowedPeers: strin
  * - `inboundConnectionThreshold`: libp2p accepts at most 5 inbound connections per second from
  *   one host by default, against connection floods. Every local node shares 127.0.0.1, and at
  *   start-up every node dials the hubs at once, so the limit is raised to 10,000/s.
- * - `maxIncomingPendingConnections`: connections being upgraded at once (default 10); a hub
- *   receives a connection from every node at start, so 1,024.
+ * - strangers (`STRANGER_LIMITS`): handshakes in progress at once (`maxIncomingPendingConnections`),
+ *   the time one may take (`inboundUpgradeTimeout`) and the bytes a connection may send before it.
  * - `maxConnections`: open connections (default 300), raised to 2,048 so a clique of a few
  *   hundred nodes plus dials in flight fits.
  * - the connection monitor pings every connection and closes those that do not answer. It is
@@ -58,19 +127,24 @@ function membershipGater(gater: ConnectionGater | undefined, allowedPeers: strin
  *   alive but whose process is hung.
  */
 export async function createPhoenixLibp2p(options: OverlayNodeOptions): Promise<{ libp2p: Libp2p<{ phoenix: PhoenixNode }>; phoenix: PhoenixNode }> {
-  const { listen, privateKey, connectionGater, privateNetworkKey, allowedPeers, ...init } = options
-  const gater = membershipGater(connectionGater, allowedPeers)
+  const { listen, privateKey, connectionGater, privateNetworkKey, allowedPeers, strangers, ...init } = options
+  const stranger = { ...STRANGER_LIMITS, ...strangers }
+  for (const [key, value] of Object.entries(stranger)) {
+    if (!Number.isInteger(value) || value < 1) throw new PhoenixTransportError('INVALID_INPUT', `strangers.${key} must be a positive integer, got ${String(value)}`)
+  }
+  const gater = strangerGater(membershipGater(connectionGater, allowedPeers), stranger.strangerBytesMax)
   const libp2p = await createLibp2p({
     privateKey: privateKey ?? (await generateKeyPair('Ed25519')),
     addresses: { listen },
     transports: [tcp()],
     connectionEncrypters: [noise()],
     streamMuxers: [yamux()],
-    ...(gater !== undefined ? { connectionGater: gater } : {}),
+    connectionGater: gater,
     ...(privateNetworkKey !== undefined ? { connectionProtector: privateNetwork({ psk: privateNetworkKey }) } : {}),
     connectionManager: {
       inboundConnectionThreshold: 10_000,
-      maxIncomingPendingConnections: 1_024,
+      maxIncomingPendingConnections: stranger.handshakesInProgressMax,
+      inboundUpgradeTimeout: stranger.strangerHandshakeTimeoutMs,
       maxConnections: 2_048,
     },
     connectionMonitor: { enabled: false },

@@ -75,7 +75,10 @@ export class Session implements DriverSink {
 
   /** Conflicts among the names we know of, now. */
   nameConflicts(): NameConflict[] {
-    return this.core.nameConflicts().map(({ name, owners }) => ({ name, owners, winner: this.core.resolve(name)?.owner ?? (this.core.names.includes(name) ? this.parts.id : undefined), ours: owners.includes(this.parts.id) }))
+    return this.core.nameConflicts().map(({ name, holder, refused }) => {
+      const owners = [...(holder !== undefined ? [holder] : []), ...refused]
+      return { name, owners, winner: holder, ours: owners.includes(this.parts.id) }
+    })
   }
 
   /** Raises `name:conflict` once for each new conflict (a name, its set of claimants). */

@@ -1,0 +1,59 @@
+import { invariant } from './errors.ts'
+import type { CoreParts } from './parts.ts'
+import type { RouteTable } from './table.ts'
+
+/**
+ * Expiry on a timer: unreachable entries are forgotten `unreachableRetentionMs` after their loss,
+ * and the core says when the next one is due (`nextWakeMs`, the idle step's `wakeAtMs`), so an
+ * idle node's table shrinks without traffic. Time comes in; nothing here reads a clock.
+ */
+export class Expiry {
+  /**
+   * The oldest `changedAtMs` of the unreachable entries we know of (Infinity: none): the last
+   * expiry scan's, lowered by every entry that became unreachable since. Its retention deadline is
+   * when the node must wake to forget it, even with nothing else to do.
+   */
+  private unreachableSinceMs = Number.POSITIVE_INFINITY
+
+  /** When the oldest unreachable entry we know of is due to be forgotten (no earlier than the next expiry scan), or undefined if none is. */
+  dueMs(p: CoreParts): number | undefined {
+    if (this.unreachableSinceMs === Number.POSITIVE_INFINITY) return undefined
+    return Math.max(this.unreachableSinceMs + p.timing.unreachableRetentionMs, p.table.nextExpiryScanAtMs)
+  }
+
+  /** Entries that changed since the last send round and are unreachable now start their retention. */
+  noteUnreachable(table: RouteTable): void {
+    for (const entry of table.dirty) {
+      if (!entry.reachable && entry !== table.own && entry.changedAtMs < this.unreachableSinceMs) this.unreachableSinceMs = entry.changedAtMs
+    }
+  }
+
+  /** Forgets unreachable entries kept longer than unreachableRetentionMs, and frees their node indices. */
+  expire(p: CoreParts, nowMs: number): void {
+    const { nodeIndex, numbering, table, neighbours } = p
+    const forgotten: number[] = []
+    const scanAtMs = table.nextExpiryScanAtMs
+    const expired = table.expire(nowMs, p.timing.unreachableRetentionMs)
+    if (table.nextExpiryScanAtMs !== scanAtMs) this.unreachableSinceMs = table.oldestUnreachableMs
+    for (const { entry, names } of expired) {
+      if (entry.introducedBy !== undefined) p.police.forgotten(entry.introducedBy, names)
+      // No longer remembered: its addresses are not kept dialled any more.
+      p.book.forgetLost(entry.destination)
+      p.traffic.entriesExpired++
+      const index = nodeIndex.get(entry.destination)
+      if (index !== undefined && !neighbours.has(entry.destination)) forgotten.push(index)
+    }
+    if (forgotten.length === 0) return
+    table.forgetIndices(forgotten)
+    // A shared numbering is never released: other cores may still use the number.
+    if (numbering === undefined) {
+      for (const index of forgotten) {
+        const id = nodeIndex.id(index)
+        invariant(id !== undefined, 'a forgotten destination was numbered')
+        nodeIndex.release(id)
+      }
+    }
+    // A cached slot map could name a released index that is later reused for another node.
+    for (const neighbour of neighbours.values()) neighbour.senderSlots = undefined
+  }
+}
