@@ -126,8 +126,10 @@ describe('expiry on a timer', () => {
     const retentionMs = 10_000
     const net = new TestNet({ seed: 14 })
     const timing = { unreachableRetentionMs: retentionMs }
+    // Re-dialling lost neighbours (redial.test.ts) would wake `a` on its own; off, so the only wake-up is the expiry.
+    const limits = { lostRedialsPerSecondMax: 0 }
     net.add({ id: 'h', timing })
-    for (const id of ['a', 'b']) net.add({ id, hubs: [addressOf('h')], timing })
+    for (const id of ['a', 'b']) net.add({ id, hubs: [addressOf('h')], timing, limits })
     net.runToQuiescence()
     const a = net.cores.get('a')!
     const before = a.destinationCount
@@ -157,7 +159,9 @@ describe('expiry on a timer', () => {
   it('the idle step says when to wake for the next expiry', () => {
     const net = new TestNet({ seed: 15 })
     const timing = { unreachableRetentionMs: 5_000 }
-    for (const id of ['h', 'a', 'x']) net.add({ id, hubs: id === 'h' ? [] : [addressOf('h')], timing })
+    // Re-dialling lost neighbours would wake `a` sooner; off, so the only wake-up is the expiry.
+    const limits = { lostRedialsPerSecondMax: 0 }
+    for (const id of ['h', 'a', 'x']) net.add({ id, hubs: id === 'h' ? [] : [addressOf('h')], timing, limits })
     net.runToQuiescence()
     net.advance(1_234)
     net.crash('x')
