@@ -175,7 +175,7 @@ function heardFromOwner(p: CoreParts, owner: Neighbour, seq: number): void {
   owner.ownerSeqHeard = seq
   const entry = p.table.get(owner.id)
   if (entry === undefined || !seqNewer(entry.seq, seq)) return
-  entry.trans = entry.trans.without(owner.index)
+  entry.trans = p.table.holders.without(entry.trans, owner.index)
   entry.rcpt = p.table.holders.without(entry.rcpt, owner.index)
   p.table.dirty.add(entry)
 }

@@ -165,8 +165,8 @@ export const CORE_CONSTANTS = {
    */
   directRouteHolderHopsMax: 2,
   /**
-   * Distinct rcpt sets one table interns before starting afresh (`HolderSets`). A node holds a few
-   * distinct rcpt sets per neighbourhood shape; past this many, sets no entry holds any more would
+   * Distinct trans/rcpt sets one table interns before starting afresh (`HolderSets`). A node holds
+   * a few distinct sets per neighbourhood shape; past this many, sets no entry holds any more would
    * be kept alive (at most this many bitsets of the known nodes) for little sharing.
    */
   holderSetsMax: 4_096,

@@ -2,15 +2,16 @@ import { invariant } from './errors.ts'
 import { NodeSet } from './nodeset.ts'
 
 /**
- * rcpt sets, interned: equal sets are one frozen object. rcpt follows the topology (who got an
- * entry from the hub, a subnet's members), so the tables of a whole simulation hold a few thousand
- * distinct rcpt sets among millions of entries (400 processes, three subnets: 1,193 distinct among
- * 160,000), while one copy per entry costs N bits each (N³ bits in all). rcpt never goes on the
- * wire, so sharing it changes nothing anyone sees.
+ * trans and rcpt sets, interned: equal sets are one frozen object. Holders follow the topology
+ * (who got an entry from the hub, a subnet's members), so the tables of a whole simulation hold a
+ * few thousand distinct sets among millions of entries (400 processes, three subnets: 1,193
+ * distinct rcpt and 1,592 distinct trans among 160,000 entries), while one copy per entry costs N
+ * bits each (N³ bits in all). Sharing changes nothing anyone sees: rcpt never goes on the wire,
+ * and a message carries each distinct trans set once, by content.
  *
- * An interned set is never changed in place: forgetting a node gives a new set (`without`). One
- * table per core, or one for every core of a simulator (`SharedNumbering.holders`): the sets are
- * in the shared numbering there, so a set one core made serves them all.
+ * An interned set is never changed in place: a new holder or a forgotten node gives another set.
+ * One table per core, or one for every core of a simulator (`SharedNumbering.holders`): the sets
+ * are in the shared numbering there, so a set one core made serves them all.
  */
 export class HolderSets {
   private readonly buckets = new Map<number, NodeSet[]>()
@@ -37,6 +38,16 @@ export class HolderSets {
       for (const known of bucket) if (known.equalsUnion(a, holder, b)) return known
     }
     return this.add(hash, NodeSet.union(a, holder, b).freeze())
+  }
+
+  /** The one set equal to `set` (`set` itself, frozen, if its content is new). */
+  intern(set: NodeSet): NodeSet {
+    const hash = NodeSet.unionHash(set, -1, undefined)
+    const bucket = this.buckets.get(hash)
+    if (bucket !== undefined) {
+      for (const known of bucket) if (known === set || known.equalsUnion(set, -1, undefined)) return known
+    }
+    return this.add(hash, set.freeze())
   }
 
   /** The one set equal to `set` without `slot` (`set` itself if it lacks it). */

@@ -105,7 +105,7 @@ class SendRound {
       trans.add(index)
       slots.push(neighbours.slotOfIndex(index))
     })
-    return { slots, trans: trans.frozen ? trans : trans.freeze() }
+    return { slots, trans: trans === entry.trans ? trans : this.p.table.holders.intern(trans) }
   }
 
   /** Our record waits for each new neighbour's hello: it may hold it already. Returns our entry's new trans. */
@@ -114,7 +114,7 @@ class SendRound {
     for (const slot of decision.slots) {
       const peer = this.p.neighbours.at(slot)
       invariant(peer !== undefined, 'a send decision names only occupied slots')
-      if (peer.ownWaitsForHello) trans = trans.without(peer.index)
+      if (peer.ownWaitsForHello) trans = this.p.table.holders.without(trans, peer.index)
       else this.push(slot, own)
     }
     return trans

@@ -4,9 +4,9 @@ import type { NodeSet } from './nodeset.ts'
 import type { UpdateMessage } from './types.ts'
 
 /**
- * Distinct rcpt sets the shared table remembers before starting afresh: a simulation of 2,000
- * processes holds a few thousand; past this many, garbage kept alive (at most this many sets of
- * N bits: 16 MB at 2,000 processes) would outweigh sharing.
+ * Distinct trans/rcpt sets the shared table remembers before starting afresh: a simulation of
+ * 400 processes holds under 3,000; past this many, garbage kept alive (at most this many sets of
+ * N bits, with their object headers: about 30 MB at 2,000 processes) would outweigh sharing.
  */
 const SHARED_HOLDER_SETS_MAX = 65_536
 
@@ -20,7 +20,7 @@ const SHARED_HOLDER_SETS_MAX = 65_536
  */
 export class SharedNumbering {
   readonly index: NodeIndex
-  /** rcpt sets in the shared numbering, one object per content for every core (see `HolderSets`). */
+  /** trans/rcpt sets in the shared numbering, one object per content for every core (see `HolderSets`). */
   readonly holders = new HolderSets(SHARED_HOLDER_SETS_MAX)
   /** Held weakly: a message forgotten by the simulator takes its sets with it. */
   private readonly sets = new WeakMap<UpdateMessage, readonly NodeSet[]>()

@@ -136,8 +136,8 @@ export class RouteTable {
     if (!transLacks && !rcptLacks) return
     if (holderCovered) entry.rcptHopsMax = Math.max(entry.rcptHopsMax, senderHops)
     if (set !== undefined) entry.rcptHopsMax = Math.max(entry.rcptHopsMax, senderHops + 1)
-    // A set that holds them all already stays as it is (shared, if it was): no copy for nothing.
-    if (transLacks) entry.trans = withHolders(entry.trans, holder, set)
+    // A set that holds them all already stays as it is.
+    if (transLacks) entry.trans = this.holders.union(entry.trans, holder, set)
     if (rcptLacks) entry.rcpt = this.holders.union(entry.rcpt, holder, set)
   }
 
@@ -159,7 +159,7 @@ export class RouteTable {
    */
   neighbourGone(peer: NodeId, index: number, nowMs: number): void {
     for (const entry of this.entries.values()) {
-      entry.trans.forget(index)
+      entry.trans = this.holders.without(entry.trans, index)
       entry.rcpt = this.holders.without(entry.rcpt, index)
       if (entry.fwd === peer && entry.reachable && entry !== this.own) this.invalidate(entry, nowMs)
     }
@@ -252,7 +252,7 @@ export class RouteTable {
   forgetIndices(indices: readonly number[]): void {
     for (const entry of this.entries.values()) {
       for (const index of indices) {
-        entry.trans.forget(index)
+        entry.trans = this.holders.without(entry.trans, index)
         entry.rcpt = this.holders.without(entry.rcpt, index)
       }
     }
@@ -335,19 +335,4 @@ export class RouteTable {
 /** Whether `s` lacks `holder` (if ≥ 0) or a member of `set` (if given). */
 function lacksHolders(s: NodeSet, holder: number, set: NodeSet | undefined): boolean {
   return (holder >= 0 && !s.has(holder)) || (set !== undefined && !s.containsAll(set))
-}
-
-/**
- * trans `s` with `holder` (if ≥ 0) and the members of `set` (if given) added. A frozen set is
- * shared (the empty set, or one send decision's trans) and is copied; an unfrozen one belongs to
- * this entry's trans alone (nothing else ever holds it) and grows in place. Holders grow one
- * neighbour at a time, so copying on every new holder was the simulator's largest cost (a copy of
- * N bits per note, N² notes per node). rcpt is interned instead (`HolderSets`): it never goes on
- * the wire, and few distinct rcpt sets exist.
- */
-function withHolders(s: NodeSet, holder: number, set: NodeSet | undefined): NodeSet {
-  const own = s.frozen ? s.clone() : s
-  if (holder >= 0) own.add(holder)
-  if (set !== undefined) own.addAll(set)
-  return own
 }
