@@ -82,7 +82,9 @@ if (options.role === 'node') {
  * Reaches past `PhoenixNode`'s public API on purpose: a bench may look inside, the node may not.
  */
 function core(): PhoenixCore {
-  return (phoenix as unknown as { routing: PhoenixCore }).routing
+  const core = (phoenix as unknown as { session: { core: PhoenixCore } | undefined }).session?.core
+  if (core === undefined) throw new Error('member-node: the Phoenix service has no running session')
+  return core
 }
 
 function conflictsOf() {
