@@ -16,9 +16,10 @@
 import { createInterface } from 'node:readline'
 import { generateKeyPair } from '@libp2p/crypto/keys'
 import { peerIdFromPrivateKey } from '@libp2p/peer-id'
+import { LengthPrefixedDecoder } from '@libp2p/utils'
 import { multiaddr } from '@multiformats/multiaddr'
 import { recordPayload, type PhoenixCore, type CoreLimits, type CoreTiming, type RouteAdvert } from '@phoenix-overlay/core'
-import { encodeFrame } from '@phoenix-overlay/wire'
+import { WIRE_LIMITS, decodeFrame, encodeFrame } from '@phoenix-overlay/wire'
 import * as varint from 'uint8-varint'
 import { PHOENIX_PROTOCOL, createPhoenixLibp2p } from '../src/index.ts'
 
@@ -131,8 +132,15 @@ async function flood(): Promise<void> {
   }
   const connection = await libp2p.dial(multiaddr(hub))
   const stream = await connection.newStream(PHOENIX_PROTOCOL)
-  // Read and forget whatever the hub sends, so its queue toward us never fills.
-  stream.addEventListener('message', () => undefined)
+  // Read whatever the hub sends, so its queue toward us never fills, and answer its liveness
+  // probes (a member that stays silent is rightly declared down after deadAfterSilenceMs).
+  const decoder = new LengthPrefixedDecoder({ maxDataLength: WIRE_LIMITS.frameBytesMax })
+  stream.addEventListener('message', (event) => {
+    for (const bytes of decoder.decode(event.data)) {
+      const frame = decodeFrame(bytes.subarray())
+      if (frame.kind === 'probe' && !frame.probe.reply) stream.send(prefixed(encodeFrame({ kind: 'probe', probe: { nonce: frame.probe.nonce, reply: true } })))
+    }
+  })
   const write = async (entries: RouteAdvert[], hello: boolean) => {
     const frame = encodeFrame({ kind: 'update', update: { neighbourSlots: [], transSets: [], entries, ...(hello ? { hello: { receiverSeq: undefined } } : {}) } })
     if (!stream.send(prefixed(frame))) await stream.onDrain()

@@ -14,7 +14,11 @@ import { PhoenixTransportError } from './errors.ts'
  *   the core hears connectionDown, so routes through it are withdrawn;
  * - silence while we ourselves did not read (our reader paused for our own backpressure) or while
  *   our own process did not run (the checks came late: we were stopped, swapped out, or blocked)
- *   is ours, not the neighbour's: it is forgiven and the count starts again.
+ *   is ours, not the neighbour's: it is forgiven and the count starts again;
+ * - while our reader is paused, the neighbour cannot hear our answers to its probes (they wait
+ *   behind the frames we do not read), so we send it a probe every `probeAfterIdleMs` ourselves:
+ *   a frame from us proves to it that we are alive, only busy. Without this, a node whose core
+ *   falls behind (a flood of records to verify) was declared dead by the neighbour feeding it.
  */
 export interface LivenessTiming {
   /** Silence after which a probe is sent (and sent again, while the silence lasts). */
@@ -45,6 +49,8 @@ export class Liveness {
   private lastHeardMs: number
   private lastProbeMs: number | undefined
   private lastCheckMs: number
+  /** When we last told the neighbour we are alive while our reader was paused. */
+  private lastBusyProbeMs = Number.NEGATIVE_INFINITY
   private nonce = 0
   /** Probes sent since the neighbour was last heard. */
   private probesUnanswered = 0
@@ -81,7 +87,11 @@ export class Liveness {
     if (readerPaused || late) {
       if (late) this.stallsForgiven++
       this.heard(nowMs)
-      return { action: 'none' }
+      if (!readerPaused || nowMs - this.lastBusyProbeMs < this.timing.probeAfterIdleMs) return { action: 'none' }
+      this.lastBusyProbeMs = nowMs
+      this.nonce = (this.nonce + 1) >>> 0
+      this.probesSent++
+      return { action: 'probe', nonce: this.nonce }
     }
     const silence = this.silenceMs(nowMs)
     if (silence >= this.timing.deadAfterSilenceMs) {

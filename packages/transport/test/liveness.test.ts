@@ -48,9 +48,13 @@ describe('liveness (pure timing decisions)', () => {
     expect(alive.probesSent).toBe(0)
   })
 
-  it('silence while our own reader is paused is ours, not the neighbour’s', () => {
+  it('silence while our own reader is paused is ours, not the neighbour’s; meanwhile we tell the neighbour we are alive', () => {
     const alive = new Liveness(timing, 0)
-    expect(run(alive, 500, 30_000, true)).toEqual([])
+    // Never dead while paused, and a probe of ours every probeAfterIdleMs, so the neighbour, whose
+    // answers we do not read, hears from us (without it, it declared us dead after 6 s).
+    const paused = run(alive, 500, 30_000, true)
+    expect(paused.map((d) => d.decision.action).every((a) => a === 'probe')).toBe(true)
+    expect(paused.map((d) => d.atMs)).toEqual(Array.from({ length: 15 }, (_, i) => 500 + i * 2_000))
     // Once reading resumes, the neighbour gets the full bound again.
     expect(run(alive, 30_500, 36_000).map((d) => d.decision.action)).toEqual(['probe', 'probe', 'dead'])
   })
