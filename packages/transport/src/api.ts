@@ -3,12 +3,20 @@ import type { AddressManager, ConnectionManager, Registrar } from '@libp2p/inter
 import type { CoreLimits, CoreTiming, RouteView, RoutingMode } from '@phoenix-overlay/core'
 import type { UndeliverableReason } from '@phoenix-overlay/wire'
 import type { TransportLimits, TransportTiming } from './constants.ts'
+import type { Member, NameChange } from './groups.ts'
+import type { Topology } from './topology.ts'
 
 export interface PhoenixInit {
   /** Multiaddrs known at start (the hubs); everything else is discovered. */
   hubs?: string[]
   /** Logical names this node answers to (more can be added at run time). */
   names?: string[]
+  /**
+   * This node's site (topology level 1; see topology.ts): letters, digits, '.', '_', ':', '-'.
+   * Default: derived from its address (an IPv4 /24, an IPv6 /64). Declared, it travels as one
+   * reserved name in the node's record.
+   */
+  site?: string
   /** 'optimized' (default) or 'naive' DSDV. */
   mode?: RoutingMode
   /** Dial addresses learned from routing updates (default true). Off: only the hubs are dialled (an "offline" configuration that lists every connection). */
@@ -82,6 +90,10 @@ export interface PhoenixEvents {
   undeliverable: CustomEvent<Undeliverable>
   'peer:dropped': CustomEvent<PeerDropped>
   'name:conflict': CustomEvent<NameConflict>
+  /** A name became reachable, or moved to another owner (groups.ts: at most `GROUP_TIMING.scanIntervalMs` after the route). */
+  'name:up': CustomEvent<NameChange>
+  /** A name was lost: its owner crashed, left, was cut off, or dropped the name. */
+  'name:down': CustomEvent<NameChange>
 }
 
 export interface SendOptions {
@@ -118,4 +130,7 @@ export interface PhoenixService extends TypedEventTarget<PhoenixEvents>, Startab
   peers(): string[]
   nameConflicts(): NameConflict[]
   metricsText(): string
+  topology(): Topology
+  members(pattern: string): Member[]
+  watch(pattern: string): AsyncIterableIterator<NameChange>
 }

@@ -12,6 +12,8 @@ import { Metrics } from './metrics.ts'
 import type { NodeParts } from './parts.ts'
 import { Sends, type Route } from './sends.ts'
 import { Session } from './session.ts'
+import { Groups, reachableNames, type Member, type NameChange } from './groups.ts'
+import { buildTopology, checkSiteLabel, isReservedName, siteName, type Topology } from './topology.ts'
 import { checkName, checkSendOptions, coreErrorToTransport } from './validate.ts'
 
 type State = 'stopped' | 'starting' | 'started' | 'leaving'
@@ -40,6 +42,7 @@ export class PhoenixNode extends TypedEventEmitter<PhoenixEvents> implements Pho
   private session: Session | undefined
   private leaving: Promise<void> | undefined
   private starting: Promise<void> | undefined
+  private readonly groups: Groups
 
   constructor(
     private readonly components: PhoenixComponents,
@@ -51,6 +54,8 @@ export class PhoenixNode extends TypedEventEmitter<PhoenixEvents> implements Pho
     this.timing = { ...TRANSPORT_TIMING, ...init.timing }
     checkLivenessTiming(this.timing)
     for (const hub of init.hubs ?? []) this.checkHub(hub)
+    if (init.site !== undefined) checkSiteLabel(init.site)
+    this.groups = new Groups(() => (this.session ? reachableNames(this.session.core) : new Map()), (change) => this.safeDispatchEvent(change.type === 'up' ? 'name:up' : 'name:down', { detail: change }))
     this.inbox = new Inbox(this.limits, () => this.listenerCount('message'), (message) => this.safeDispatchEvent('message', { detail: message }))
     this.sends = new Sends(this.limits)
     this.parts = {
@@ -64,6 +69,7 @@ export class PhoenixNode extends TypedEventEmitter<PhoenixEvents> implements Pho
       inbox: this.inbox,
       sends: this.sends,
       emit: (type, detail) => this.safeDispatchEvent(type, { detail }),
+      routesChanged: () => this.groups.refresh(),
     }
     this.metrics.registerWith(components.metrics, () => this.gauges())
   }
@@ -99,6 +105,7 @@ export class PhoenixNode extends TypedEventEmitter<PhoenixEvents> implements Pho
     }
     this.session = session
     this.state = 'started'
+    this.groups.start()
   }
 
   afterStart(): void {
@@ -128,6 +135,7 @@ export class PhoenixNode extends TypedEventEmitter<PhoenixEvents> implements Pho
     this.leaving = undefined
     this.state = 'stopped'
     session?.driver.stop()
+    this.groups.stop()
     await this.components.registrar.unhandle(this.parts.protocol).catch(() => undefined)
     this.sends.failAll()
     this.inbox.endAll()
@@ -139,7 +147,7 @@ export class PhoenixNode extends TypedEventEmitter<PhoenixEvents> implements Pho
       id: this.id,
       addresses: this.ownAddresses(),
       hubs: init.hubs ?? [],
-      names: init.names ?? [],
+      names: [...(init.names ?? []), ...(init.site === undefined ? [] : [siteName(init.site, this.id)])],
       mode: init.mode ?? 'optimized',
       discovery: init.discovery ?? true,
       ...(init.signRecords === false ? {} : { records: this.recordAuthority() }),
@@ -263,9 +271,11 @@ export class PhoenixNode extends TypedEventEmitter<PhoenixEvents> implements Pho
   addName(name: string): void {
     checkName('name', name)
     const session = this.running('addName')
+    if (isReservedName(name)) throw invalidInput('name', `${JSON.stringify(name)}: names starting with '@' are reserved for the overlay`)
     coreErrorToTransport('name', () => session.core.addName(name))
     session.checkNameConflicts()
     session.driver.schedule()
+    this.groups.refresh()
   }
 
   removeName(name: string): void {
@@ -273,12 +283,32 @@ export class PhoenixNode extends TypedEventEmitter<PhoenixEvents> implements Pho
     session.core.removeName(name)
     session.checkNameConflicts()
     session.driver.schedule()
+    this.groups.refresh()
+  }
+
+  // ------------------------------------------------------------------ jobs: topology and groups (topology.ts, groups.ts)
+
+  /** Levels and colors of every reachable node, as this node sees them (empty when not running). */
+  topology(): Topology {
+    const session = this.session
+    if (session === undefined) return buildTopology({ id: this.id, names: [], addresses: [] }, [], [])
+    return buildTopology({ id: this.id, names: session.core.names, addresses: session.core.addresses }, session.core.routes(), session.neighbours.ids())
+  }
+
+  /** The reachable names matching `pattern` (`*`: any characters), with their owners. */
+  members(pattern: string): Member[] {
+    return this.groups.members(pattern)
+  }
+
+  /** `up` for each member now, then every `name:up` / `name:down` of `pattern`, as an async iterator. */
+  watch(pattern: string): AsyncIterableIterator<NameChange> {
+    return this.groups.watch(pattern)
   }
 
   // ------------------------------------------------------------------ queries (empty when not running)
 
   get names(): readonly string[] {
-    return this.session?.core.names ?? []
+    return (this.session?.core.names ?? []).filter((name) => !isReservedName(name))
   }
 
   /** Every destination known, reachable or not. */
