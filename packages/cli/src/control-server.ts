@@ -25,7 +25,7 @@ class ControlError extends Error {
 }
 
 const USAGE =
-  'GET /status /routes /peers /metrics /messages?name=&count=, POST /send?name=&ack=1&waitMs= (body: the message), POST /names?add=&remove=, POST /hubs?add='
+  'GET /status /routes /peers /topology /members?pattern= /metrics /messages?name=&count=, POST /send?name=&ack=1&waitMs= (body: the message), POST /names?add=&remove=, POST /hubs?add='
 
 const STATUS_OF: Record<string, number> = { NO_ROUTE: 404, QUEUE_FULL: 503, NOT_STARTED: 503, ACK_TIMEOUT: 504, UNDELIVERABLE: 502, RECEIVER_TOO_SLOW: 503 }
 
@@ -118,6 +118,8 @@ async function route(target: ControlTarget, req: IncomingMessage, res: ServerRes
   const at = `${req.method} ${url.pathname}`
   if (at === 'GET /routes') return reply(res, 200, phoenix.routes())
   if (at === 'GET /peers') return reply(res, 200, phoenix.peers())
+  if (at === 'GET /topology') return reply(res, 200, phoenix.topology())
+  if (at === 'GET /members') return reply(res, 200, phoenix.members(url.searchParams.get('pattern') ?? ''))
   if (at === 'GET /metrics') return reply(res, 200, phoenix.metricsText(), 'text/plain; version=0.0.4')
   if (at === 'GET /messages') return streamMessages(target, req, res, url, streams)
   if (at === 'POST /send') return send(target, req, res, url)
