@@ -5,6 +5,7 @@ import type { UndeliverableReason } from '@phoenix-overlay/wire'
 import type { TransportLimits, TransportTiming } from './constants.ts'
 import type { Member, NameChange } from './groups.ts'
 import type { Topology } from './topology.ts'
+import type { BroadcastResult, CollectiveOptions, ReduceOptions, ReduceResult } from './collectives.ts'
 
 export interface PhoenixInit {
   /** Multiaddrs known at start (the hubs); everything else is discovered. */
@@ -133,4 +134,8 @@ export interface PhoenixService extends TypedEventTarget<PhoenixEvents>, Startab
   topology(): Topology
   members(pattern: string): Member[]
   watch(pattern: string): AsyncIterableIterator<NameChange>
+  broadcast(pattern: string, payload: Uint8Array, options?: CollectiveOptions & { ack?: boolean }): Promise<BroadcastResult>
+  reduce(pattern: string, tag: string, options: ReduceOptions): Promise<ReduceResult>
+  allreduce(pattern: string, tag: string, options: ReduceOptions): Promise<ReduceResult & { broadcast: BroadcastResult | undefined }>
+  contribute(name: string, tag: string, value: Uint8Array): void
 }

@@ -263,8 +263,8 @@ export class Collectives {
 
   private combine(op: ReduceOp, values: { name: string; bytes: Uint8Array }[], options: ReduceOptions): Uint8Array | undefined {
     if (values.length === 0) return undefined
-    if (op !== 'gather') return combineNumeric(op, values)
     const sorted = values.sort(byName)
+    if (op !== 'gather') return combineNumeric(op, sorted)
     return sorted.slice(1).reduce((acc, v) => options.combine!(acc, v.bytes), sorted[0]!.bytes)
   }
 
