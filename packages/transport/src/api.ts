@@ -131,11 +131,26 @@ export interface PhoenixService extends TypedEventTarget<PhoenixEvents>, Startab
   peers(): string[]
   nameConflicts(): NameConflict[]
   metricsText(): string
+  /** Levels (overlay, site, host) and colors of every reachable node, as this node sees them (topology.ts); empty when not running. */
   topology(): Topology
+  /** The reachable names matching `pattern` (`*`: any characters), with their owners, by name. Bad pattern: INVALID_INPUT naming `pattern`. */
   members(pattern: string): Member[]
+  /** `up` for each member now, then every `name:up` / `name:down` of `pattern`, as an async iterator (bounded: GROUP_LIMITS). */
   watch(pattern: string): AsyncIterableIterator<NameChange>
+  /**
+   * Sends `payload` to every member of `pattern`: one copy per remote site, which that site's
+   * relay fans out; members get it as a `message` from this node. With `ack`, resolves once every
+   * member answered, left, or `timeoutMs` passed, saying which got it. No member: NO_ROUTE.
+   */
   broadcast(pattern: string, payload: Uint8Array, options?: CollectiveOptions & { ack?: boolean }): Promise<BroadcastResult>
+  /**
+   * Combines the values the members of `pattern` contribute for `tag` (`contribute`): a numeric
+   * `op` over little-endian float64 arrays, combined at each site's relay, or your `combine`, here.
+   * Members that leave or give nothing within `timeoutMs` are listed in `missing`.
+   */
   reduce(pattern: string, tag: string, options: ReduceOptions): Promise<ReduceResult>
+  /** `reduce`, then an acknowledged broadcast of the result: every member gets it as a message. */
   allreduce(pattern: string, tag: string, options: ReduceOptions): Promise<ReduceResult & { broadcast: BroadcastResult | undefined }>
+  /** Our name `name`'s value for the next reduce over `tag`; held until one asks (at most COLLECTIVE_LIMITS.contributionsMax). */
   contribute(name: string, tag: string, value: Uint8Array): void
 }

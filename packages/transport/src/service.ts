@@ -6,14 +6,15 @@ import { WIRE_LIMITS, type DataFrame } from '@phoenix-overlay/wire'
 import type { NameConflict, PhoenixComponents, PhoenixEvents, PhoenixInit, PhoenixService, ReceivedMessage, SendOptions, SendResult } from './api.ts'
 import { OWN_ADDRESSES_MAX, PHOENIX_PROTOCOL, TRANSPORT_LIMITS, TRANSPORT_TIMING, type TransportLimits, type TransportTiming } from './constants.ts'
 import { PhoenixTransportError, invalidInput } from './errors.ts'
-import { Collectives, NodeInbox, type BroadcastResult, type CollectiveOptions, type ReduceOptions, type ReduceResult } from './collectives.ts'
+import { NodeInbox, type BroadcastResult, type CollectiveOptions, type ReduceOptions, type ReduceResult } from './collectives.ts'
+import { Jobs } from './jobs.ts'
 import { checkLivenessTiming } from './liveness.ts'
 import { Metrics } from './metrics.ts'
 import type { NodeParts } from './parts.ts'
 import { Sends, type Route } from './sends.ts'
 import { Session } from './session.ts'
-import { Groups, reachableNames, type Member, type NameChange } from './groups.ts'
-import { buildTopology, checkSiteLabel, isReservedName, siteName, type Topology } from './topology.ts'
+import type { Member, NameChange } from './groups.ts'
+import { checkSiteLabel, isReservedName, siteName, type Topology } from './topology.ts'
 import { checkName, checkSendOptions, coreErrorToTransport } from './validate.ts'
 
 type State = 'stopped' | 'starting' | 'started' | 'leaving'
@@ -37,13 +38,12 @@ export class PhoenixNode extends TypedEventEmitter<PhoenixEvents> implements Pho
   private readonly timing: TransportTiming
   private readonly log: Logger
   private readonly inbox: NodeInbox
-  private readonly collectives: Collectives
   private readonly sends: Sends
   private state: State = 'stopped'
   private session: Session | undefined
   private leaving: Promise<void> | undefined
   private starting: Promise<void> | undefined
-  private readonly groups: Groups
+  private readonly jobs: Jobs
 
   constructor(
     private readonly components: PhoenixComponents,
@@ -56,7 +56,6 @@ export class PhoenixNode extends TypedEventEmitter<PhoenixEvents> implements Pho
     checkLivenessTiming(this.timing)
     for (const hub of init.hubs ?? []) this.checkHub(hub)
     if (init.site !== undefined) checkSiteLabel(init.site)
-    this.groups = new Groups(() => (this.session ? reachableNames(this.session.core) : new Map()), (change) => this.nameChanged(change))
     this.inbox = new NodeInbox(this.limits, () => this.listenerCount('message'), (message) => this.safeDispatchEvent('message', { detail: message }))
     this.sends = new Sends(this.limits)
     this.parts = {
@@ -70,20 +69,11 @@ export class PhoenixNode extends TypedEventEmitter<PhoenixEvents> implements Pho
       inbox: this.inbox,
       sends: this.sends,
       emit: (type, detail) => this.safeDispatchEvent(type, { detail }),
-      routesChanged: () => this.groups.refresh(),
+      routesChanged: () => this.jobs.groups.refresh(),
     }
     this.metrics.registerWith(components.metrics, () => this.gauges())
-    this.collectives = new Collectives({
-      id: this.id,
-      log: this.log,
-      topology: () => this.topology(),
-      members: (pattern) => this.members(pattern),
-      ownNames: () => this.session?.core.names ?? [],
-      allocateId: () => this.sends.allocate(undefined),
-      sendToNode: (node, bytes) => this.sendToNode(node, bytes),
-      deliver: (message) => this.inbox.accept(message),
-    })
-    this.inbox.nodeMessages = (message) => this.collectives.handle(message)
+    const emitChange = (change: NameChange) => this.safeDispatchEvent(change.type === 'up' ? 'name:up' : 'name:down', { detail: change })
+    this.jobs = new Jobs({ id: this.id, log: this.log, sends: this.sends, inbox: this.inbox, running: (what) => this.running(what), current: () => this.session, emit: emitChange })
   }
 
   get id(): string {
@@ -117,7 +107,7 @@ export class PhoenixNode extends TypedEventEmitter<PhoenixEvents> implements Pho
     }
     this.session = session
     this.state = 'started'
-    this.groups.start()
+    this.jobs.start()
   }
 
   afterStart(): void {
@@ -147,8 +137,7 @@ export class PhoenixNode extends TypedEventEmitter<PhoenixEvents> implements Pho
     this.leaving = undefined
     this.state = 'stopped'
     session?.driver.stop()
-    this.groups.stop()
-    this.collectives.stop()
+    this.jobs.stop()
     await this.components.registrar.unhandle(this.parts.protocol).catch(() => undefined)
     this.sends.failAll()
     this.inbox.endAll()
@@ -288,7 +277,7 @@ export class PhoenixNode extends TypedEventEmitter<PhoenixEvents> implements Pho
     coreErrorToTransport('name', () => session.core.addName(name))
     session.checkNameConflicts()
     session.driver.schedule()
-    this.groups.refresh()
+    this.jobs.groups.refresh()
   }
 
   removeName(name: string): void {
@@ -296,71 +285,31 @@ export class PhoenixNode extends TypedEventEmitter<PhoenixEvents> implements Pho
     session.core.removeName(name)
     session.checkNameConflicts()
     session.driver.schedule()
-    this.groups.refresh()
+    this.jobs.groups.refresh()
   }
 
-  // ------------------------------------------------------------------ jobs: topology and groups (topology.ts, groups.ts)
+  // ------------------------------------------------------------------ jobs (jobs.ts; documented on PhoenixService in api.ts)
 
-  /** Levels and colors of every reachable node, as this node sees them (empty when not running). */
   topology(): Topology {
-    const session = this.session
-    if (session === undefined) return buildTopology({ id: this.id, names: [], addresses: [] }, [], [])
-    return buildTopology({ id: this.id, names: session.core.names, addresses: session.core.addresses }, session.core.routes(), session.neighbours.ids())
+    return this.jobs.topology()
   }
-
-  /** The reachable names matching `pattern` (`*`: any characters), with their owners. */
   members(pattern: string): Member[] {
-    return this.groups.members(pattern)
+    return this.jobs.members(pattern)
   }
-
-  /** A name came or went: the event, and collectives stop waiting on a node that is gone. */
-  private nameChanged(change: NameChange): void {
-    this.safeDispatchEvent(change.type === 'up' ? 'name:up' : 'name:down', { detail: change })
-    if (change.type === 'down' && this.session?.core.routes().some((r) => r.destination === change.node && r.reachable) !== true) this.collectives.nodeDown(change.node)
-  }
-
-  // ------------------------------------------------------------------ jobs: collectives (collectives.ts)
-
-  /** A collective step to one node (itself included, answered on a later turn): a frame addressed to the node, name ''. */
-  private sendToNode(node: string, payload: Uint8Array): void {
-    const session = this.running('collective')
-    const messageId = this.sends.allocate(undefined)
-    if (node === this.id) return void setImmediate(() => this.inbox.accept({ from: this.id, name: '', payload, hops: 0, messageId }))
-    session.router.routeData({ source: this.id, destination: node, name: '', hopLimit: session.core.limits.hopLimit, messageId, ackRequested: false, payload }, undefined)
-  }
-
-  /**
-   * Sends `payload` to every member of `pattern`, one copy per remote site (its relay fans it out
-   * there). Members get it as a `message` from this node. With `ack`, resolves once every member
-   * answered, left, or `timeoutMs` passed, saying which got it.
-   */
-  broadcast(pattern: string, payload: Uint8Array, options?: CollectiveOptions & { ack?: boolean }): Promise<BroadcastResult> {
-    this.running('broadcast')
-    return this.collectives.broadcast(pattern, payload, options)
-  }
-
-  /** Combines the values the members of `pattern` contribute for `tag` (see `contribute`): numeric `op` at each site's relay, or your `combine` here. */
-  reduce(pattern: string, tag: string, options: ReduceOptions): Promise<ReduceResult> {
-    this.running('reduce')
-    return this.collectives.reduce(pattern, tag, options)
-  }
-
-  /** `reduce`, then a broadcast of the result to the members (acknowledged): each gets it as a message. */
-  async allreduce(pattern: string, tag: string, options: ReduceOptions): Promise<ReduceResult & { broadcast: BroadcastResult | undefined }> {
-    const reduced = await this.reduce(pattern, tag, options)
-    const broadcast = reduced.value === undefined ? undefined : await this.broadcast(pattern, reduced.value, { ack: true, ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }) })
-    return { ...reduced, broadcast }
-  }
-
-  /** Our name `name`'s value for the next reduce over `tag` (held until one asks, at most `COLLECTIVE_LIMITS.contributionsMax`). */
-  contribute(name: string, tag: string, value: Uint8Array): void {
-    this.running('contribute')
-    this.collectives.contribute(name, tag, value)
-  }
-
-  /** `up` for each member now, then every `name:up` / `name:down` of `pattern`, as an async iterator. */
   watch(pattern: string): AsyncIterableIterator<NameChange> {
-    return this.groups.watch(pattern)
+    return this.jobs.groups.watch(pattern)
+  }
+  broadcast(pattern: string, payload: Uint8Array, options?: CollectiveOptions & { ack?: boolean }): Promise<BroadcastResult> {
+    return this.jobs.broadcast(pattern, payload, options)
+  }
+  reduce(pattern: string, tag: string, options: ReduceOptions): Promise<ReduceResult> {
+    return this.jobs.reduce(pattern, tag, options)
+  }
+  allreduce(pattern: string, tag: string, options: ReduceOptions): Promise<ReduceResult & { broadcast: BroadcastResult | undefined }> {
+    return this.jobs.allreduce(pattern, tag, options)
+  }
+  contribute(name: string, tag: string, value: Uint8Array): void {
+    this.jobs.contribute(name, tag, value)
   }
 
   // ------------------------------------------------------------------ queries (empty when not running)
