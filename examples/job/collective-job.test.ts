@@ -14,5 +14,5 @@ test('the collective job: answers checked while workers leave, crash and join', 
   // The crash mid-round was noticed (reported missing, not waited on) and the round ran again.
   expect(results[2]!.attempts).toBe(2)
   expect(lines.some((l) => /^round 3\.1: .*missing worker\/1 \(left\)/.test(l))).toBe(true)
-  expect(results.map((r) => r.attempts).filter((a, i) => i !== 2)).toEqual([1, 1, 1])
+  expect(results.map((r) => r.attempts).filter((_, i) => i !== 2)).toEqual([1, 1, 1])
 }, 120_000)
