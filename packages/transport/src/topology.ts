@@ -8,9 +8,10 @@
  * - 2 `host`: nodes on the same machine.
  *
  * Where the labels come from (nothing new on the wire unless `site` is declared):
- * - **host**: the host part of the node's best advertised address (its record already carries
- *   it): the IP literal or DNS name; `/unix` and loopback-only nodes are all `localhost`.
- * - **site, derived**: the address's network: an IPv4 /24 or an IPv6 /64 (`10.231.1.0/24`);
+ * - **host**: the host part of the address that places the node (its record already carries its
+ *   addresses): the most private one (a site's inside), IPv6 before IPv4 (see `placeOf`); the IP
+ *   literal or DNS name; `/unix` and loopback-only nodes are all `localhost`.
+ * - **site, derived**: that address's network: an IPv4 /24 or an IPv6 /64 (`10.231.1.0/24`);
  *   loopback-only nodes are one site, `localhost`.
  * - **site, declared** (`PhoenixInit.site`, `phoenix node --site`): carried as one reserved name
  *   in the node's signed record, `@site/<label>/<id tail>` (the tail: the last
@@ -88,8 +89,16 @@ export function isReservedName(name: string): boolean {
   return name.startsWith(RESERVED_NAME_PREFIX)
 }
 
-/** Host and derived site of a node from its advertised addresses (best first, as `advertisable` orders them). */
+/**
+ * Which of a node's addresses places it (lower first): the inside of a site first (private IPv4,
+ * unique-local IPv6), then public ones, then loopback; IPv6 before IPv4 within a class, so a
+ * dual-stacked gateway of an IPv6-only subnet lands in that subnet, as its hosts do.
+ */
+const PLACE_RANK: Partial<Record<string, number>> = { 'unique-local-ipv6': 0, 'private-ipv4': 1, 'global-ipv6': 2, 'public-ipv4': 3, dns: 4, loopback: 5 }
+
+/** Host and derived site of a node from its advertised addresses: the best-placed one (PLACE_RANK), ties in record order. */
 export function placeOf(addresses: readonly string[]): { host: string; site: string } {
+  let best: { rank: number; host: string; dns: boolean; loopback: boolean } | undefined
   for (const address of addresses) {
     let classified
     try {
@@ -97,11 +106,13 @@ export function placeOf(addresses: readonly string[]): { host: string; site: str
     } catch {
       continue // a malformed address says nothing about where the node is
     }
-    if (classified.class === 'loopback') return { host: 'localhost', site: 'localhost' }
-    if (classified.class === 'link-local' || classified.class === 'unusable') continue
-    return { host: classified.host, site: networkOf(classified.host, classified.class === 'dns') }
+    const rank = PLACE_RANK[classified.class]
+    if (rank === undefined || (best !== undefined && best.rank <= rank)) continue
+    best = { rank, host: classified.host, dns: classified.class === 'dns', loopback: classified.class === 'loopback' }
   }
-  return { host: 'unknown', site: 'unknown' }
+  if (best === undefined) return { host: 'unknown', site: 'unknown' }
+  if (best.loopback) return { host: 'localhost', site: 'localhost' }
+  return { host: best.host, site: networkOf(best.host, best.dns) }
 }
 
 /** The /24 of an IPv4 literal, the /64 of an IPv6 one, a DNS name's parent domain. */

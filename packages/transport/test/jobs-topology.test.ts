@@ -60,6 +60,10 @@ describe('topology: sites and hosts, with colors every node agrees on', () => {
     expect(placeOf(['/ip6/2001:db8:1::11/tcp/7000'])).toEqual({ host: '2001:db8:1::11', site: '2001:db8:1:0::/64' })
     expect(placeOf(['/ip4/127.0.0.1/tcp/7000'])).toEqual({ host: 'localhost', site: 'localhost' })
     expect(placeOf(['/dns4/n1.lab.example/tcp/7000'])).toEqual({ host: 'n1.lab.example', site: 'lab.example' })
+    // A dual-stacked gateway of an IPv6-only subnet is placed by its IPv6 address, as its hosts are;
+    // a gateway with a public address is placed by its private one (the inside of its site).
+    expect(placeOf(['/ip4/10.231.3.10/tcp/7000', '/ip6/fd00:231:3::10/tcp/7000'])).toEqual({ host: 'fd00:231:3::10', site: 'fd00:231:3:0::/64' })
+    expect(placeOf(['/ip4/198.51.100.7/tcp/7000', '/ip4/10.231.1.10/tcp/7000'])).toEqual({ host: '10.231.1.10', site: '10.231.1.0/24' })
   })
 
   it('lists group members, and refuses an empty or reserved pattern', () => {
