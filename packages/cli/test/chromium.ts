@@ -58,7 +58,8 @@ export class Chromium {
     return new Chromium(child, profile, socket)
   }
 
-  private call(method: string, params: object): Promise<unknown> {
+  /** Sends one DevTools protocol command to the page and resolves to its result. */
+  call(method: string, params: object): Promise<unknown> {
     const id = this.nextId++
     this.socket.send(JSON.stringify({ id, method, params }))
     return new Promise((resolve, reject) => this.pending.set(id, { resolve, reject }))

@@ -47,7 +47,8 @@ const cy = cytoscape({
     { selector: 'node[?self]', style: { 'border-width': 4, 'border-color': '#000' } },
     { selector: 'edge', style: { width: 2, 'line-color': '#999', 'curve-style': 'bezier' } },
     { selector: 'edge[kind = "via"]', style: { 'line-style': 'dashed', label: 'data(label)', 'font-size': 9, 'target-arrow-shape': 'triangle', 'target-arrow-color': '#999' } },
-    { selector: '.route', style: { 'line-color': '#e00', 'target-arrow-color': '#e00', width: 4, 'border-color': '#e00', 'border-width': 4 } },
+    { selector: 'edge.route', style: { 'line-color': '#e00', 'target-arrow-color': '#e00', width: 4 } },
+    { selector: 'node.route', style: { 'border-color': '#e00', 'border-width': 4 } },
   ],
 })
 const overlay = { cy, updates: 0, topology: undefined, chosen: '', route }
@@ -58,6 +59,7 @@ select.addEventListener('change', () => route(select.value))
 /** Highlights the route to the node owning \`name\`; returns the ids on it (this node first). */
 function route(name) {
   overlay.chosen = name
+  if (select.value !== name && [...select.options].some((o) => o.value === name)) select.value = name
   cy.elements().removeClass('route')
   const t = overlay.topology
   const target = t?.nodes.find((n) => n.names.includes(name))
