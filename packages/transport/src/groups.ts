@@ -81,6 +81,7 @@ export class Groups {
   private reported = new Map<string, string>()
   private readonly watchers = new Set<Watcher>()
   private timer: ReturnType<typeof setInterval> | undefined
+  private refreshScheduled = false
 
   constructor(
     /** Reachable names now: name → owner (reserved names included; they are left out here). */
@@ -101,6 +102,16 @@ export class Groups {
     this.timer = undefined
     this.diff(new Map())
     for (const w of this.watchers) this.end(w)
+  }
+
+  /** A refresh on the next turn, once however many routing changes come before it (a busy node applies many). */
+  refreshSoon(): void {
+    if (this.refreshScheduled) return
+    this.refreshScheduled = true
+    setImmediate(() => {
+      this.refreshScheduled = false
+      if (this.timer !== undefined) this.refresh()
+    })
   }
 
   /** Compares what is reachable with what was reported; raises the differences. */

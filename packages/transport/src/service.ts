@@ -69,7 +69,7 @@ export class PhoenixNode extends TypedEventEmitter<PhoenixEvents> implements Pho
       inbox: this.inbox,
       sends: this.sends,
       emit: (type, detail) => this.safeDispatchEvent(type, { detail }),
-      routesChanged: () => this.jobs.groups.refresh(),
+      routesChanged: () => this.jobs.groups.refreshSoon(),
     }
     this.metrics.registerWith(components.metrics, () => this.gauges())
     const emitChange = (change: NameChange) => this.safeDispatchEvent(change.type === 'up' ? 'name:up' : 'name:down', { detail: change })
