@@ -9,8 +9,9 @@ export interface Awaited {
 
 /**
  * The answers one collective step waits for: one per awaited node, each settled by its answer,
- * by its node becoming unreachable (`left`, or `relay-lost` for a site relay, whose site may
- * have got it), or by the deadline (`timeout`). Never waits longer than `waitMs`.
+ * by its node becoming unreachable (`left`; a lost site relay is replaced by its site's members
+ * when the step can ask them directly, else `relay-lost`: its site may have got it), or by the
+ * deadline (`timeout`). Never waits longer than `waitMs`.
  */
 export class Exchange<R> {
   readonly answers: { node: string; answer: R }[] = []
@@ -26,6 +27,8 @@ export class Exchange<R> {
     awaited: readonly Awaited[],
     waitMs: number,
     private readonly onSettled: () => void,
+    /** A site relay became unreachable: who to wait on instead for its site (already asked), or undefined to report its names `relay-lost`. */
+    private readonly replaceRelay?: (relay: Awaited) => { instead: Awaited[]; missing: Missing[] } | undefined,
   ) {
     for (const a of awaited) this.waiting.set(a.node, a)
     this.done = new Promise((resolve) => (this.resolve = resolve))
@@ -50,7 +53,13 @@ export class Exchange<R> {
     const awaited = this.waiting.get(node)
     if (awaited === undefined) return
     this.waiting.delete(node)
-    for (const name of awaited.names) this.missing.push({ name, reason: awaited.relay ? 'relay-lost' : 'left' })
+    const replaced = awaited.relay ? this.replaceRelay?.(awaited) : undefined
+    if (replaced !== undefined) {
+      const covered = new Set([...replaced.instead.flatMap((a) => a.names), ...replaced.missing.map((m) => m.name)])
+      this.missing.push(...replaced.missing)
+      for (const name of awaited.names) if (!covered.has(name)) this.missing.push({ name, reason: 'left' })
+      for (const a of replaced.instead) if (!this.waiting.has(a.node)) this.waiting.set(a.node, a)
+    } else for (const name of awaited.names) this.missing.push({ name, reason: awaited.relay ? 'relay-lost' : 'left' })
     this.check()
   }
 

@@ -126,9 +126,9 @@ export class Collectives {
   }
 
   /** Starts waiting for `awaited` (replies arrive asynchronously, never during the sends that precede this). */
-  private open<R>(op: string, awaited: readonly Awaited[], waitMs: number): Exchange<R> {
+  private open<R>(op: string, awaited: readonly Awaited[], waitMs: number, replaceRelay?: (relay: Awaited) => { instead: Awaited[]; missing: Missing[] } | undefined): Exchange<R> {
     if (this.exchanges.size >= COLLECTIVE_LIMITS.pendingMax) throw new PhoenixTransportError('QUEUE_FULL', `${COLLECTIVE_LIMITS.pendingMax} collective steps wait for answers already (COLLECTIVE_LIMITS.pendingMax)`)
-    const exchange = new Exchange<R>(op, awaited, waitMs, () => this.exchanges.delete(op))
+    const exchange = new Exchange<R>(op, awaited, waitMs, () => this.exchanges.delete(op), replaceRelay)
     if (awaited.length > 0) this.exchanges.set(op, exchange as Exchange<unknown>)
     return exchange
   }
@@ -159,17 +159,31 @@ export class Collectives {
     const replyTo = options.ack === true ? this.host.id : undefined
     const missing: Missing[] = []
     const awaited: Awaited[] = []
+    const sites = new Map<string, Target[]>() // relay → the rest of its site, with their ids
     const step = (target: Target, others: Target[]) => {
       const t = withIds(target)
+      const rest = others.map(withIds)
       const covers = [...t.names, ...others.flatMap((o) => o.names)]
-      const header: Header = { t: 'b', op, origin: this.host.id, replyTo, waitMs: relayWait(waitMs), names: [...t.names], ids: [...t.ids!], targets: others.map(withIds) }
+      const header: Header = { t: 'b', op, origin: this.host.id, replyTo, waitMs: relayWait(waitMs), names: [...t.names], ids: [...t.ids!], targets: rest }
       if (this.post(t.node, header, [payload], covers, missing)) awaited.push({ node: t.node, names: covers, relay: others.length > 0 })
+      sites.set(t.node, rest)
+    }
+    // A relay lost before it reported: its site's members get their copy from here, with the same
+    // message ids, so one that had it from the relay does not deliver it twice (and says so).
+    const replaceRelay = (relay: Awaited) => {
+      const instead: Awaited[] = []
+      const unsent: Missing[] = []
+      for (const t of sites.get(relay.node) ?? []) {
+        const header: Header = { t: 'b', op, origin: this.host.id, replyTo, waitMs: 0, names: [...t.names], ids: [...t.ids!], targets: [] }
+        if (this.post(t.node, header, [payload], t.names, unsent)) instead.push({ node: t.node, names: t.names, relay: false })
+      }
+      return { instead, missing: unsent }
     }
     for (const t of direct) step(t, [])
     for (const r of relays) step(r.leader, r.others)
     const names = members.map((m) => m.name)
     if (replyTo === undefined) return { members: names, delivered: undefined, missing: missing.sort(byName) }
-    const exchange = this.open<string[]>(op, awaited, waitMs)
+    const exchange = this.open<string[]>(op, awaited, waitMs, replaceRelay)
     await exchange.done
     const delivered = exchange.answers.flatMap((a) => a.answer).sort()
     return { members: names, delivered, missing: [...missing, ...exchange.missing].sort(byName) }
