@@ -35,6 +35,47 @@ describe('phoenix node processes in real firewalled subnets', () => {
     expect(route).toMatchObject({ nhops: 2, fwd: overlay.byId('C0').peerId })
   }, 180_000)
 
+  it('derives sites that match the namespaces\' subnets, with the same colors at every node', async () => {
+    // No --site: each node's site is derived from its address (an IPv4 /24, an IPv6 /64).
+    const subnetOf = new Map(overlay.alive().map((n) => [n.peerId, n.node.id[0]!]))
+    const views = await Promise.all(['A1', 'B2', 'C3', 'C0'].map(async (id) => (await overlay.call(overlay.byId(id), 'GET', '/topology')).json as { nodes: { id: string; site: string; colors: number[] }[] }))
+    for (const view of views) {
+      expect(view.nodes).toHaveLength(subnetOf.size)
+      // One site per subnet: same subnet, same site color; different subnets, different colors.
+      const colorOfSubnet = new Map<string, number>()
+      for (const n of view.nodes) {
+        const subnet = subnetOf.get(n.id)!
+        if (!colorOfSubnet.has(subnet)) colorOfSubnet.set(subnet, n.colors[1]!)
+        expect(n.colors[1], `${n.id} (${subnet}, site ${n.site})`).toBe(colorOfSubnet.get(subnet))
+      }
+      expect(new Set(colorOfSubnet.values()).size).toBe(3)
+      expect(Object.fromEntries(view.nodes.map((n) => [n.id, `${n.site}:${n.colors.join('.')}`]))).toEqual(Object.fromEntries(views[0]!.nodes.map((n) => [n.id, `${n.site}:${n.colors.join('.')}`])))
+    }
+  }, 30_000)
+
+  it('a crashed node\'s name is gone within 2 s at nodes in its subnet and beyond, and back once it restarts', async () => {
+    const victim = overlay.byId('B3')
+    const watchers = ['B1', 'A1', 'C3'].map((id) => overlay.byId(id))
+    const has = async (n: (typeof watchers)[number]) => ((await overlay.call(n, 'GET', '/members?pattern=B3')).json as unknown[]).length > 0
+    const until = async (what: string, check: () => Promise<boolean>, since: number) => {
+      while (!(await check())) {
+        if (performance.now() - since > 20_000) throw new Error(`${what}: not within 20 s`)
+        await new Promise((r) => setTimeout(r, 20))
+      }
+      return performance.now() - since
+    }
+    for (const w of watchers) expect(await has(w)).toBe(true)
+    const killedAt = performance.now()
+    await overlay.kill(victim)
+    const downMs = await Promise.all(watchers.map((w) => until(`B3 down at ${w.node.id}`, async () => !(await has(w)), killedAt)))
+    const startedAt = performance.now()
+    await overlay.start(victim, 'discovery')
+    const upMs = await Promise.all(watchers.map((w) => until(`B3 up at ${w.node.id}`, () => has(w), startedAt)))
+    console.log(`B3 (SIGKILL) gone from /members at B1, A1, C3 after ${downMs.map((x) => x.toFixed(0)).join(', ')} ms; back ${upMs.map((x) => x.toFixed(0)).join(', ')} ms after its restart began`)
+    expect(Math.max(...downMs)).toBeLessThan(2_000)
+    await overlay.converge(performance.now(), 60_000)
+  }, 120_000)
+
   it('delivers a message between every pair of logical names, across address families, acknowledged', async () => {
     const alive = overlay.alive()
     const jobs = alive.flatMap((from) => alive.filter((to) => to !== from).map((to) => ({ from, to })))

@@ -1,4 +1,5 @@
 import type { PhoenixNode } from '@phoenix-overlay/transport'
+import { serveOverlayPage } from './overlay-page/page.ts'
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import { CONTROL_BODY_BYTES_MAX, SEND_WAIT_MS_DEFAULT, SEND_WAIT_MS_MAX } from './constants.ts'
 import type { Inbox, InboxReader } from './inbox.ts'
@@ -25,7 +26,7 @@ class ControlError extends Error {
 }
 
 const USAGE =
-  'GET /status /routes /peers /metrics /messages?name=&count=, POST /send?name=&ack=1&waitMs= (body: the message), POST /names?add=&remove=, POST /hubs?add='
+  'GET / (the overlay page) /status /routes /peers /topology /members?pattern= /metrics /messages?name=&count=, POST /send?name=&ack=1&waitMs= (body: the message), POST /names?add=&remove=, POST /hubs?add='
 
 const STATUS_OF: Record<string, number> = { NO_ROUTE: 404, QUEUE_FULL: 503, NOT_STARTED: 503, ACK_TIMEOUT: 504, UNDELIVERABLE: 502, RECEIVER_TOO_SLOW: 503 }
 
@@ -117,6 +118,9 @@ async function route(target: ControlTarget, req: IncomingMessage, res: ServerRes
   const at = `${req.method} ${url.pathname}`
   if (at === 'GET /routes') return reply(res, 200, phoenix.routes())
   if (at === 'GET /peers') return reply(res, 200, phoenix.peers())
+  if (req.method === 'GET' && (await serveOverlayPage(url.pathname, res))) return
+  if (at === 'GET /topology') return reply(res, 200, phoenix.topology())
+  if (at === 'GET /members') return reply(res, 200, phoenix.members(url.searchParams.get('pattern') ?? ''))
   if (at === 'GET /metrics') return reply(res, 200, phoenix.metricsText(), 'text/plain; version=0.0.4')
   if (at === 'GET /messages') return streamMessages(target, req, res, url, streams)
   if (at === 'POST /send') return send(target, req, res, url)

@@ -4,6 +4,7 @@ import { registerInspectCommands } from './commands/inspect.ts'
 import { registerNodeCommand } from './commands/node.ts'
 import { registerRecvCommand } from './commands/recv.ts'
 import { registerSendCommand } from './commands/send.ts'
+import { registerTopologyCommands } from './commands/topology.ts'
 
 /** The package's version (package.json sits one level above src/, as it will above a built dist/). */
 export const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version
@@ -30,6 +31,7 @@ export async function buildProgram(args: readonly string[] = process.argv.slice(
   registerInspectCommands(program)
   registerSendCommand(program)
   registerRecvCommand(program)
+  registerTopologyCommands(program)
   return program
 }
 

@@ -24,6 +24,7 @@ export interface NodeOptions {
   psk?: string
   allow: string[]
   print?: boolean
+  site?: string
 }
 
 function checkMultiaddrs(option: string, values: readonly string[]): void {
@@ -146,6 +147,7 @@ export async function runNode(options: NodeOptions, version: string): Promise<vo
     mode: options.mode,
     signRecords: options.sign,
     discovery: options.discovery,
+    ...(options.site !== undefined ? { site: options.site } : {}),
     privateKey,
     ...(privateNetworkKey !== undefined ? { privateNetworkKey } : {}),
     ...(options.allow.length > 0 ? { allowedPeers: options.allow } : {}),

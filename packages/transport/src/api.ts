@@ -3,12 +3,21 @@ import type { AddressManager, ConnectionManager, Registrar } from '@libp2p/inter
 import type { CoreLimits, CoreTiming, RouteView, RoutingMode } from '@phoenix-overlay/core'
 import type { UndeliverableReason } from '@phoenix-overlay/wire'
 import type { TransportLimits, TransportTiming } from './constants.ts'
+import type { Member, NameChange } from './groups.ts'
+import type { Topology } from './topology.ts'
+import type { BroadcastResult, CollectiveOptions, ReduceOptions, ReduceResult } from './collectives.ts'
 
 export interface PhoenixInit {
   /** Multiaddrs known at start (the hubs); everything else is discovered. */
   hubs?: string[]
   /** Logical names this node answers to (more can be added at run time). */
   names?: string[]
+  /**
+   * This node's site (topology level 1; see topology.ts): letters, digits, '.', '_', ':', '-'.
+   * Default: derived from its address (an IPv4 /24, an IPv6 /64). Declared, it travels as one
+   * reserved name in the node's record.
+   */
+  site?: string
   /** 'optimized' (default) or 'naive' DSDV. */
   mode?: RoutingMode
   /** Dial addresses learned from routing updates (default true). Off: only the hubs are dialled (an "offline" configuration that lists every connection). */
@@ -86,6 +95,10 @@ export interface PhoenixEvents {
   undeliverable: CustomEvent<Undeliverable>
   'peer:dropped': CustomEvent<PeerDropped>
   'name:conflict': CustomEvent<NameConflict>
+  /** A name became reachable, or moved to another owner (groups.ts: at most `GROUP_TIMING.scanIntervalMs` after the route). */
+  'name:up': CustomEvent<NameChange>
+  /** A name was lost: its owner crashed, left, was cut off, or dropped the name. */
+  'name:down': CustomEvent<NameChange>
 }
 
 export interface SendOptions {
@@ -122,4 +135,26 @@ export interface PhoenixService extends TypedEventTarget<PhoenixEvents>, Startab
   peers(): string[]
   nameConflicts(): NameConflict[]
   metricsText(): string
+  /** Levels (overlay, site, host) and colors of every reachable node, as this node sees them (topology.ts); empty when not running. */
+  topology(): Topology
+  /** The reachable names matching `pattern` (`*`: any characters), with their owners, by name. Bad pattern: INVALID_INPUT naming `pattern`. */
+  members(pattern: string): Member[]
+  /** `up` for each member now, then every `name:up` / `name:down` of `pattern`, as an async iterator (bounded: GROUP_LIMITS). */
+  watch(pattern: string): AsyncIterableIterator<NameChange>
+  /**
+   * Sends `payload` to every member of `pattern`: one copy per remote site, which that site's
+   * relay fans out; members get it as a `message` from this node. With `ack`, resolves once every
+   * member answered, left, or `timeoutMs` passed, saying which got it. No member: NO_ROUTE.
+   */
+  broadcast(pattern: string, payload: Uint8Array, options?: CollectiveOptions & { ack?: boolean }): Promise<BroadcastResult>
+  /**
+   * Combines the values the members of `pattern` contribute for `tag` (`contribute`): a numeric
+   * `op` over little-endian float64 arrays, combined at each site's relay, or your `combine`, here.
+   * Members that leave or give nothing within `timeoutMs` are listed in `missing`.
+   */
+  reduce(pattern: string, tag: string, options: ReduceOptions): Promise<ReduceResult>
+  /** `reduce`, then an acknowledged broadcast of the result: every member gets it as a message. */
+  allreduce(pattern: string, tag: string, options: ReduceOptions): Promise<ReduceResult & { broadcast: BroadcastResult | undefined }>
+  /** Our name `name`'s value for the next reduce over `tag`; held until one asks (at most COLLECTIVE_LIMITS.contributionsMax). */
+  contribute(name: string, tag: string, value: Uint8Array): void
 }

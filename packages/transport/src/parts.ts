@@ -16,6 +16,8 @@ export interface NodeParts {
   readonly metrics: Metrics
   readonly inbox: Inbox
   readonly sends: Sends
+  /** Routes or names may have changed (after an apply step): groups compare and raise `name:up` / `name:down`. */
+  routesChanged(): void
   emit<K extends keyof PhoenixEvents>(type: K, detail: PhoenixEvents[K]['detail']): void
 }
 

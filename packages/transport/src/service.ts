@@ -6,12 +6,15 @@ import { WIRE_LIMITS, type DataFrame } from '@phoenix-overlay/wire'
 import type { NameConflict, PhoenixComponents, PhoenixEvents, PhoenixInit, PhoenixService, ReceivedMessage, SendOptions, SendResult } from './api.ts'
 import { OWN_ADDRESSES_MAX, PHOENIX_PROTOCOL, TRANSPORT_LIMITS, TRANSPORT_TIMING, type TransportLimits, type TransportTiming } from './constants.ts'
 import { PhoenixTransportError, invalidInput } from './errors.ts'
-import { Inbox } from './inbox.ts'
+import { NodeInbox, type BroadcastResult, type CollectiveOptions, type ReduceOptions, type ReduceResult } from './collectives.ts'
+import { Jobs } from './jobs.ts'
 import { checkLivenessTiming } from './liveness.ts'
 import { Metrics } from './metrics.ts'
 import type { NodeParts } from './parts.ts'
 import { Sends, type Route } from './sends.ts'
 import { Session } from './session.ts'
+import type { Member, NameChange } from './groups.ts'
+import { checkSiteLabel, isReservedName, siteName, type Topology } from './topology.ts'
 import { checkName, checkSendOptions, coreErrorToTransport } from './validate.ts'
 
 type State = 'stopped' | 'starting' | 'started' | 'leaving'
@@ -34,12 +37,13 @@ export class PhoenixNode extends TypedEventEmitter<PhoenixEvents> implements Pho
   private readonly limits: TransportLimits
   private readonly timing: TransportTiming
   private readonly log: Logger
-  private readonly inbox: Inbox
+  private readonly inbox: NodeInbox
   private readonly sends: Sends
   private state: State = 'stopped'
   private session: Session | undefined
   private leaving: Promise<void> | undefined
   private starting: Promise<void> | undefined
+  private readonly jobs: Jobs
 
   constructor(
     private readonly components: PhoenixComponents,
@@ -51,7 +55,8 @@ export class PhoenixNode extends TypedEventEmitter<PhoenixEvents> implements Pho
     this.timing = { ...TRANSPORT_TIMING, ...init.timing }
     checkLivenessTiming(this.timing)
     for (const hub of init.hubs ?? []) this.checkHub(hub)
-    this.inbox = new Inbox(this.limits, () => this.listenerCount('message'), (message) => this.safeDispatchEvent('message', { detail: message }))
+    if (init.site !== undefined) checkSiteLabel(init.site)
+    this.inbox = new NodeInbox(this.limits, () => this.listenerCount('message'), (message) => this.safeDispatchEvent('message', { detail: message }))
     this.sends = new Sends(this.limits)
     this.parts = {
       id: components.peerId.toString(),
@@ -64,8 +69,11 @@ export class PhoenixNode extends TypedEventEmitter<PhoenixEvents> implements Pho
       inbox: this.inbox,
       sends: this.sends,
       emit: (type, detail) => this.safeDispatchEvent(type, { detail }),
+      routesChanged: () => this.jobs.groups.refreshSoon(),
     }
     this.metrics.registerWith(components.metrics, () => this.gauges())
+    const emitChange = (change: NameChange) => this.safeDispatchEvent(change.type === 'up' ? 'name:up' : 'name:down', { detail: change })
+    this.jobs = new Jobs({ id: this.id, log: this.log, sends: this.sends, inbox: this.inbox, running: (what) => this.running(what), current: () => this.session, emit: emitChange })
   }
 
   get id(): string {
@@ -99,6 +107,7 @@ export class PhoenixNode extends TypedEventEmitter<PhoenixEvents> implements Pho
     }
     this.session = session
     this.state = 'started'
+    this.jobs.start()
   }
 
   afterStart(): void {
@@ -128,6 +137,7 @@ export class PhoenixNode extends TypedEventEmitter<PhoenixEvents> implements Pho
     this.leaving = undefined
     this.state = 'stopped'
     session?.driver.stop()
+    this.jobs.stop()
     await this.components.registrar.unhandle(this.parts.protocol).catch(() => undefined)
     this.sends.failAll()
     this.inbox.endAll()
@@ -139,7 +149,7 @@ export class PhoenixNode extends TypedEventEmitter<PhoenixEvents> implements Pho
       id: this.id,
       addresses: this.ownAddresses(),
       hubs: init.hubs ?? [],
-      names: init.names ?? [],
+      names: [...(init.names ?? []), ...(init.site === undefined ? [] : [siteName(init.site, this.id)])],
       mode: init.mode ?? 'optimized',
       discovery: init.discovery ?? true,
       ...(init.signRecords === false ? {} : { records: this.recordAuthority() }),
@@ -263,9 +273,11 @@ export class PhoenixNode extends TypedEventEmitter<PhoenixEvents> implements Pho
   addName(name: string): void {
     checkName('name', name)
     const session = this.running('addName')
+    if (isReservedName(name)) throw invalidInput('name', `${JSON.stringify(name)}: names starting with '@' are reserved for the overlay`)
     coreErrorToTransport('name', () => session.core.addName(name))
     session.checkNameConflicts()
     session.driver.schedule()
+    this.jobs.groups.refresh()
   }
 
   removeName(name: string): void {
@@ -273,12 +285,37 @@ export class PhoenixNode extends TypedEventEmitter<PhoenixEvents> implements Pho
     session.core.removeName(name)
     session.checkNameConflicts()
     session.driver.schedule()
+    this.jobs.groups.refresh()
+  }
+
+  // ------------------------------------------------------------------ jobs (jobs.ts; documented on PhoenixService in api.ts)
+
+  topology(): Topology {
+    return this.jobs.topology()
+  }
+  members(pattern: string): Member[] {
+    return this.jobs.members(pattern)
+  }
+  watch(pattern: string): AsyncIterableIterator<NameChange> {
+    return this.jobs.groups.watch(pattern)
+  }
+  broadcast(pattern: string, payload: Uint8Array, options?: CollectiveOptions & { ack?: boolean }): Promise<BroadcastResult> {
+    return this.jobs.broadcast(pattern, payload, options)
+  }
+  reduce(pattern: string, tag: string, options: ReduceOptions): Promise<ReduceResult> {
+    return this.jobs.reduce(pattern, tag, options)
+  }
+  allreduce(pattern: string, tag: string, options: ReduceOptions): Promise<ReduceResult & { broadcast: BroadcastResult | undefined }> {
+    return this.jobs.allreduce(pattern, tag, options)
+  }
+  contribute(name: string, tag: string, value: Uint8Array): void {
+    this.jobs.contribute(name, tag, value)
   }
 
   // ------------------------------------------------------------------ queries (empty when not running)
 
   get names(): readonly string[] {
-    return this.session?.core.names ?? []
+    return (this.session?.core.names ?? []).filter((name) => !isReservedName(name))
   }
 
   /** Every destination known, reachable or not. */

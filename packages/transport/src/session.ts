@@ -63,6 +63,7 @@ export class Session implements DriverSink {
 
   routesChanged(): void {
     this.parts.sends.routesChanged()
+    this.parts.routesChanged()
     this.checkNameConflicts()
   }
 

@@ -18,6 +18,7 @@ export function registerNodeCommand(program: Command, version: string): void {
     .option('--no-sign', 'do not sign and verify origin records')
     .option('--no-discovery', 'dial only the --hub addresses (give it every connection it should open)')
     .option('--psk <file>', 'join only the private network with this pre-shared key (libp2p pnet swarm key)')
+    .option('--site <label>', "this node's site in `phoenix topology` (default: its address's /24 or /64); carried in its record")
     .option('--allow <peerId>', 'accept and dial only these peers (repeatable)', collect, [] as string[])
     .action(async (options: NodeOptions) => {
       if (options.listen.length === 0) options.listen = ['/ip4/127.0.0.1/tcp/0']

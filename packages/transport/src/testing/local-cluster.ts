@@ -25,10 +25,14 @@ export interface ClusterNode {
 export class LocalCluster {
   readonly nodes: ClusterNode[] = []
   private readonly placement = new Map<number, { subnet: string; gateway: boolean }>()
+  /** The names each node is given (kept for restarts). */
+  private namesOf: ((label: string) => string[]) | undefined
 
   constructor(
     readonly sizes: Record<string, number>,
     readonly basePort: number,
+    /** `declareSites`: each node declares its subnet as its site (`PhoenixInit.site`); on loopback a derived site is `localhost` for all. */
+    readonly options: { declareSites?: boolean } = {},
   ) {}
 
   hubAddresses(): string[] {
@@ -41,6 +45,7 @@ export class LocalCluster {
   }
 
   async start(options: { names?: (label: string) => string[] } = {}): Promise<void> {
+    this.namesOf = options.names
     let port = this.basePort
     const plan: { label: string; subnet: string; gateway: boolean; port: number }[] = []
     for (const [subnet, size] of Object.entries(this.sizes)) {
@@ -69,6 +74,7 @@ export class LocalCluster {
       listen: [`/ip4/127.0.0.1/tcp/${p.port}`],
       hubs,
       names,
+      ...(this.options.declareSites === true ? { site: p.subnet } : {}),
       connectionGater: subnetFirewall({ subnet: p.subnet, gateway: p.gateway }, this.placementOf),
       privateKey,
     })
@@ -143,7 +149,7 @@ export class LocalCluster {
   async restart(label: string): Promise<void> {
     const n = this.node(label)
     const key = n.libp2p.peerId
-    const fresh = await this.create(n, n.gateway ? [] : this.hubAddresses(), [label], n.privateKey)
+    const fresh = await this.create(n, n.gateway ? [] : this.hubAddresses(), this.namesOf?.(label) ?? [label], n.privateKey)
     if (fresh.libp2p.peerId.toString() !== key.toString()) throw new Error('restart must keep the identity')
     Object.assign(n, { libp2p: fresh.libp2p, phoenix: fresh.phoenix })
   }

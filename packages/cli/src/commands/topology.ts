@@ -1,0 +1,53 @@
+import type { Command } from 'commander'
+import type { Member, Topology } from '@phoenix-overlay/transport'
+import { callControl, describeFailure, type ControlEndpoint } from '../control-client.ts'
+import { clip, formatTable, shortId } from '../table.ts'
+import { controlOption } from './inspect.ts'
+
+/** The widest the names column gets, so a table stays within about 80 columns. */
+const NAMES_WIDTH_MAX = 24
+
+async function getJson<T>(endpoint: ControlEndpoint, path: string): Promise<{ json: T; text: string }> {
+  const { status, text } = await callControl(endpoint, 'GET', path)
+  if (status !== 200) throw new Error(describeFailure(status, text))
+  return { json: JSON.parse(text) as T, text }
+}
+
+/** One row per reachable node: its site and host with their colors (MPICH-G2's depths and colors), hops, whether linked directly. */
+export function topologyTable(t: Topology): string {
+  const links = new Set(t.links)
+  const rows = t.nodes.map((n) => [
+    shortId(n.id) + (n.id === t.self ? ' (self)' : ''),
+    clip(n.names.join(',') || '-', NAMES_WIDTH_MAX),
+    `${n.site}${n.siteDeclared ? '' : '*'}`,
+    String(n.colors[1]),
+    n.host,
+    String(n.colors[2]),
+    String(n.nhops),
+    n.id === t.self ? '-' : links.has(n.id) ? 'direct' : shortId(n.nextHop),
+  ])
+  return formatTable(['node', 'names', 'site', 'color', 'host', 'color', 'hops', 'via'], rows, new Set([3, 5, 6])) + '* site derived from the address (no --site)\n'
+}
+
+export function registerTopologyCommands(program: Command): void {
+  program
+    .command('topology')
+    .description("print the overlay's topology as a running node sees it: sites, hosts and their colors")
+    .addOption(controlOption())
+    .option('--json', 'print the JSON the control endpoint gives (full ids, levels, links)')
+    .action(async (o: { control: ControlEndpoint; json?: boolean }) => {
+      const { json, text } = await getJson<Topology>(o.control, '/topology')
+      process.stdout.write(o.json === true ? text : topologyTable(json))
+    })
+
+  program
+    .command('members')
+    .description('print the reachable names matching a pattern (`*` matches any characters) and their owners')
+    .argument('<pattern>', 'a name pattern, like "worker/*"')
+    .addOption(controlOption())
+    .option('--json', 'print [{"name","node"}] with full ids')
+    .action(async (pattern: string, o: { control: ControlEndpoint; json?: boolean }) => {
+      const { json, text } = await getJson<Member[]>(o.control, `/members?pattern=${encodeURIComponent(pattern)}`)
+      process.stdout.write(o.json === true ? text : formatTable(['name', 'node'], json.map((m) => [m.name, shortId(m.node)])))
+    })
+}

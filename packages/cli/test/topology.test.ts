@@ -1,0 +1,35 @@
+import { afterAll, describe, expect, it } from 'vitest'
+import { phoenix, sleep, startNode, type Started } from './helpers.ts'
+
+describe('phoenix topology and phoenix members', () => {
+  const nodes: Started[] = []
+  afterAll(() => {
+    for (const n of nodes) n.killGroup()
+  })
+
+  it('prints each node with its declared or derived site and its colors, and the members of a group', async () => {
+    const port = 24000 + (process.pid % 400) * 10
+    const first = startNode(['--name', 'master', '--site', 'east', '--control', String(port)])
+    nodes.push(first)
+    const address = (await first.waitFor(/listening on (\S+)/))[1]!
+    const second = startNode(['--name', 'worker/1', '--hub', address])
+    nodes.push(second)
+    await second.waitFor(/listening on/)
+    let out = ''
+    // A node's first record may carry no address yet (it is made before the node listens): its place reads "unknown" until the next one arrives.
+    for (let i = 0; i < 100 && !(out.includes('worker/1') && !out.includes('unknown')); i++) {
+      await sleep(100)
+      out = (await phoenix(['topology', '--control', String(port)])).stdout
+    }
+    // Colors by sorted label: "east" (declared) before "localhost*" (derived from 127.0.0.1).
+    expect(out).toMatch(/\(self\)\s+master\s+east\s+0\s+localhost\s+0\s+0\s+-/)
+    expect(out).toMatch(/worker\/1\s+localhost\*\s+1\s+localhost\s+1\s+1\s+direct/)
+    const json = JSON.parse((await phoenix(['topology', '--json', '--control', String(port)])).stdout) as { levels: string[]; nodes: unknown[] }
+    expect(json.levels).toEqual(['overlay', 'site', 'host'])
+    expect(json.nodes).toHaveLength(2)
+    expect((await phoenix(['members', 'worker/*', '--control', String(port)])).stdout).toMatch(/^NAME\s+NODE\nworker\/1\s+12D3\S+\n$/)
+    const bad = await phoenix(['members', '', '--control', String(port)])
+    expect(bad.stderr).toMatch(/pattern must be a non-empty string/)
+    expect(bad.code).not.toBe(0)
+  }, 60_000)
+})
