@@ -8,6 +8,7 @@
  *   npx pnpm@10 --filter @phoenix-overlay/simulations run scale -- --sizes 500,1000      # some sizes
  *   ... run scale -- --scenarios paper-3-subnets --timeout-s 600                         # one scenario, a run stops after 10 min
  *   ... run scale -- --baseline ../other-checkout                                        # also run another checkout (same sizes) and print ratios
+ *   ... run scale -- --report-only                                                       # rewrite the figure and the REPORT.md section from figures/scale.csv
  *   ... run scale -- --rss-limit-mib 8000                                                # stop a run whose resident set passes 8,000 MiB (default 16,384)
  *
  * A run that times out, passes the memory limit or crashes is recorded as such (with the wall time and resident set it reached), and the scenario's larger
@@ -29,6 +30,8 @@ interface RunOutcome {
   tree: string
   status: 'ok' | 'not converged' | 'tables wrong' | 'timeout' | 'over memory limit' | 'crashed'
   wallS: number
+  /** User + system CPU seconds of the run's process: what wall time would be on an idle machine (give or take GC threads). */
+  cpuS: number
   peakRssMiB: number
   entries: number
   check: string
@@ -70,6 +73,7 @@ async function child(): Promise<void> {
     tree,
     status: !result.converged ? 'not converged' : !result.check.ok ? 'tables wrong' : 'ok',
     wallS: (performance.now() - start) / 1000,
+    cpuS: (process.cpuUsage().user + process.cpuUsage().system) / 1e6,
     // resourceUsage().maxRSS is in KiB: the whole process's peak, what /usr/bin/time -v reports.
     peakRssMiB: process.resourceUsage().maxRSS / 1024,
     entries: result.entries,
@@ -114,7 +118,7 @@ function runChild(tree: string, scenario: string, nodes: number, timeoutS: numbe
       const line = out.trim().split('\n').at(-1)
       const wallS = (performance.now() - started) / 1000
       if (code === 0 && line !== undefined && line.startsWith('{')) done(JSON.parse(line) as RunOutcome)
-      else done({ scenario, nodes, tree, status: overLimit ? 'over memory limit' : wallS >= timeoutS ? 'timeout' : 'crashed', wallS, peakRssMiB: peakSeen, entries: 0, check: '', convergenceMs: 0 })
+      else done({ scenario, nodes, tree, status: overLimit ? 'over memory limit' : wallS >= timeoutS ? 'timeout' : 'crashed', wallS, cpuS: 0, peakRssMiB: peakSeen, entries: 0, check: '', convergenceMs: 0 })
     })
   })
 }
@@ -139,11 +143,12 @@ async function parent(): Promise<void> {
   if (!(timeoutS > 0)) throw new Error(`--timeout-s must be a positive number, got ${flag('--timeout-s')}`)
   if (!(rssLimitMiB > 0)) throw new Error(`--rss-limit-mib must be a positive number, got ${flag('--rss-limit-mib')}`)
   const trees = [resolve(here, '..'), ...(baseline === undefined ? [] : [resolve(baseline)])]
+  const reportOnly = process.argv.includes('--report-only')
   const csvFile = join(here, 'figures', 'scale.csv')
   const rows = new Map<string, RunOutcome>()
   // Earlier runs of other sizes stay in the table: the curve can be built a few sizes at a time.
   if (existsSync(csvFile) && baseline === undefined) for (const r of readCsv(csvFile)) rows.set(`${r.scenario}@${r.nodes}`, r)
-  for (const scenario of scenarios) {
+  for (const scenario of reportOnly ? [] : scenarios) {
     const stopped = new Set<string>()
     for (const nodes of sizes) {
       for (const tree of trees) {
@@ -163,7 +168,7 @@ async function parent(): Promise<void> {
   if (baseline !== undefined) return
   const all = [...rows.values()].sort((a, b) => a.scenario.localeCompare(b.scenario) || a.nodes - b.nodes)
   mkdirSync(join(here, 'figures'), { recursive: true })
-  writeFileSync(csvFile, `scenario,nodes,status,wall_s,peak_rss_mib,entries,check,convergence_ms\n${all.map((r) => [r.scenario, r.nodes, r.status, r.wallS.toFixed(1), r.peakRssMiB.toFixed(0), r.entries, r.check, r.convergenceMs].join(',')).join('\n')}\n`)
+  writeFileSync(csvFile, `scenario,nodes,status,wall_s,peak_rss_mib,entries,check,convergence_ms,cpu_s\n${all.map((r) => [r.scenario, r.nodes, r.status, r.wallS.toFixed(1), r.peakRssMiB.toFixed(0), r.entries, r.check, r.convergenceMs, r.cpuS > 0 ? r.cpuS.toFixed(1) : ''].join(',')).join('\n')}\n`)
   await writeFigure(all)
   writeReportSection(all)
   process.stderr.write(`wrote figures/scale.csv, figures/scale.svg and the Scale section of REPORT.md\n`)
@@ -172,8 +177,8 @@ async function parent(): Promise<void> {
 function readCsv(file: string): RunOutcome[] {
   const [, ...lines] = readFileSync(file, 'utf8').trim().split('\n')
   return lines.map((line) => {
-    const [scenario, nodes, status, wallS, peakRssMiB, entries, check, convergenceMs] = line.split(',')
-    return { scenario: scenario!, nodes: Number(nodes), tree: '', status: status as RunOutcome['status'], wallS: Number(wallS), peakRssMiB: Number(peakRssMiB), entries: Number(entries), check: check!, convergenceMs: Number(convergenceMs) }
+    const [scenario, nodes, status, wallS, peakRssMiB, entries, check, convergenceMs, cpuS] = line.split(',')
+    return { scenario: scenario!, nodes: Number(nodes), tree: '', status: status as RunOutcome['status'], wallS: Number(wallS), cpuS: Number(cpuS ?? 0) || 0, peakRssMiB: Number(peakRssMiB), entries: Number(entries), check: check!, convergenceMs: Number(convergenceMs) }
   })
 }
 
@@ -206,7 +211,7 @@ async function writeFigure(all: readonly RunOutcome[]): Promise<void> {
 
 
 function writeReportSection(all: readonly RunOutcome[]): void {
-  const lines = all.map((r) => `| ${r.scenario} | ${r.nodes} | ${r.status} | ${r.wallS.toFixed(1)} | ${r.peakRssMiB.toFixed(0)} | ${r.entries} | ${nsPerEntry(r)} | ${r.check} |`)
+  const lines = all.map((r) => `| ${r.scenario} | ${r.nodes} | ${r.status} | ${r.wallS.toFixed(1)} | ${r.cpuS > 0 ? r.cpuS.toFixed(1) : 'n/a'} | ${r.peakRssMiB.toFixed(0)} | ${r.entries} | ${nsPerEntry(r)} | ${r.check} |`)
   const slopes = [...new Set(all.map((r) => r.scenario))].map((scenario) => {
     const ok = all.filter((r) => r.scenario === scenario && r.status === 'ok')
     const s = (f: (r: RunOutcome) => number) => slope(ok.map((r) => [r.nodes, f(r)] as const))?.toFixed(2) ?? 'n/a'
@@ -219,10 +224,11 @@ Written by \`simulations/scale.ts\` (\`npx pnpm@10 --filter @phoenix-overlay/sim
 in its own Node process, hubs only, wall time and peak RSS of that process, every table checked
 (the check column: \`reference\` = core's BFS checker on every node; \`twin-classes\` = the exact
 same check with one BFS per class of nodes with identical closed neighbourhoods, every pair).
-ns per entry = wall time / entries sent. Figure: [figures/scale.svg](figures/scale.svg).
+ns per entry = wall time / entries sent; CPU s = the process's user + system time (wall time
+depends on what else the machine runs; n/a: not recorded). Figure: [figures/scale.svg](figures/scale.svg).
 
-| scenario | N | status | wall s | peak RSS MiB | entries | ns/entry | check |
-|---|---|---|---|---|---|---|---|
+| scenario | N | status | wall s | CPU s | peak RSS MiB | entries | ns/entry | check |
+|---|---|---|---|---|---|---|---|---|
 ${lines.join('\n')}
 
 Log-log slopes (least squares over the converged sizes):
