@@ -78,5 +78,13 @@ export const PHOENIX_PROTOCOL = '/phoenix/overlay/1.0.0'
  */
 export const DRAIN_STEPS_MAX = 256
 
+/**
+ * The longest one drain keeps the event loop before yielding to I/O, however few its steps: a
+ * core behind on a flood of records (each verified) must still read, write and answer liveness
+ * probes, or its neighbours, hearing nothing, declare it down. 20 ms is well under the 2 s probe
+ * interval and long enough that the yield costs nothing measurable.
+ */
+export const DRAIN_SLICE_MS = 20
+
 /** Addresses of our own advertised at most (the core's addressesPerNodeMax is larger; 16 covers every interface a host has in practice). */
 export const OWN_ADDRESSES_MAX = 16

@@ -1,5 +1,5 @@
 import { PhoenixCore, type Effect, type UpdateMessage } from '@phoenix-overlay/core'
-import { DRAIN_STEPS_MAX } from './constants.ts'
+import { DRAIN_SLICE_MS, DRAIN_STEPS_MAX } from './constants.ts'
 
 /** What the driver asks of the node: carrying out the core's effects and hearing what changed. */
 export interface DriverSink {
@@ -69,8 +69,9 @@ export class CoreDriver {
 
   private runSteps(): void {
     let routesMayHaveChanged = false
+    const startedMs = performance.now()
     for (let steps = 0; this.core.hasWork(this.now()); steps++) {
-      if (steps === DRAIN_STEPS_MAX) {
+      if (steps === DRAIN_STEPS_MAX || performance.now() - startedMs > DRAIN_SLICE_MS) {
         this.schedule() // let I/O in first
         break
       }
