@@ -6,7 +6,7 @@
  *   npx pnpm@10 --filter @phoenix-overlay/simulations run figures -- --quick # smoke: small sizes, a few seconds
  *   ... run figures -- --max-nodes 400                                        # the sweeps only (what REPORT.md holds now)
  */
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { SingleBar, Presets } from 'cli-progress'
@@ -227,7 +227,10 @@ ${[...done.values()].sort((a, b) => a.topology.localeCompare(b.topology) || a.st
 
 Bytes: ${[...done.values()][0]?.result.bytesModel ?? 'n/a'}.
 `
-writeFileSync(join(here, quick ? 'REPORT-quick.md' : 'REPORT.md'), report)
+// Keep the section netns-figures.ts writes (real processes), which this script does not make.
+const reportPath = join(here, quick ? 'REPORT-quick.md' : 'REPORT.md')
+const netnsSection = /<!-- netns:start -->[\s\S]*<!-- netns:end -->/.exec(existsSync(reportPath) ? readFileSync(reportPath, 'utf8') : '')?.[0]
+writeFileSync(reportPath, netnsSection === undefined ? report : `${report}\n${netnsSection}\n`)
 writeFileSync(
   join(outDir, 'runs.csv'),
   `topology,strategy,discovery,send_hold_ms,nodes,convergence_ms,reach90_ms,messages,entries,entries_over_lower_bound,bytes,connections_missing,wall_ms\n${[...done.values()]
