@@ -32,6 +32,9 @@ export interface Phases {
   convergedMs: number
   dialsStarted: number
   dialsFailed: number
+  /** Dials the larger peer id held back (dialDeferMs), and those it then skipped because the other end had connected. */
+  dialsDeferred: number
+  dialsSkipped: number
   linksMax: number
 }
 
@@ -92,6 +95,8 @@ export async function profileRun(overlay: Overlay, mode: 'discovery' | 'offline'
           convergedMs,
           dialsStarted: metrics.reduce((a, m) => a + counter(m, 'dials_started'), 0),
           dialsFailed: metrics.reduce((a, m) => a + counter(m, 'dials_failed'), 0),
+          dialsDeferred: metrics.reduce((a, m) => a + counter(m, 'dials_deferred'), 0),
+          dialsSkipped: metrics.reduce((a, m) => a + counter(m, 'dials_skipped_connected'), 0),
           linksMax,
         }
         log(`${mode}: ${JSON.stringify(phases)}`)
@@ -126,7 +131,7 @@ if (isMain) {
     const xs = runs.filter((r) => r.mode === mode).map((r) => r[key] as number).sort((a, b) => a - b)
     return xs[Math.floor((xs.length - 1) / 2)]!
   }
-  for (const key of ['firstLinkMs', 'allKnownMs', 'linksMs', 'convergedMs', 'dialsStarted', 'dialsFailed'] as const) {
+  for (const key of ['firstLinkMs', 'allKnownMs', 'linksMs', 'convergedMs', 'dialsStarted', 'dialsFailed', 'dialsDeferred', 'dialsSkipped'] as const) {
     console.log(`${key.padEnd(14)} discovery ${med('discovery', key).toFixed(0).padStart(7)}  offline ${med('offline', key).toFixed(0).padStart(7)}`)
   }
   console.log(`convergence, discovery / offline: ${(med('discovery', 'convergedMs') / med('offline', 'convergedMs')).toFixed(2)}x (median of ${values.rounds})`)
