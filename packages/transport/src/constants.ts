@@ -45,7 +45,8 @@ export const TRANSPORT_TIMING = {
    * when both learn each other at once only one connection is set up (issue 19, item 4: in the
    * 30-process namespace run both ends dialled, doubling the handshakes on a starved CPU). The
    * smaller end dials at once; the larger dials after this only if no connection came (the
-   * smaller may be behind a firewall). 0 = both dial at once.
+   * smaller may be behind a firewall). Addresses learned from updates only: hubs are dialled at
+   * once. 0 = both dial at once.
    */
   dialDeferMs: 1_000,
   /**

@@ -105,9 +105,11 @@ export class Neighbours {
     // Both ends of a pair usually learn each other from the same update, and if both dial, two
     // connections are set up (TCP, Noise, Yamux) and one is thrown away, replacing a link (a
     // down and up for the core). The end with the larger peer id gives the other dialDeferMs to
-    // come first, and dials only if it did not (the other may be unable to: a firewall).
+    // come first, and dials only if it did not (the other may be unable to: a firewall). Hubs
+    // are dialled at once: they were configured (a connection list given offline is dialled by
+    // one end only, and a hub that is not told of us would never dial).
     const remote = /\/p2p\/([^/]+)$/.exec(address)?.[1] ?? null
-    if (remote !== null && parts.id > remote && parts.timing.dialDeferMs > 0) {
+    if (remote !== null && parts.id > remote && parts.timing.dialDeferMs > 0 && !core.isHub(address)) {
       parts.metrics.count('dials_deferred')
       const timer = setTimeout(() => {
         this.deferredDials.delete(timer)
