@@ -6,7 +6,7 @@
  *   npx pnpm@10 --filter @phoenix-overlay/simulations run figures -- --quick # smoke: small sizes, a few seconds
  *   ... run figures -- --max-nodes 400                                        # the sweeps only (what REPORT.md holds now)
  */
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { SingleBar, Presets } from 'cli-progress'
@@ -227,11 +227,14 @@ ${[...done.values()].sort((a, b) => a.topology.localeCompare(b.topology) || a.st
 
 Bytes: ${[...done.values()][0]?.result.bytesModel ?? 'n/a'}.
 `
-// The "Scale" section is scale.ts's (its own runs, minutes to hours): kept as it is.
+// Sections other scripts write, which this one does not make: kept as they are. The "Scale"
+// section is scale.ts's (its own runs, minutes to hours); the netns section is netns-figures.ts's
+// (real processes).
 const reportFile = join(here, quick ? 'REPORT-quick.md' : 'REPORT.md')
-const previous = quick ? '' : readFileSync(reportFile, 'utf8')
-const scaleSection = previous.slice(previous.indexOf('<!-- scale:begin'), previous.indexOf('<!-- scale:end -->') + '<!-- scale:end -->'.length)
-writeFileSync(reportFile, previous.includes('<!-- scale:begin') ? `${report}\n${scaleSection}\n` : report)
+const previous = existsSync(reportFile) ? readFileSync(reportFile, 'utf8') : ''
+const scaleSection = /<!-- scale:begin[\s\S]*<!-- scale:end -->/.exec(previous)?.[0]
+const netnsSection = /<!-- netns:start -->[\s\S]*<!-- netns:end -->/.exec(previous)?.[0]
+writeFileSync(reportFile, [report, scaleSection, netnsSection].filter((part) => part !== undefined).join('\n') + '\n')
 writeFileSync(
   join(outDir, 'runs.csv'),
   `topology,strategy,discovery,send_hold_ms,nodes,convergence_ms,reach90_ms,messages,entries,entries_over_lower_bound,bytes,connections_missing,wall_ms\n${[...done.values()]

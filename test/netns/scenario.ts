@@ -56,11 +56,12 @@ export async function killHalfAndRestart(overlay: Overlay, downMs: number, timeo
   return { killed: victims.length, ...result }
 }
 
-export async function runScenario(subnets: SubnetSpec[], log: (line: string) => void): Promise<ScenarioResult> {
+/** `options.prefix`: the namespaces' name prefix (default: one per process id), so concurrent runs do not collide. */
+export async function runScenario(subnets: SubnetSpec[], log: (line: string) => void, options: { prefix?: string } = {}): Promise<ScenarioResult> {
   let topology: Topology | undefined
   let overlay: Overlay | undefined
   try {
-    topology = await buildTopology(subnets)
+    topology = await buildTopology(subnets, options.prefix !== undefined ? { prefix: options.prefix } : {})
     overlay = await Overlay.prepare(topology)
     log(`${topology.nodes.length} nodes in namespaces; starting with discovery (gateways known only)`)
     const discovery = await timedRun(overlay, 'discovery', 120_000)

@@ -1,5 +1,5 @@
 import { InvalidArgumentError } from 'commander'
-import { request, type IncomingMessage } from 'node:http'
+import { request, type ClientRequest, type IncomingMessage } from 'node:http'
 
 /** `--control`: a TCP port on 127.0.0.1, or a unix socket path (reachable from other network namespaces). */
 export type ControlEndpoint = { port: number } | { socketPath: string }
@@ -39,6 +39,21 @@ export function openControl(endpoint: ControlEndpoint, method: string, path: str
     if (timeoutMs !== undefined) req.setTimeout(timeoutMs, () => req.destroy(Object.assign(new Error(`no answer within ${timeoutMs} ms`), { code: 'ETIMEDOUT' })))
     req.end(body)
   })
+}
+
+/**
+ * Opens a request whose body the caller writes as it goes (a streaming send): `body` to write to
+ * and end, `response` once the node answers (it may answer, e.g. with a failure, before the body
+ * ends). A connection failure rejects `response` with the one-line reason.
+ */
+export function openControlStream(endpoint: ControlEndpoint, method: string, path: string): { body: ClientRequest; response: Promise<IncomingMessage> } {
+  let body!: ClientRequest
+  const response = new Promise<IncomingMessage>((resolve, reject) => {
+    body = request({ ...endpoint, ...('port' in endpoint ? { host: '127.0.0.1' } : {}), method, path, headers: { 'content-type': 'application/octet-stream' } }, resolve)
+    body.on('error', (error: NodeJS.ErrnoException) => reject(unreachable(endpoint, error)))
+  })
+  body.flushHeaders()
+  return { body, response }
 }
 
 /** Calls a running node's control endpoint and reads the whole answer. */

@@ -4,6 +4,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { CONTROL_BODY_BYTES_MAX, SEND_WAIT_MS_DEFAULT, SEND_WAIT_MS_MAX } from './constants.ts'
 import type { Inbox, InboxReader } from './inbox.ts'
 import { toMessageLine } from './message-line.ts'
+import { FrameError, FrameReader } from './send-stream.ts'
 
 /** What the control endpoint serves, once the node has started. */
 export interface ControlTarget {
@@ -26,7 +27,14 @@ class ControlError extends Error {
 }
 
 const USAGE =
-  'GET / (the overlay page) /status /routes /peers /topology /members?pattern= /metrics /messages?name=&count=, POST /send?name=&ack=1&waitMs= (body: the message), POST /names?add=&remove=, POST /hubs?add='
+  'GET / (the overlay page) /status /routes /peers /topology /members?pattern= /metrics /messages?name=&count=, POST /send?name=&ack=1&waitMs= (body: the message), POST /send-stream?name=&ack=1&waitMs= (body: length-prefixed messages), POST /names?add=&remove=, POST /hubs?add='
+
+/**
+ * How often a streaming send retries a message its first hop's queue refused (QUEUE_FULL): the
+ * transport has no "room again" event, and 1 ms is what the library's own senders poll at
+ * (bench/src/phoenix-adapter.ts); the wait is bounded by the request's waitMs.
+ */
+const STREAM_QUEUE_RETRY_MS = 1
 
 const STATUS_OF: Record<string, number> = { NO_ROUTE: 404, QUEUE_FULL: 503, NOT_STARTED: 503, ACK_TIMEOUT: 504, UNDELIVERABLE: 502, RECEIVER_TOO_SLOW: 503 }
 
@@ -62,16 +70,98 @@ function sentId(sent: unknown): number | undefined {
   return undefined
 }
 
-async function send(target: ControlTarget, req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
+/** The query of both sends: the name, how long to wait for a route, whether to wait for the ack. */
+function sendParams(url: URL, what: string): { name: string; waitMs: number; ack: boolean } {
   const name = url.searchParams.get('name')
-  if (name === null || name === '') throw new ControlError(400, 'INVALID_INPUT', 'send needs ?name=<logical name>')
+  if (name === null || name === '') throw new ControlError(400, 'INVALID_INPUT', `${what} needs ?name=<logical name>`)
   const waitMs = integerParam(url, 'waitMs', SEND_WAIT_MS_DEFAULT, 0, SEND_WAIT_MS_MAX)!
-  const ack = url.searchParams.get('ack') === '1'
+  return { name, waitMs, ack: url.searchParams.get('ack') === '1' }
+}
+
+/** One message sent, as both sends answer it. */
+function sentAnswer(target: ControlTarget, name: string, ack: boolean, bytes: number, t0: number, sent: unknown): Record<string, unknown> {
+  const id = sentId(sent)
+  return { sent: true, acked: ack, name, bytes, ms: +(performance.now() - t0).toFixed(2), route: target.phoenix.resolve(name) ?? null, ...(id !== undefined ? { id } : {}) }
+}
+
+async function send(target: ControlTarget, req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
+  const { name, waitMs, ack } = sendParams(url, 'send')
   const body = await readBody(req)
   const t0 = performance.now()
   const sent: unknown = await target.phoenix.send(name, body, { ack, routeWaitMs: waitMs })
-  const id = sentId(sent)
-  reply(res, 200, { sent: true, acked: ack, name, bytes: body.length, ms: +(performance.now() - t0).toFixed(2), route: target.phoenix.resolve(name) ?? null, ...(id !== undefined ? { id } : {}) })
+  reply(res, 200, sentAnswer(target, name, ack, body.length, t0, sent))
+}
+
+/**
+ * One message of a stream: a full first-hop queue (QUEUE_FULL) is waited out, retrying every
+ * STREAM_QUEUE_RETRY_MS for up to `waitMs`, as a library sender does; meanwhile the request is
+ * not read, so the client's writes block (TCP backpressure) instead of growing any buffer here.
+ */
+async function sendWaitingForRoom(target: ControlTarget, name: string, payload: Uint8Array, ack: boolean, waitMs: number): Promise<unknown> {
+  const deadline = performance.now() + waitMs
+  for (;;) {
+    try {
+      return await target.phoenix.send(name, payload, { ack, routeWaitMs: waitMs })
+    } catch (error) {
+      const full = error instanceof Error && (error as Error & { code?: unknown }).code === 'QUEUE_FULL'
+      if (!full || performance.now() >= deadline) throw error
+      await new Promise((resolve) => setTimeout(resolve, STREAM_QUEUE_RETRY_MS))
+    }
+  }
+}
+
+/** Resolves once the answer may be written again, or its connection is gone (then the next read fails). */
+function drainedOrClosed(res: ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      res.off('drain', done)
+      res.off('close', done)
+      resolve()
+    }
+    res.on('drain', done)
+    res.on('close', done)
+  })
+}
+
+/** The error line that ends a stream: the code, the one-line reason, and which message (1-based). */
+function streamFailure(error: unknown, index: number, sent: number): Record<string, unknown> {
+  if (error instanceof FrameError) return { error: 'INVALID_INPUT', message: error.message, index: error.index, sent }
+  const code = error instanceof Error && error.name === 'PhoenixTransportError' ? String((error as Error & { code: unknown }).code) : 'ERROR'
+  return { error: code, message: (error as Error).message, index, sent }
+}
+
+/**
+ * `POST /send-stream`: the body is any number of frames (send-stream.ts), each sent in order as it
+ * arrives, each only once the one before was sent (with `ack=1`: acknowledged). The answer is an
+ * NDJSON stream: one line per message sent (what `POST /send` answers), then `{"done":true,…}`,
+ * or, at the first failure, one error line naming the message (`index`) and nothing more is sent.
+ */
+async function sendStream(target: ControlTarget, req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
+  const { name, waitMs, ack } = sendParams(url, 'send-stream')
+  res.writeHead(200, { 'content-type': 'application/x-ndjson', 'cache-control': 'no-store' })
+  const frames = new FrameReader(CONTROL_BODY_BYTES_MAX)
+  const started = performance.now()
+  let sent = 0
+  let bytes = 0
+  try {
+    // destroyOnReturn false: leaving the loop on a failure must not destroy the socket before the error line is out.
+    for await (const chunk of req.iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer>) {
+      for (const payload of frames.push(chunk)) {
+        const t0 = performance.now()
+        const result = await sendWaitingForRoom(target, name, payload, ack, waitMs)
+        sent++
+        bytes += payload.length
+        if (!res.write(`${JSON.stringify(sentAnswer(target, name, ack, payload.length, t0, result))}\n`)) await drainedOrClosed(res)
+        if (res.destroyed) throw new Error(`the client went away after message ${sent}`)
+      }
+    }
+    frames.end()
+    res.end(`${JSON.stringify({ done: true, sent, bytes, ms: +(performance.now() - started).toFixed(2) })}\n`)
+  } catch (error) {
+    res.end(`${JSON.stringify(streamFailure(error, sent + 1, sent))}\n`)
+    // Read away what the client still sends, so it reads the answer rather than a reset.
+    req.resume()
+  }
 }
 
 /**
@@ -124,6 +214,7 @@ async function route(target: ControlTarget, req: IncomingMessage, res: ServerRes
   if (at === 'GET /metrics') return reply(res, 200, phoenix.metricsText(), 'text/plain; version=0.0.4')
   if (at === 'GET /messages') return streamMessages(target, req, res, url, streams)
   if (at === 'POST /send') return send(target, req, res, url)
+  if (at === 'POST /send-stream') return sendStream(target, req, res, url)
   if (at === 'GET /status') {
     const reachable = phoenix.routes().filter((r) => r.reachable).length
     return reply(res, 200, { id: target.id, pid: process.pid, version: target.version, addresses: target.addresses(), names: phoenix.names, peers: phoenix.peers().length, reachable, inbox: { messages: target.inbox.size, bytes: target.inbox.bytes } })

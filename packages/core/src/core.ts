@@ -251,6 +251,11 @@ export class PhoenixCore {
     else this.learnHub(address)
   }
 
+  /** Whether `address` is one of this node's hubs (given at start or added): the transport dials those at once. */
+  isHub(address: PhysicalAddress): boolean {
+    return this.hubs.includes(address)
+  }
+
   /**
    * Graceful leave: tells every neighbour at once that this node is gone (its own entry with the
    * next odd sequence number), so routes are repaired without waiting for connections to time

@@ -41,6 +41,15 @@ export const TRANSPORT_TIMING = {
   /** How long a dial may take before it counts as failed (a firewall that drops SYNs never answers). */
   dialTimeoutMs: 5_000,
   /**
+   * How long the end of a pair with the larger peer id waits before it dials the other, so that
+   * when both learn each other at once only one connection is set up (issue 19, item 4: in the
+   * 30-process namespace run both ends dialled, doubling the handshakes on a starved CPU). The
+   * smaller end dials at once; the larger dials after this only if no connection came (the
+   * smaller may be behind a firewall). Addresses learned from updates only: hubs are dialled at
+   * once. 0 = both dial at once.
+   */
+  dialDeferMs: 1_000,
+  /**
    * How long a leaving node keeps reading while it waits for each neighbour to close its side
    * (which a neighbour does once it heard the leave and wrote out what it had queued for us).
    * Frames in that queue would otherwise be lost. A neighbour that does not close its side by

@@ -1,5 +1,5 @@
 import { PhoenixError, isUnreachableSeq } from '@phoenix-overlay/core'
-import { WireError, decodeFrame, encodeFrame, type AckFrame, type DataFrame, type Frame, type UndeliverableFrame, type UndeliverableReason } from '@phoenix-overlay/wire'
+import { WireError, decodeFrame, encodeFrame, rewriteDataHopLimit, type AckFrame, type DataFrame, type Frame, type UndeliverableFrame, type UndeliverableReason } from '@phoenix-overlay/wire'
 import type { CoreDriver } from './core-driver.ts'
 import { PhoenixTransportError } from './errors.ts'
 import type { NeighbourLink } from './link.ts'
@@ -61,7 +61,10 @@ export class Router implements FrameHandler {
           const next = this.neighbours.get(decision.nextHop)
           if (next !== undefined && !next.link.hasRoomFor(bytes.length)) return false
         }
-        this.routeData(frame.data, link.peer)
+        // In place only into bytes decrypted for us (an encrypted connection: nobody else holds
+        // them); a plaintext stream (an in-memory one in tests) may share its sender's buffer.
+        const ours = this.neighbours.get(link.peer)?.connection.encryption !== undefined
+        this.routeData(frame.data, link.peer, ours ? bytes : undefined)
         return true
       }
       case 'ack':
@@ -78,7 +81,7 @@ export class Router implements FrameHandler {
    * A data frame here (`fromPeer` undefined: our own send): deliver it if it is for us, else
    * pass it on or say why not. Our own send throws instead of bouncing to ourselves.
    */
-  routeData(data: DataFrame, fromPeer: string | undefined): void {
+  routeData(data: DataFrame, fromPeer: string | undefined, received?: Uint8Array): void {
     if (this.leaving && fromPeer !== undefined) return this.bounce(data, 'leaving', fromPeer)
     const decision = this.driver.core.forward(data.destination, data.hopLimit, data.name)
     if (decision.action === 'deliver') return this.deliver(data, fromPeer)
@@ -93,7 +96,11 @@ export class Router implements FrameHandler {
       if (fromPeer === undefined) throw new PhoenixTransportError('UNDELIVERABLE', `the next hop ${decision.nextHop} is leaving`, { messageId: data.messageId, reason: 'leaving', node: decision.nextHop })
       return this.bounce(data, 'leaving', fromPeer)
     }
-    const frame = encodeFrame({ kind: 'data', data: { ...data, hopLimit: decision.hopLimit } })
+    // Zero-copy forwarding: the received frame goes on with only its hop limit rewritten in
+    // place (wire/hop-limit.ts); re-encoded (the payload copied) only when that cannot be done.
+    const inPlace = received !== undefined ? rewriteDataHopLimit(received, decision.hopLimit) : undefined
+    if (inPlace !== undefined) this.parts.metrics.count('forwarded_in_place')
+    const frame = inPlace ?? encodeFrame({ kind: 'data', data: { ...data, hopLimit: decision.hopLimit } })
     if (!this.neighbours.send(decision.nextHop, frame, data)) {
       this.parts.metrics.count('dropped_queue_full')
       if (fromPeer === undefined) {

@@ -1,5 +1,5 @@
 import type { Connection, Stream } from '@libp2p/interface'
-import { multiaddr } from '@multiformats/multiaddr'
+import { multiaddr, type Multiaddr } from '@multiformats/multiaddr'
 import type { DataFrame } from '@phoenix-overlay/wire'
 import type { PeerDropped } from './api.ts'
 import type { CoreDriver } from './core-driver.ts'
@@ -34,6 +34,8 @@ export class Neighbours {
   handler: FrameHandler | undefined
   /** Set while leaving: streams opened to us are refused. */
   closing = false
+  /** Dials waiting out dialDeferMs (at most one per address the core has in flight: dialsInFlightMax). */
+  private readonly deferredDials = new Set<ReturnType<typeof setTimeout>>()
 
   constructor(
     private readonly parts: NodeParts,
@@ -94,6 +96,36 @@ export class Neighbours {
       target = multiaddr(address)
     } catch {
       core.dialFailed(address, driver.now())
+      return
+    }
+    // Both ends of a pair usually learn each other from the same update, and if both dial, two
+    // connections are set up (TCP, Noise, Yamux) and one is thrown away, replacing a link (a
+    // down and up for the core). The end with the larger peer id gives the other dialDeferMs to
+    // come first, and dials only if it did not (the other may be unable to: a firewall). Hubs
+    // are dialled at once: they were configured (a connection list given offline is dialled by
+    // one end only, and a hub that is not told of us would never dial).
+    const remote = /\/p2p\/([^/]+)$/.exec(address)?.[1] ?? null
+    if (remote !== null && parts.id > remote && parts.timing.dialDeferMs > 0 && !core.isHub(address)) {
+      parts.metrics.count('dials_deferred')
+      const timer = setTimeout(() => {
+        this.deferredDials.delete(timer)
+        this.dialUnlessConnected(address, target, remote)
+      }, parts.timing.dialDeferMs)
+      this.deferredDials.add(timer)
+      return
+    }
+    this.dialUnlessConnected(address, target, remote)
+  }
+
+  /** Dials `target`, unless `remote` is a neighbour by now (then the dial counts as done). */
+  private dialUnlessConnected(address: string, target: Multiaddr, remote: string | null): void {
+    const { driver, parts } = this
+    const core = driver.core
+    if (this.closing || core.hasLeft) return
+    if (remote !== null && this.byPeer.get(remote)?.link.isOpen === true) {
+      parts.metrics.count('dials_skipped_connected')
+      core.connectionUp(remote, driver.now(), address)
+      driver.schedule()
       return
     }
     parts.metrics.count('dials_started')
@@ -223,6 +255,8 @@ export class Neighbours {
    * aborted.
    */
   async closeAll(reason: string, lingerMaxMs: number, flushMaxMs: number): Promise<void> {
+    for (const timer of this.deferredDials) clearTimeout(timer)
+    this.deferredDials.clear()
     // First every neighbour finishes writing to us: until then any of our links may be needed
     // (a bounce for a frame from one neighbour may have to go out through another).
     const lingerEndsMs = performance.now() + lingerMaxMs

@@ -12,3 +12,4 @@ export {
   type WireErrorCode,
 } from './codec.ts'
 export { encodeUpdateFrames, encodedUpdateSize, splitUpdate } from './size.ts'
+export { rewriteDataHopLimit } from './hop-limit.ts'

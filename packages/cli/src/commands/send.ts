@@ -1,9 +1,11 @@
 import { Command, InvalidArgumentError } from 'commander'
 import { createReadStream } from 'node:fs'
+import type { ClientRequest, IncomingMessage } from 'node:http'
 import { createInterface } from 'node:readline'
 import type { Readable } from 'node:stream'
 import { CONTROL_BODY_BYTES_MAX, SEND_WAIT_MS_DEFAULT, SEND_WAIT_MS_MAX } from '../constants.ts'
-import { callControl, describeFailure, type ControlEndpoint } from '../control-client.ts'
+import { callControl, describeFailure, openControlStream, type ControlEndpoint } from '../control-client.ts'
+import { encodeFrame } from '../send-stream.ts'
 import { shortId } from '../table.ts'
 import { controlOption } from './inspect.ts'
 
@@ -25,6 +27,12 @@ interface SendAnswer {
   id?: number
   route: { owner: string; nextHop: string; nhops: number } | null
 }
+
+/**
+ * Frames gathered before the streaming client writes them even within one turn of the event loop:
+ * 64 KiB is one TCP window's worth, large enough that 4 KiB lines cost one write per 16.
+ */
+const FRAME_BATCH_BYTES_MAX = 64 * 1024
 
 function waitMsOption(value: string): number {
   const n = Number(value)
@@ -80,21 +88,117 @@ async function sendOne(name: string, payload: Uint8Array, o: SendOptions, where:
   process.stdout.write(o.json === true ? text : `${describeSent(JSON.parse(text) as SendAnswer)}\n`)
 }
 
-/** `--lines`: every line of the input is one message, sent (and, with --ack, acknowledged) in order as it arrives. */
+/**
+ * Writes frames to a streaming request, coalescing those written in one turn of the event loop
+ * (the lines of one input chunk) into one write, and waiting while the connection is full.
+ */
+class FrameWriter {
+  private batch: Uint8Array[] = []
+  private batchBytes = 0
+  private scheduled = false
+
+  constructor(private readonly body: ClientRequest) {}
+
+  async write(frame: Uint8Array): Promise<void> {
+    this.batch.push(frame)
+    this.batchBytes += frame.length
+    if (this.batchBytes >= FRAME_BATCH_BYTES_MAX) {
+      if (!this.flush()) await new Promise<void>((resolve) => this.whenWritable(resolve))
+    } else if (!this.scheduled) {
+      this.scheduled = true
+      setImmediate(() => this.flush())
+    }
+  }
+
+  end(): void {
+    this.flush()
+    this.body.end()
+  }
+
+  /** False: the connection's buffer is full, wait for drain. */
+  private flush(): boolean {
+    this.scheduled = false
+    if (this.batch.length === 0 || this.body.destroyed) return true
+    const chunk = this.batch.length === 1 ? this.batch[0]! : Buffer.concat(this.batch)
+    this.batch = []
+    this.batchBytes = 0
+    return this.body.write(chunk)
+  }
+
+  private whenWritable(resolve: () => void): void {
+    const done = () => {
+      this.body.off('drain', done)
+      this.body.off('close', done)
+      resolve()
+    }
+    this.body.on('drain', done)
+    this.body.on('close', done)
+  }
+}
+
+/** Reads the stream's answer, printing each message's line; resolves to the failure, if any, as one line. */
+async function readAnswers(response: Promise<IncomingMessage>, name: string, o: SendOptions): Promise<string | undefined> {
+  const res = await response
+  if (res.statusCode !== 200) {
+    const chunks: Buffer[] = []
+    for await (const chunk of res) chunks.push(chunk as Buffer)
+    return `send to ${name}: ${describeFailure(res.statusCode ?? 0, Buffer.concat(chunks).toString('utf8'))}`
+  }
+  let done = false
+  for await (const line of createInterface({ input: res, crlfDelay: Infinity })) {
+    if (line === '') continue
+    const answer = JSON.parse(line) as SendAnswer & { done?: boolean; error?: string; message?: string; index?: number }
+    if (answer.error !== undefined) {
+      const hint = answer.error === 'NO_ROUTE' ? ' (--wait-ms sets how long to wait for a route)' : ''
+      return `send to ${name}, line ${answer.index}: ${answer.error}: ${answer.message ?? ''}${hint}`
+    }
+    if (answer.done === true) done = true
+    else process.stdout.write(o.json === true ? `${line}\n` : `${describeSent(answer)}\n`)
+  }
+  return done ? undefined : `send to ${name}: the node ended its answer before the end of the input`
+}
+
+/**
+ * `--lines`: every line of the input is one message, sent in order as it arrives, all in one
+ * streaming request (`POST /send-stream`); the node answers a line per message sent (with --ack:
+ * acknowledged) and stops at the first failure, which ends the input here too.
+ */
 async function sendLines(name: string, o: SendOptions): Promise<void> {
   const { stream, source } = openSource(o.file)
+  const query = `name=${encodeURIComponent(name)}&waitMs=${o.waitMs}${o.ack === true ? '&ack=1' : ''}`
+  const { body, response } = openControlStream(o.control, 'POST', `/send-stream?${query}`)
+  const lines = createInterface({ input: stream, crlfDelay: Infinity })
+  let answered = false
+  const stopInput = () => {
+    answered = true
+    lines.close()
+  }
+  // The node's answer ends early only at a failure (or a lost connection): stop reading the input then.
+  const answers = readAnswers(response, name, o).finally(stopInput)
+  // Awaited after the input loop; marked handled now so an early failure is not an unhandled rejection.
+  answers.catch(() => undefined)
+  response.catch(stopInput)
+  const writer = new FrameWriter(body)
+  let inputFailure: Error | undefined
   let n = 0
   try {
-    for await (const line of createInterface({ input: stream, crlfDelay: Infinity })) {
+    for await (const line of lines) {
+      if (answered) break
       n++
       const payload = new TextEncoder().encode(line)
       if (payload.length > CONTROL_BODY_BYTES_MAX) throw tooLarge(`${source} line ${n}`, String(payload.length))
-      await sendOne(name, payload, o, `, line ${n}`)
+      await writer.write(encodeFrame(payload))
     }
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code
-    throw code !== undefined && !(error as Error).message.startsWith('--control') ? new Error(`${source}: cannot read it (${code})`) : error
+    inputFailure = code !== undefined ? new Error(`${source}: cannot read it (${code})`) : (error as Error)
+  } finally {
+    writer.end()
+    stream.destroy()
   }
+  const failure = await answers
+  if (failure !== undefined) throw new Error(failure)
+  if (inputFailure !== undefined) throw inputFailure
 }
 
 export function registerSendCommand(program: Command): void {

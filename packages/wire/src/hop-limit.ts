@@ -1,0 +1,83 @@
+/**
+ * Zero-copy forwarding (issue 19, item 2): a relay passes a data frame on with only its hop limit
+ * rewritten, in the bytes it received, instead of decoding and re-encoding it (which copies the
+ * payload into a new frame). The wire format is unchanged: the protobuf `Frame { Data data = 2 }`
+ * with `Data.hop_limit = 4` a varint. The rewrite is in place when the new hop limit's varint is
+ * as wide as the old one (1–127 and 128–255 each keep their width; the default hop limit, 16,
+ * counts down in one byte); otherwise (and for 0, which proto3 omits) the caller re-encodes.
+ */
+
+/** The tag of `Frame.data` (field 2, length-delimited) and of `Data.hop_limit` (field 4, varint). */
+const FRAME_DATA_TAG = 0x12
+const HOP_LIMIT_TAG = 0x20
+/** Longest varint a 32-bit field takes. */
+const VARINT_BYTES_MAX = 5
+
+/** Reads a varint at `at`: its value and width, or undefined when it runs past `end` or past 5 bytes. */
+function readVarint(bytes: Uint8Array, at: number, end: number): { value: number; width: number } | undefined {
+  let value = 0
+  for (let i = 0; i < VARINT_BYTES_MAX && at + i < end; i++) {
+    const byte = bytes[at + i]!
+    value += (byte & 0x7f) * 2 ** (7 * i)
+    if ((byte & 0x80) === 0) return { value, width: i + 1 }
+  }
+  return undefined
+}
+
+const varintWidth = (value: number): number => (value < 0x80 ? 1 : value < 0x4000 ? 2 : value < 0x200000 ? 3 : value < 0x10000000 ? 4 : 5)
+
+/** Skips the field whose tag is at `at`; the offset after it, or undefined if it is malformed. */
+function skipField(bytes: Uint8Array, at: number, end: number): number | undefined {
+  const tag = readVarint(bytes, at, end)
+  if (tag === undefined) return undefined
+  let next = at + tag.width
+  const wireType = tag.value & 7
+  if (wireType === 0) {
+    const v = readVarint(bytes, next, end)
+    return v === undefined ? undefined : next + v.width
+  }
+  if (wireType === 2) {
+    const length = readVarint(bytes, next, end)
+    if (length === undefined) return undefined
+    next += length.width + length.value
+    return next <= end ? next : undefined
+  }
+  if (wireType === 1) return next + 8 <= end ? next + 8 : undefined
+  if (wireType === 5) return next + 4 <= end ? next + 4 : undefined
+  return undefined
+}
+
+/**
+ * Rewrites the hop limit of an encoded data frame (`encodeFrame({ kind: 'data', … })`) to
+ * `hopLimit`, in place, reading only the fields before it and never touching the payload.
+ * Returns `frame` itself, now carrying `hopLimit`, or undefined when it cannot be done in place
+ * (not a data frame, no hop limit field, a different varint width, or `hopLimit` 0): then
+ * re-encode. The result is byte for byte what `encodeFrame` makes of the same frame.
+ */
+export function rewriteDataHopLimit(frame: Uint8Array, hopLimit: number): Uint8Array | undefined {
+  if (!Number.isInteger(hopLimit) || hopLimit < 1 || hopLimit > 0xffffffff) return undefined
+  if (frame[0] !== FRAME_DATA_TAG) return undefined
+  const length = readVarint(frame, 1, frame.length)
+  if (length === undefined) return undefined
+  const start = 1 + length.width
+  const end = start + length.value
+  if (end !== frame.length) return undefined
+  for (let at = start; at < end; ) {
+    if (frame[at] === HOP_LIMIT_TAG) {
+      const old = readVarint(frame, at + 1, end)
+      if (old === undefined || varintWidth(hopLimit) !== old.width) return undefined
+      let value = hopLimit
+      for (let i = 0; i < old.width; i++) {
+        frame[at + 1 + i] = (value & 0x7f) | (i < old.width - 1 ? 0x80 : 0)
+        value = Math.floor(value / 128)
+      }
+      return frame
+    }
+    // Fields are written in field order; past the hop limit's number there is none.
+    if (frame[at]! >>> 3 > HOP_LIMIT_TAG >>> 3) return undefined
+    const next = skipField(frame, at, end)
+    if (next === undefined) return undefined
+    at = next
+  }
+  return undefined
+}

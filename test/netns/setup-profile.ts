@@ -1,0 +1,138 @@
+/**
+ * Where discovery's time goes beyond offline (issue 19, item 4): the paper's three firewalled
+ * subnets, each node its own `phoenix node`, timed from the instant the hubs (discovery) or the
+ * complete connection lists (offline) are handed out, as scenario.ts does, with each run cut into
+ * phases observed through the control endpoints (polled every PROFILE_POLL_MS):
+ *
+ * - first link: every node has at least one neighbour (its first dial done: TCP, Noise, Yamux,
+ *   identify, the Phoenix stream);
+ * - all known: every node has a route to every other (routing through whatever links exist);
+ * - links: every allowed link is open (discovery: learning the peers, then dialling them);
+ * - converged: every allowed link open and every table on BFS shortest paths.
+ *
+ * Also each node's dial counters (the `/metrics` of the transport): dials started and failed
+ * (discovery dials addresses the firewall drops; those fail by timing out).
+ *
+ *   sudo npx tsx test/netns/setup-profile.ts [--rounds 2] [--a 14 --b 10 --c 6] [--prefix relay-]
+ */
+import { parseArgs } from 'node:util'
+import { mayConnect, Overlay, type OverlayNode } from './overlay.ts'
+import { DEFAULT_SUBNETS } from './scenario.ts'
+import { buildTopology } from './topology.ts'
+
+/** Poll period of the phase observer: short enough to place a phase, long enough not to load 30 nodes. */
+const PROFILE_POLL_MS = 100
+const RUN_TIMEOUT_MS = 180_000
+
+export interface Phases {
+  mode: 'discovery' | 'offline'
+  firstLinkMs: number
+  allKnownMs: number
+  linksMs: number
+  convergedMs: number
+  dialsStarted: number
+  dialsFailed: number
+  /** Dials the larger peer id held back (dialDeferMs), and those it then skipped because the other end had connected. */
+  dialsDeferred: number
+  dialsSkipped: number
+  linksMax: number
+}
+
+interface NodeView {
+  n: OverlayNode
+  peers: string[]
+  reachable: number
+}
+
+async function views(overlay: Overlay): Promise<NodeView[]> {
+  return Promise.all(
+    overlay.alive().map(async (n) => {
+      const [routes, peers] = await Promise.all([overlay.call(n, 'GET', '/routes'), overlay.call(n, 'GET', '/peers')])
+      return { n, peers: peers.json as string[], reachable: (routes.json as { reachable: boolean }[]).filter((r) => r.reachable).length }
+    }),
+  )
+}
+
+function counter(metrics: string, name: string): number {
+  const line = metrics.split('\n').find((l) => l.startsWith(`phoenix_${name}`) || l.startsWith(name))
+  return line === undefined ? 0 : Number(line.trim().split(/\s+/).at(-1))
+}
+
+/** One timed run of `mode`, its phases from the instant the hubs are given. */
+export async function profileRun(overlay: Overlay, mode: 'discovery' | 'offline', log: (line: string) => void): Promise<Phases> {
+  await overlay.startAll(mode, true)
+  const nodes = overlay.alive()
+  const allowed = nodes.flatMap((a) => nodes.filter((b) => a.node.id < b.node.id && mayConnect(a.node, b.node)).map((b) => [a, b] as const))
+  const t0 = performance.now()
+  await overlay.go(mode)
+  const at: Partial<Record<'firstLinkMs' | 'allKnownMs' | 'linksMs', number>> = {}
+  let linksMax = 0
+  for (;;) {
+    const elapsed = performance.now() - t0
+    if (elapsed > RUN_TIMEOUT_MS) throw new Error(`${mode}: no convergence within ${RUN_TIMEOUT_MS} ms`)
+    let vs: NodeView[]
+    try {
+      vs = await views(overlay)
+    } catch {
+      continue
+    }
+    const now = performance.now() - t0
+    const peersOf = new Map(vs.map((v) => [v.n.peerId, new Set(v.peers)]))
+    linksMax = Math.max(linksMax, ...vs.map((v) => v.peers.length))
+    if (at.firstLinkMs === undefined && vs.every((v) => v.peers.length > 0)) at.firstLinkMs = now
+    if (at.allKnownMs === undefined && vs.every((v) => v.reachable >= nodes.length - 1)) at.allKnownMs = now
+    if (at.linksMs === undefined && allowed.every(([a, b]) => peersOf.get(a.peerId)?.has(b.peerId) === true || peersOf.get(b.peerId)?.has(a.peerId) === true)) at.linksMs = now
+    if (at.linksMs !== undefined) {
+      const s = await overlay.snapshot()
+      if (s.missingLinks.length === 0 && s.routeFailures === 0) {
+        const convergedMs = performance.now() - t0
+        const metrics = await Promise.all(nodes.map((n) => overlay.metrics(n)))
+        const phases: Phases = {
+          mode,
+          firstLinkMs: at.firstLinkMs ?? convergedMs,
+          allKnownMs: at.allKnownMs ?? convergedMs,
+          linksMs: at.linksMs,
+          convergedMs,
+          dialsStarted: metrics.reduce((a, m) => a + counter(m, 'dials_started'), 0),
+          dialsFailed: metrics.reduce((a, m) => a + counter(m, 'dials_failed'), 0),
+          dialsDeferred: metrics.reduce((a, m) => a + counter(m, 'dials_deferred'), 0),
+          dialsSkipped: metrics.reduce((a, m) => a + counter(m, 'dials_skipped_connected'), 0),
+          linksMax,
+        }
+        log(`${mode}: ${JSON.stringify(phases)}`)
+        return phases
+      }
+    }
+    await new Promise((r) => setTimeout(r, Math.max(0, PROFILE_POLL_MS - (performance.now() - t0 - now))))
+  }
+}
+
+const isMain = process.argv[1] !== undefined && /setup-profile\.ts$/.test(process.argv[1])
+if (isMain) {
+  const { values } = parseArgs({ args: process.argv.slice(2).filter((a) => a !== '--'), options: { rounds: { type: 'string', default: '2' }, a: { type: 'string', default: '14' }, b: { type: 'string', default: '10' }, c: { type: 'string', default: '6' }, prefix: { type: 'string', default: 'relay-' } } })
+  const subnets = DEFAULT_SUBNETS.map((s) => ({ ...s, size: Number(values[s.name.toLowerCase() as 'a' | 'b' | 'c']) }))
+  const topology = await buildTopology(subnets, { prefix: values.prefix })
+  const overlay = await Overlay.prepare(topology)
+  const log = (line: string) => console.log(line)
+  const runs: Phases[] = []
+  try {
+    for (let round = 0; round < Number(values.rounds); round++) {
+      // Alternate which mode goes first, so neither always runs on a machine warmed by the other.
+      for (const mode of round % 2 === 0 ? (['offline', 'discovery'] as const) : (['discovery', 'offline'] as const)) {
+        runs.push(await profileRun(overlay, mode, log))
+        await overlay.stopAll()
+      }
+    }
+  } finally {
+    await overlay.destroy()
+    await topology.destroy()
+  }
+  const med = (mode: string, key: keyof Phases) => {
+    const xs = runs.filter((r) => r.mode === mode).map((r) => r[key] as number).sort((a, b) => a - b)
+    return xs[Math.floor((xs.length - 1) / 2)]!
+  }
+  for (const key of ['firstLinkMs', 'allKnownMs', 'linksMs', 'convergedMs', 'dialsStarted', 'dialsFailed', 'dialsDeferred', 'dialsSkipped'] as const) {
+    console.log(`${key.padEnd(14)} discovery ${med('discovery', key).toFixed(0).padStart(7)}  offline ${med('offline', key).toFixed(0).padStart(7)}`)
+  }
+  console.log(`convergence, discovery / offline: ${(med('discovery', 'convergedMs') / med('offline', 'convergedMs')).toFixed(2)}x (median of ${values.rounds})`)
+}
