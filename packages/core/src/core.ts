@@ -2,7 +2,8 @@ import { Inbox, applyInbox } from './apply.ts'
 import { DEFAULT_LIMITS, DEFAULT_TIMING, type CoreLimits, type CoreTiming } from './constants.ts'
 import { AddressBook } from './discovery.ts'
 import { Expiry } from './expiry.ts'
-import { PhoenixError, invariant } from './errors.ts'
+import { checkCoreInvariants } from './invariants.ts'
+import { PhoenixError } from './errors.ts'
 import { NameHolders, reclaimNames, type NameConflict } from './names.ts'
 import { NeighbourTable } from './neighbours.ts'
 import { NodeIndex } from './nodeindex.ts'
@@ -453,22 +454,9 @@ export class PhoenixCore {
     }
   }
 
-  /**
-   * Asserts everything that must hold between events (throws INVALID_STATE naming the broken
-   * rule): our own entry is 0 hops away with an even sequence number; every reachable route's
-   * next hop is a neighbour; trans and rcpt name only nodes we know; every limit is respected.
-   * The property tests call it after every event; it walks the whole state, so drivers do not.
-   */
+  /** Asserts everything that must hold between events (invariants.ts); the property tests call it after every event. */
   checkInvariants(): void {
-    const { limits, table, neighbours, book, parts } = this
-    table.checkInvariants(this.left, (id) => neighbours.has(id), (index) => parts.nodeIndex.id(index) !== undefined, limits.destinationsMax)
-    neighbours.checkInvariants(limits.neighboursMax)
-    this.police.checkInvariants()
-    invariant(this.inbox.length <= limits.inboxMessagesMax, `at most inboxMessagesMax (${limits.inboxMessagesMax}) queued updates`)
-    invariant(book.size <= limits.knownAddressesMax, `at most knownAddressesMax (${limits.knownAddressesMax}) known addresses`)
-    invariant(book.inFlightCount <= limits.dialsInFlightMax, `at most dialsInFlightMax (${limits.dialsInFlightMax}) dials in flight`)
-    invariant(table.own.names.length <= limits.namesPerNodeMax, `at most namesPerNodeMax (${limits.namesPerNodeMax}) names of our own`)
-    invariant(table.own.addresses.length <= limits.addressesPerNodeMax, `at most addressesPerNodeMax (${limits.addressesPerNodeMax}) addresses of our own`)
+    checkCoreInvariants(this.parts, this.inbox.length, this.left)
   }
 
   // ---------------------------------------------------------------- housekeeping
