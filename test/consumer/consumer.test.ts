@@ -231,7 +231,8 @@ function importedPackages(dir: string): string[] {
     const code = readFileSync(file, 'utf8').replace(/\/\*[\s\S]*?\*\//g, '').replace(/^\s*\/\/.*$/gm, '')
     for (const m of code.matchAll(/(?:\bfrom|\bimport\()\s*'([^'.][^']*)'/g)) {
       const spec = m[1]!
-      if (spec.startsWith('node:')) continue
+      // node: built-ins, and paths a browser page fetches from our own server (the overlay page's script).
+      if (spec.startsWith('node:') || spec.startsWith('/')) continue
       found.add(spec.split('/').slice(0, spec.startsWith('@') ? 2 : 1).join('/'))
     }
   }

@@ -121,7 +121,7 @@ describe('the streaming send (POST /send-stream, send --lines)', () => {
     expect(sent.stderr).toBe('')
     const out = sent.stdout.trim().split('\n')
     expect(out).toHaveLength(50)
-    for (const line of out) expect(line).toMatch(/sent to sink \(12D3…\w{8}, 1 hop\) in [\d.]+ ms; not acknowledged/)
+    for (const line of out) expect(line).toMatch(/sent to sink \(12D3…\w{8}, 1 hop\) in [\d.]+ ms \(message \d+\); not acknowledged/)
     expect((await received(50)).map((m) => m.text)).toEqual(texts)
     const failed = await phoenix(['send', '--control', fromSocket, '--lines', '--wait-ms', '0', 'nobody'], 'a\nb\n')
     expect(failed.code).toBe(1)
