@@ -20,6 +20,8 @@ export interface FloodOptions {
   /** unreachableRetentionMs of every node: how long the flood's dead entries are kept. */
   retentionMs: number
   basePort: number
+  /** Every node's destinationsPerNeighbourMax (default the core's, 32,768): a smaller one makes the same scenario at a smaller scale. */
+  destinationsPerNeighbourMax?: number
 }
 
 export interface FloodResult {
@@ -54,7 +56,10 @@ export async function runFlood(options: FloodOptions): Promise<FloodResult> {
   const key = new Uint8Array(95)
   generateKey(key)
   const psk = Buffer.from(key).toString('hex')
-  const core = { timing: { unreachableRetentionMs: options.retentionMs } }
+  const core = {
+    timing: { unreachableRetentionMs: options.retentionMs },
+    ...(options.destinationsPerNeighbourMax !== undefined ? { limits: { destinationsPerNeighbourMax: options.destinationsPerNeighbourMax } } : {}),
+  }
   const processes: MemberProcess[] = []
   const start = (label: string, p: ConstructorParameters<typeof MemberProcess>[1], flags: string[] = []) => {
     const child = new MemberProcess(label, p, flags)
