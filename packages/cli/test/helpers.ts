@@ -45,11 +45,14 @@ export class Started {
   stdout = ''
   stderr = ''
   readonly exited: Promise<number | null>
+  /** Every process holding its stdout and stderr has closed them, and all they wrote has been read. */
+  readonly closed: Promise<void>
 
   constructor(readonly child: ChildProcess) {
     child.stdout!.on('data', (d: Buffer) => (this.stdout += d.toString('utf8')))
     child.stderr!.on('data', (d: Buffer) => (this.stderr += d.toString('utf8')))
     this.exited = new Promise((resolve) => child.on('exit', (code) => resolve(code)))
+    this.closed = new Promise((resolve) => child.on('close', () => resolve()))
   }
 
   get pid(): number {

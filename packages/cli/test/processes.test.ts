@@ -43,7 +43,9 @@ describe.concurrent(`phoenix node stops within STOP_GRACE_MS (${STOP_GRACE_MS} m
       process.kill(node.pid, 'SIGTERM')
       const ms = await waitGone(tree, STOP_GRACE_MS)
       console.log(`${way}: ${tree.size} processes gone ${Math.round(ms)} ms after SIGTERM`)
-      expect(node.stdout).toMatch(/^left$/m)
+      // Gone is not yet read: the last lines may still be in the pipe.
+      await node.closed
+      expect(node.stdout, `stderr: ${node.stderr}`).toMatch(/^left$/m)
     })
   }
 
@@ -52,6 +54,7 @@ describe.concurrent(`phoenix node stops within STOP_GRACE_MS (${STOP_GRACE_MS} m
     expect(node.pid).toBe(nodePid)
     process.kill(node.pid, 'SIGINT')
     await waitGone(tree, STOP_GRACE_MS)
+    await node.closed
     expect(node.stdout).toMatch(/^left$/m)
   })
 
@@ -59,6 +62,7 @@ describe.concurrent(`phoenix node stops within STOP_GRACE_MS (${STOP_GRACE_MS} m
     const { node, tree } = await startWay('npx')
     process.kill(node.pid, 'SIGKILL')
     await waitGone(tree, STOP_GRACE_MS)
+    await node.closed
     expect(node.stderr).toMatch(/launcher pid \d+ .* exited; leaving/)
     expect(node.stdout).toMatch(/^left$/m)
   })
