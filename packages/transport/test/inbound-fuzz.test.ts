@@ -9,6 +9,7 @@ import fc from 'fast-check'
 import * as varint from 'uint8-varint'
 import { beforeAll, describe, expect, it } from 'vitest'
 import { PhoenixNode, type PeerDropped, type PhoenixComponents } from '../src/index.ts'
+import { FakeStream, concat } from './fake-node.ts'
 
 // A fast-check fuzz of a live node's inbound handler: the bytes one neighbour sends, through the
 // real NeighbourLink framing, frame decoding and routing core, without sockets. The seed is printed;
@@ -21,70 +22,6 @@ console.log(`fast-check seed for the inbound handler fuzz: ${seed} (replay with 
 const DESTINATIONS_PER_NEIGHBOUR_MAX = 5
 const NAMES_PER_NEIGHBOUR_MAX = 8
 const OUR_NAME = 'mine'
-
-/** A stream whose bytes the test hands in; it records what the node writes and whether it was aborted. */
-class FakeStream {
-  readonly direction = 'inbound' as const
-  maxReadBufferLength = 0
-  readonly written: Uint8Array[] = []
-  aborted: string | undefined
-  closed = false
-  writeClosed = false
-  private paused = false
-  private readonly waiting: Uint8Array[] = []
-  private readonly listeners = new Map<string, ((event: { data?: Uint8Array; error?: Error }) => void)[]>()
-
-  addEventListener(type: string, listener: (event: { data?: Uint8Array; error?: Error }) => void): void {
-    this.listeners.set(type, [...(this.listeners.get(type) ?? []), listener])
-  }
-
-  /** Delivers bytes as libp2p would: synchronously to the listener, or buffered while paused. Whatever the node throws reaches the test. */
-  deliver(data: Uint8Array): void {
-    if (this.closed) return
-    if (this.paused) this.waiting.push(data)
-    else for (const listener of this.listeners.get('message') ?? []) listener({ data })
-  }
-
-  /** The remote end went away (used to mirror a drop the reference cannot express as a frame). */
-  remoteClose(): void {
-    this.emitClose()
-  }
-
-  send(bytes: Uint8Array): boolean {
-    if (this.writeClosed) throw new Error('the stream is closed for writing')
-    this.written.push(bytes)
-    return true
-  }
-
-  onDrain(): Promise<void> {
-    return Promise.resolve()
-  }
-
-  pause(): void {
-    this.paused = true
-  }
-
-  resume(): void {
-    this.paused = false
-    while (!this.paused && this.waiting.length > 0) this.deliver(this.waiting.shift()!)
-  }
-
-  abort(error: Error): void {
-    this.aborted ??= error.message
-    this.emitClose(error)
-  }
-
-  /** Closes our writing side only, as libp2p's `close` does: reading goes on until the remote closes too. */
-  async close(): Promise<void> {
-    this.writeClosed = true
-  }
-
-  private emitClose(error?: Error): void {
-    if (this.closed) return
-    this.closed = true
-    for (const listener of this.listeners.get('close') ?? []) listener(error === undefined ? {} : { error })
-  }
-}
 
 interface Catalogue {
   nodeKey: PrivateKey
@@ -297,15 +234,6 @@ async function settle(): Promise<void> {
 
 const routesOf = (node: PhoenixNode): RouteView[] => [...node.routes()].sort((a, b) => (a.destination < b.destination ? -1 : 1))
 
-function concat(parts: readonly Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0))
-  let at = 0
-  for (const p of parts) {
-    out.set(p, at)
-    at += p.length
-  }
-  return out
-}
 
 const hex = (bytes: Uint8Array): string => Buffer.from(bytes).toString('hex')
 
@@ -366,7 +294,7 @@ describe("a node's inbound handler under random and mutated frames (fast-check)"
           from = Math.max(from, at)
         }
         for (const frame of frames.slice(0, undecodableAt === undefined ? frames.length : undecodableAt + 1)) control.stream.deliver(prefixed(frame))
-        if (framingBroken && undecodableAt === undefined) control.stream.remoteClose()
+        if (framingBroken && undecodableAt === undefined) control.stream.emitClose()
         await settle()
 
         // Dropped = disconnected for misbehaving (a peer:dropped event). A neighbour can also go
