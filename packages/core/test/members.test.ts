@@ -1,29 +1,8 @@
-import { generateKeyPairSync, sign, verify, type KeyObject } from 'node:crypto'
 import { describe, expect, it } from 'vitest'
-import { DEFAULT_TIMING, PhoenixCore, PhoenixError, recordPayload, type CoreConfig, type RecordAuthority, type RouteAdvert, type UpdateMessage } from '../src/index.ts'
+import { DEFAULT_TIMING, PhoenixCore, PhoenixError, type CoreConfig, type UpdateMessage } from '../src/index.ts'
 import { TestNet, addressOf } from '../src/testing/index.ts'
+import { KeyRing } from './keyring.ts'
 
-/** Ed25519 keys per node id; a node's id names its public key, as a libp2p peer id does. */
-class KeyRing {
-  private readonly keys = new Map<string, { publicKey: KeyObject; privateKey: KeyObject }>()
-  private key(id: string) {
-    let pair = this.keys.get(id)
-    if (pair === undefined) this.keys.set(id, (pair = generateKeyPairSync('ed25519')))
-    return pair
-  }
-  authority(id: string): RecordAuthority {
-    this.key(id)
-    return {
-      sign: (payload) => new Uint8Array(sign(null, payload, this.key(id).privateKey)),
-      verify: (node, payload, signature) => this.keys.has(node) && verify(null, payload, this.key(node).publicKey, signature),
-    }
-  }
-  /** A validly signed record of `id` as its owner advertises it (0 hops). */
-  record(id: string, seq: number, names: string[] = [], nhops = 0): RouteAdvert {
-    const signature = this.authority(id).sign(recordPayload(id, seq, names, []))
-    return { destination: id, seq, nhops, names, addresses: [], trans: -1, signature }
-  }
-}
 
 /**
  * Cores wired by hand: every `send` is delivered at once, a `close` (or a refused update, which

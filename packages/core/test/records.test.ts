@@ -1,26 +1,8 @@
-import { generateKeyPairSync, sign, verify, type KeyObject } from 'node:crypto'
 import { describe, expect, it } from 'vitest'
-import { DEFAULT_TIMING, PhoenixCore, PhoenixError, checkRoutesAgainstBfs, recordPayload, type RecordAuthority, type RouteAdvert, type UpdateMessage } from '../src/index.ts'
+import { DEFAULT_TIMING, PhoenixCore, PhoenixError, checkRoutesAgainstBfs, type RouteAdvert, type UpdateMessage } from '../src/index.ts'
 import { TestNet, addressOf } from '../src/testing/index.ts'
+import { KeyRing } from './keyring.ts'
 
-/** Ed25519 keys per node id; a node's id names its public key, as a libp2p peer id does. */
-class KeyRing {
-  private readonly keys = new Map<string, { publicKey: KeyObject; privateKey: KeyObject }>()
-  private key(id: string) {
-    let pair = this.keys.get(id)
-    if (pair === undefined) this.keys.set(id, (pair = generateKeyPairSync('ed25519')))
-    return pair
-  }
-  authority(id: string): RecordAuthority {
-    return {
-      sign: (payload) => new Uint8Array(sign(null, payload, this.key(id).privateKey)),
-      verify: (node, payload, signature) => this.keys.has(node) && verify(null, payload, this.key(node).publicKey, signature),
-    }
-  }
-  signRecord(id: string, seq: number, names: string[] = [], addresses: string[] = []): Uint8Array {
-    return this.authority(id).sign(recordPayload(id, seq - (seq % 2), names, addresses))
-  }
-}
 
 const update = (entries: RouteAdvert[]): UpdateMessage => ({ neighbourSlots: [], transSets: [], entries })
 const advert = (destination: string, seq: number, nhops: number, signature: Uint8Array, names: string[] = []): RouteAdvert => ({
