@@ -15,6 +15,7 @@ import type { Stream } from '@libp2p/interface'
 import { parseArgs } from 'node:util'
 import { Uint8ArrayList } from 'uint8arraylist'
 import { createPhoenixLibp2p, PhoenixTransportError, type PhoenixNode } from '../src/index.ts'
+import { drained } from '../src/drain.ts'
 
 const { values } = parseArgs({ args: process.argv.slice(2).filter((a) => a !== '--'), options: { mib: { type: 'string', default: '64' }, pings: { type: 'string', default: '500' } } })
 const totalMiB = Number(values.mib)
@@ -64,7 +65,7 @@ try {
   new DataView(frame.buffer).setUint32(0, MESSAGE_BYTES)
   const rawStart = performance.now()
   const rawFinished = new Promise<void>((r) => (rawDone = r))
-  for (let i = 0; i < messages; i++) if (!rawStream.send(frame)) await rawStream.onDrain()
+  for (let i = 0; i < messages; i++) if (!rawStream.send(frame)) await drained(rawStream)
   await rawFinished
   const rawMiBs = (messages * MESSAGE_BYTES) / 1024 / 1024 / ((performance.now() - rawStart) / 1000)
 

@@ -22,6 +22,7 @@ import { recordPayload, type PhoenixCore, type CoreLimits, type CoreTiming, type
 import { WIRE_LIMITS, decodeFrame, encodeFrame } from '@phoenix-overlay/wire'
 import * as varint from 'uint8-varint'
 import { PHOENIX_PROTOCOL, createPhoenixLibp2p } from '../src/index.ts'
+import { drained } from '../src/drain.ts'
 
 export interface MemberNodeOptions {
   role: 'node' | 'flooder'
@@ -143,7 +144,7 @@ async function flood(): Promise<void> {
   })
   const write = async (entries: RouteAdvert[], hello: boolean) => {
     const frame = encodeFrame({ kind: 'update', update: { neighbourSlots: [], transSets: [], entries, ...(hello ? { hello: { receiverSeq: undefined } } : {}) } })
-    if (!stream.send(prefixed(frame))) await stream.onDrain()
+    if (!stream.send(prefixed(frame))) await drained(stream)
   }
   const own = libp2p.peerId.toString()
   const ownSignature = (await privateKey.sign(recordPayload(own, 2, [], []))) as Uint8Array

@@ -25,6 +25,7 @@ import { parseArgs } from 'node:util'
 import type { Uint8ArrayList } from 'uint8arraylist'
 import { SshTunnels } from '../src/ssh-tunnel.ts'
 import { startSshd } from '../test/sshd.ts'
+import { drained } from '../src/drain.ts'
 
 const { values } = parseArgs({ args: process.argv.slice(2).filter((a) => a !== '--'), options: { mib: { type: 'string', default: '64' }, rounds: { type: 'string', default: '3' } } })
 const totalBytes = Number(values.mib) * 1024 * 1024
@@ -59,7 +60,7 @@ async function libp2pStream(dialler: Libp2p, target: Multiaddr, received: { byte
   received.bytes = 0
   const finished = new Promise<void>((r) => (received.done = r))
   const started = performance.now()
-  for (let sent = 0; sent < totalBytes; sent += CHUNK.length) if (!stream.send(CHUNK)) await stream.onDrain()
+  for (let sent = 0; sent < totalBytes; sent += CHUNK.length) if (!stream.send(CHUNK)) await drained(stream)
   await finished
   const mbits = (totalBytes * 8) / ((performance.now() - started) / 1000) / 1e6
   await stream.close()

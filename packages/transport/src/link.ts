@@ -3,6 +3,7 @@ import { LengthPrefixedDecoder } from '@libp2p/utils'
 import { WIRE_LIMITS, encodeFrame, type ProbeFrame } from '@phoenix-overlay/wire'
 import * as varint from 'uint8-varint'
 import { Uint8ArrayList } from 'uint8arraylist'
+import { drained } from './drain.ts'
 import { Liveness, type LivenessTiming } from './liveness.ts'
 
 export interface LinkLimits {
@@ -124,40 +125,16 @@ export class NeighbourLink {
           throw error
         }
         this.bytesSent += bytes.length
-        if (!taken) await this.drained()
+        if (!taken) {
+          await drained(this.stream, () => this.closed, (wake) => (this.wakeWriter = wake))
+          this.wakeWriter = undefined
+        }
       }
       if (this.queue.length === 0) this.onDrained()
     } catch (error) {
       this.shutDown(`write failed: ${(error as Error).message}`)
     } finally {
       this.writing = false
-    }
-  }
-
-  /**
-   * Resolves once the stream can take more: a real 'drain' has come and the stream does not need
-   * another, or the link closed. Not `stream.onDrain()`: in @libp2p/utils 7.4.1 (and on js-libp2p's
-   * main, packages/utils/src/abstract-message-stream.ts, as of commit 057bac49) it keeps one promise
-   * for the stream's life, resolved by the first 'drain' and never replaced, so every later call
-   * returns at once and the stream's write buffer grows without bound toward a slow neighbour.
-   * No upstream issue or fix for it was found (searched js-libp2p issues and PRs for onDrain;
-   * the nearest are #3551/#3552, pnet not forwarding 'drain', and #3415/#3512, the drain
-   * microtask throwing on a closing stream). A fresh listener per wait is correct on any version.
-   */
-  private async drained(): Promise<void> {
-    while (!this.closed && this.stream.writableNeedsDrain) {
-      await new Promise<void>((resolve) => {
-        const done = () => {
-          this.stream.removeEventListener('drain', done)
-          this.wakeWriter = undefined
-          resolve()
-        }
-        this.wakeWriter = done
-        this.stream.addEventListener('drain', done)
-      })
-      // The stream's own 'drain' listener queued its send in a microtask; let it run, so
-      // `writableNeedsDrain` says whether that send filled the window again.
-      await Promise.resolve()
     }
   }
 

@@ -8,6 +8,7 @@ import { multiaddrConnectionPair } from '@libp2p/utils'
 import { realpathSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { Uint8ArrayList } from 'uint8arraylist'
+import { drained } from '../src/drain.ts'
 
 /** Two protected ends of one in-memory connection: `dialer` protects the outbound end, `listener` the inbound. */
 export async function protectedPair(dialer: ConnectionProtector, listener: ConnectionProtector): Promise<[MessageStream, MessageStream]> {
@@ -34,7 +35,7 @@ export function receive(stream: MessageStream, bytes: number): Promise<Uint8Arra
 
 /** Sends `data` and resolves once the stream has handed it on (waits for its drain when it is full). */
 export async function sendAll(stream: MessageStream, data: Uint8Array): Promise<void> {
-  if (!stream.send(data)) await stream.onDrain()
+  if (!stream.send(data)) await drained(stream)
 }
 
 /** Bytes that differ at every position and between calls with different `seed`s (cheap to make, unlike random bytes). */
