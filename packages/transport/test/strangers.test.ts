@@ -14,7 +14,9 @@ describe('strangers: unauthenticated connections', () => {
     expect(r.rss.after - r.rss.before).toBeLessThan(64 * MiB)
     expect(r.rss.duringMax - r.rss.before).toBeLessThan(64 * MiB)
     // Handshakes in progress at once are bounded: the rest are refused at once, not held.
-    expect(r.silent.opened).toBe(300)
+    // Every one reached the node (connected, or reset by it before this process saw it connected).
+    expect(r.silent.opened + r.silent.resetBeforeOpen).toBe(300)
+    expect(r.silent.otherErrors).toBe(0)
     expect(r.silent.heldAfter1s).toBeLessThanOrEqual(STRANGER_LIMITS.handshakesInProgressMax)
     // And each for at most strangerHandshakeTimeoutMs (libp2p's default held them 10 s).
     expect(r.silent.lastClosedAfterMs).toBeLessThan(STRANGER_LIMITS.strangerHandshakeTimeoutMs + 3_000)
