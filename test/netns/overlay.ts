@@ -22,6 +22,8 @@ const PHOENIX_BIN = fileURLToPath(new URL('../../packages/cli/bin/phoenix.js', i
  * measurement spans the starts: the timed runs and the recovery hand out hubs only once every
  * process is up.
  */
+/** Lines of each failing node's output a convergence failure shows: its recent errors, not its whole life. */
+const LOG_LINES_ON_FAILURE = 30
 const STARTS_AT_ONCE = 6
 
 export interface OverlayNode {
@@ -178,7 +180,7 @@ export class Overlay {
   }
 
   /** Every live node's routes and neighbours, and what they say about the whole overlay. */
-  async snapshot(): Promise<{ reachableFraction: number; meanHops: number; missingLinks: string[]; routeFailures: number; detail: string }> {
+  async snapshot(): Promise<{ reachableFraction: number; meanHops: number; missingLinks: string[]; routeFailures: number; detail: string; failing: OverlayNode[] }> {
     const alive = this.alive()
     const state = await Promise.all(
       alive.map(async (n) => {
@@ -211,8 +213,22 @@ export class Overlay {
       },
     )
     const pairs = alive.length * (alive.length - 1)
-    const detail = failures.slice(0, 3).map((f) => `${idOf.get(f.node)?.node.id}→${idOf.get(f.destination)?.node.id}: ${f.problem}`).join('; ')
-    return { reachableFraction: pairs === 0 ? 1 : reachable / pairs, meanHops: reachable === 0 ? 0 : hops / reachable, missingLinks, routeFailures: failures.length, detail }
+    // Enough to tell a half-open link from a stale record: who lists whom as a peer, and both ends' view of the destination.
+    const peersOf = new Map(state.map((s) => [s.n.peerId, new Set(s.peers)]))
+    const entry = (u: string, v: string) => {
+      const r = routesOf.get(u)?.get(v)
+      return r === undefined ? 'none' : `seq ${r.seq} nhops ${r.nhops} ${r.reachable ? `via ${idOf.get(r.fwd ?? '')?.node.id ?? r.fwd}` : 'unreachable'}`
+    }
+    const detail = failures
+      .slice(0, 3)
+      .map((f) => {
+        const [u, v] = [idOf.get(f.node)?.node.id, idOf.get(f.destination)?.node.id]
+        const why = `${u} lists ${v} as peer: ${peersOf.get(f.node)?.has(f.destination) === true}, ${v} lists ${u}: ${peersOf.get(f.destination)?.has(f.node) === true}; ${u}'s entry for ${v}: ${entry(f.node, f.destination)}; ${v}'s for ${u}: ${entry(f.destination, f.node)}`
+        return `${u}→${v}: ${f.problem} [${why}]`
+      })
+      .join('; ')
+    const failing = failures.slice(0, 1).flatMap((f) => [idOf.get(f.node), idOf.get(f.destination)]).filter((n) => n !== undefined)
+    return { reachableFraction: pairs === 0 ? 1 : reachable / pairs, meanHops: reachable === 0 ? 0 : hops / reachable, missingLinks, routeFailures: failures.length, detail, failing }
   }
 
   /**
@@ -222,6 +238,7 @@ export class Overlay {
   async converge(sinceMs: number, timeoutMs: number): Promise<{ convergedMs: number; reachable90Ms: number }> {
     let reachable90Ms: number | undefined
     let last = ''
+    let failing: OverlayNode[] = []
     while (performance.now() - sinceMs < timeoutMs) {
       let s
       try {
@@ -237,8 +254,11 @@ export class Overlay {
       if (reachable90Ms === undefined && s.reachableFraction >= 0.9) reachable90Ms = at
       if (s.missingLinks.length === 0 && s.routeFailures === 0) return { convergedMs: at, reachable90Ms: reachable90Ms ?? at }
       last = `reachable ${(s.reachableFraction * 100).toFixed(1)}%, missing links ${s.missingLinks.length} (${s.missingLinks.slice(0, 4).join(' ')}), route failures ${s.routeFailures} (${s.detail})`
+      failing = s.failing
       await new Promise((r) => setTimeout(r, 100))
     }
-    throw new Error(`no convergence within ${timeoutMs} ms: ${last}`)
+    // The last lines each end of the first failing pair wrote (its errors; DEBUG=phoenix:* for everything).
+    const logs = failing.map((n) => `--- ${n.node.id} (${n.peerId}):\n${(n.process?.output ?? []).slice(-LOG_LINES_ON_FAILURE).join('\n')}`).join('\n')
+    throw new Error(`no convergence within ${timeoutMs} ms: ${last}${logs === '' ? '' : `\n${logs}`}`)
   }
 }
