@@ -21,8 +21,10 @@ function option(name: string, fallback: number): number {
 const rateMbit = option('rate', 16)
 const phaseMs = option('phase', 10) * 1000
 const hosts = option('hosts', 4)
-const report = await runGateways({ rateMbit, phaseMs, hosts, payloadBytes: 32 * 1024, window: 2, ackTimeoutMs: 1_000, prefix: `gwb${process.pid % 10000}-`, log: (line) => console.error(line) })
-console.log(`tc ${rateMbit} Mbit/s per gateway WAN link, 8 flows (${hosts} A hosts -> 8 names on ${hosts} B hosts), 32 KiB messages, acknowledged, ${phaseMs / 1000} s phases`)
+const window = option('window', 4)
+const ackTimeoutMs = option('ack-timeout', 1.5) * 1000
+const report = await runGateways({ rateMbit, phaseMs, hosts, payloadBytes: 32 * 1024, window, ackTimeoutMs, prefix: `gwb${process.pid % 10000}-`, log: (line) => console.error(line) })
+console.log(`tc ${rateMbit} Mbit/s per gateway WAN link, 8 flows (${hosts} A hosts -> 8 names on ${hosts} B hosts), 32 KiB messages, acknowledged (${window} in flight per flow, ack timeout ${ackTimeoutMs} ms), ${phaseMs / 1000} s phases`)
 console.log(`goodput with 2 gateways per site: ${report.twoGatewaysMbit.toFixed(1)} Mbit/s; with 1: ${report.oneGatewayMbit.toFixed(1)} Mbit/s; ratio ${report.ratio.toFixed(2)} (goal >= 1.7)`)
 console.log(`data frames forwarded per gateway in phase 1: ${Object.entries(report.forwardedPhase1).map(([g, n]) => `${g} ${n}`).join(', ')}`)
 for (const f of report.failovers) console.log(`kill ${f.killed}: ${f.flowsCut} flows cut, all flows resumed within ${f.resumeMs} ms (goal < 3000)`)
