@@ -181,12 +181,17 @@ function writeTo(w: Worker, command: object): void {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, Math.max(0, ms)))
 
-/** Until every A host has both A gateways as next hops toward every B host, and the reverse. */
+/**
+ * Until every host and gateway has two next hops toward every host of the other site (hosts: their
+ * gateways; gateways: the other site's). Not only the hosts: a gateway that gains its second next
+ * hop during the run moves the flows that hash to it while their messages are in flight on the
+ * first, and a moved flow's messages can then arrive out of order.
+ */
 async function converge(workers: Map<string, Worker>, hosts: readonly string[]): Promise<void> {
   const deadline = Date.now() + 60_000
   for (;;) {
     const missing: string[] = []
-    for (const from of hosts.flatMap((h) => [`A${h}`, `B${h}`])) {
+    for (const from of ['A0', 'A1', 'B0', 'B1', ...hosts.flatMap((h) => [`A${h}`, `B${h}`])]) {
       const routes = (await ask<{ routes: RouteView[] }>(workers.get(from)!, { cmd: 'routes' }, 'routes')).routes
       for (const k of hosts) {
         const to = `${from.startsWith('A') ? 'B' : 'A'}${k}`
