@@ -206,13 +206,17 @@ function applyAdvert(p: CoreParts, from: Neighbour, advert: RouteAdvert, sets: M
     else p.police.introduced(from.id)
     adopt(p, entry, from, advert, candidateHops, sets, true, nowMs)
   } else if (isFresher(advert.seq, candidateHops, entry.seq, entry.nhops)) {
+    // alternates.ts: a retraction from one of several next hops only removes it.
+    if (table.alternates.retracted(entry, from.id, advert.seq)) return
     // A newer record that grows past its introducer's name share, or claims a held name, is
     // refused (the older one stays).
     if (entry.introducedBy !== undefined && advert.seq !== entry.seq && !p.police.mayGrowNames(entry.introducedBy, advert.names.length - entry.names.length)) return
     if (advert.seq !== entry.seq && !admitClaims(p, advert)) return
     adopt(p, entry, from, advert, candidateHops, sets, false, nowMs)
-  } else if (advert.seq === entry.seq && p.mode === 'optimized') {
-    table.noteHolder(entry, from.index, senderHops, sets, advert.trans)
+  } else if (advert.seq === entry.seq) {
+    // alternates.ts: an equal offer adds a next hop, a worse one from a next hop removes it.
+    table.alternates.heardAtSameSeq(entry, from.id, candidateHops)
+    if (p.mode === 'optimized') table.noteHolder(entry, from.index, senderHops, sets, advert.trans)
   }
 }
 

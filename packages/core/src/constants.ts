@@ -86,6 +86,12 @@ export const DEFAULT_LIMITS = {
   /** Hops a forwarded message may take. Overlay shortest paths are a few hops; this bounds any
    *  transient loop (see "Loop freedom" in packages/core/README.md). */
   hopLimit: 16,
+  /**
+   * Next hops kept per destination: the neighbours that offer it at the same (seq, nhops) as our
+   * route (alternates.ts), among which each flow picks one. A site has a handful of gateways;
+   * 8 covers them while bounding the per-entry list. 1 = single-path DSDV, the paper's protocol.
+   */
+  ecmpNextHopsMax: 8,
 } as const
 
 export type CoreLimits = { -readonly [K in keyof typeof DEFAULT_LIMITS]: number }

@@ -73,6 +73,7 @@ function resolveSettings(config: CoreConfig): { limits: Readonly<CoreLimits>; ti
     }
   }
   if (limits.hopLimit < 1) throw new PhoenixError('INVALID_CONFIG', 'hopLimit must be at least 1')
+  if (limits.ecmpNextHopsMax < 1) throw new PhoenixError('INVALID_CONFIG', 'ecmpNextHopsMax must be at least 1 (1 = one next hop per destination)')
   if (timing.dialBackoffInitialMs < 1) throw new PhoenixError('INVALID_CONFIG', 'dialBackoffInitialMs must be at least 1')
   return { limits, timing, mode: config.mode ?? 'optimized' }
 }
@@ -135,7 +136,7 @@ export class PhoenixCore {
     const addresses = this.police.checkAddresses(config.addresses ?? [], 'config.addresses')
     const names = this.police.checkNames(config.names ?? [], 'config.names')
     this.holders = new NameHolders(this.id, limits.nameRefusalsMax, timing.nameContentionMs, timing.nameReclaimDelayMs)
-    this.table = new RouteTable(this.id, initialSeq, names, addresses, config.records, this.holders, numbering?.holders)
+    this.table = new RouteTable(this.id, initialSeq, names, addresses, config.records, this.holders, numbering?.holders, limits.ecmpNextHopsMax)
     for (const hub of this.police.checkAddresses(config.hubs ?? [], 'config.hubs', Number.POSITIVE_INFINITY)) this.learnHub(hub)
     const { book, table, neighbours, police, traffic, discovery, holders } = this
     this.parts = { id: this.id, mode, discovery, limits, timing, table, neighbours, nodeIndex, book, police, names: holders, traffic, numbering }
@@ -388,22 +389,25 @@ export class PhoenixCore {
    * circulating. A neighbour is one hop away as soon as its connection is up, even before its
    * record arrives. `name` (optional; '' = none): the logical name the message is addressed to;
    * at the destination it must be one of ours, or the message is dropped as `no-such-name`.
+   * `flowKey` (optional): which flow the message belongs to; where several neighbours offer the
+   * destination at the same (seq, nhops), each flow keeps to one of them (alternates.ts), so its
+   * messages stay in order; without one, `fwd`.
    */
-  forward(destination: NodeId, hopLimit: number, name?: string): ForwardDecision {
-    return this.table.forward(destination, hopLimit, this.neighbours.has(destination), name)
+  forward(destination: NodeId, hopLimit: number, name?: string, flowKey?: string): ForwardDecision {
+    return this.table.forward(destination, hopLimit, this.neighbours.has(destination), name, flowKey)
   }
 
   // ---------------------------------------------------------------- queries
 
   route(destination: NodeId): RouteView | undefined {
     const entry = this.table.get(destination)
-    return entry === undefined ? undefined : view(entry)
+    return entry === undefined ? undefined : view(entry, this.table.alternates.of(entry))
   }
 
   /** Every entry but this node's own, reachable or not. */
   routes(): RouteView[] {
     const out: RouteView[] = []
-    for (const entry of this.table.values()) if (entry !== this.table.own) out.push(view(entry))
+    for (const entry of this.table.values()) if (entry !== this.table.own) out.push(view(entry, this.table.alternates.of(entry)))
     return out
   }
 
@@ -493,10 +497,11 @@ function idle(wakeAtMs: number | undefined): StepResult {
   return { kind: 'idle', effects: [], messagesApplied: 0, entriesApplied: 0, messagesSent: 0, entriesSent: 0, wakeAtMs }
 }
 
-function view(entry: RouteEntry): RouteView {
+function view(entry: RouteEntry, alternates: readonly NodeId[]): RouteView {
   return {
     destination: entry.destination,
     fwd: entry.reachable ? entry.fwd : undefined,
+    alternates,
     nhops: entry.nhops,
     seq: entry.seq,
     reachable: entry.reachable,

@@ -1,3 +1,4 @@
+import { Alternates } from './alternates.ts'
 import { CORE_CONSTANTS } from './constants.ts'
 import { invariant } from './errors.ts'
 import { HolderSets } from './holders.ts'
@@ -37,6 +38,8 @@ export class RouteTable {
   private nextExpiryScanMs = 0
   /** The oldest `changedAtMs` of the unreachable entries the last `expire` scan kept (Infinity: none). */
   oldestUnreachableMs = Number.POSITIVE_INFINITY
+  /** Each entry's other next hops at the same (seq, nhops) (alternates.ts). */
+  readonly alternates: Alternates
 
   constructor(
     readonly id: NodeId,
@@ -48,7 +51,10 @@ export class RouteTable {
     private readonly nameHolders: NameHolders,
     /** Where rcpt sets are interned: this table's own, or a simulator's shared one. */
     readonly holders: HolderSets = new HolderSets(CORE_CONSTANTS.holderSetsMax),
+    /** Several next hops per destination (alternates.ts); `CoreLimits.ecmpNextHopsMax`, 1 = single path. */
+    ecmpNextHopsMax = 1,
   ) {
+    this.alternates = new Alternates(ecmpNextHopsMax)
     this.own = new RouteEntry(id)
     this.own.fwd = id
     this.own.nhops = 0
@@ -99,6 +105,7 @@ export class RouteTable {
     entry.seq = advert.seq
     entry.nhops = reachable ? candidateHops : UNREACHABLE_HOPS
     entry.fwd = reachable ? from : undefined
+    this.alternates.reset(entry) // alternates.ts: a fresher route comes from `from` alone
     entry.changedAtMs = nowMs
     if (recordChanged) {
       entry.names = advert.names
@@ -127,8 +134,9 @@ export class RouteTable {
    * "trans and rcpt", and its unit test). Optimized mode only.
    */
   noteHolder(entry: RouteEntry, fromIndex: number, senderHops: number, trans: TransSource | undefined, transIndex = -1): void {
-    const set = trans !== undefined && senderHops <= entry.nhops ? trans.trans(transIndex) : undefined
-    const holderCovered = senderHops <= entry.nhops + 1
+    // alternates.ts: with several next hops, holding it at exactly our offer is not covered.
+    const set = trans !== undefined && this.alternates.covers(senderHops + 1, entry.nhops + 1) ? trans.trans(transIndex) : undefined
+    const holderCovered = this.alternates.covers(senderHops, entry.nhops + 1)
     if (!holderCovered && set === undefined) return
     const holder = holderCovered ? fromIndex : -1
     const transLacks = lacksHolders(entry.trans, holder, set)
@@ -146,6 +154,7 @@ export class RouteTable {
     entry.seq = seqAdd(entry.seq, 1)
     entry.nhops = UNREACHABLE_HOPS
     entry.fwd = undefined
+    this.alternates.reset(entry) // alternates.ts
     entry.changedAtMs = nowMs
     entry.trans = EMPTY_SET
     entry.rcpt = EMPTY_SET
@@ -161,6 +170,8 @@ export class RouteTable {
     for (const entry of this.entries.values()) {
       entry.trans = this.holders.without(entry.trans, index)
       entry.rcpt = this.holders.without(entry.rcpt, index)
+      // alternates.ts: a surviving alternate takes over with no change of (seq, nhops).
+      if (this.alternates.neighbourGone(entry, peer)) continue
       if (entry.fwd === peer && entry.reachable && entry !== this.own) this.invalidate(entry, nowMs)
     }
   }
@@ -178,9 +189,10 @@ export class RouteTable {
     if (entry === undefined || !entry.reachable || (entry.fwd === peer && entry.nhops === 1)) return
     entry.fwd = peer
     entry.nhops = 1
+    this.alternates.reset(entry) // alternates.ts
     entry.changedAtMs = nowMs
     entry.trans = EMPTY_SET
-    const keep = entry.rcptHopsMax <= CORE_CONSTANTS.directRouteHolderHopsMax
+    const keep = this.alternates.covers(entry.rcptHopsMax, CORE_CONSTANTS.directRouteHolderHopsMax) // alternates.ts
     if (!keep) entry.rcptHopsMax = 0
     entry.rcpt = this.holders.union(keep ? entry.rcpt : EMPTY_SET, index, undefined)
     this.dirty.add(entry)
@@ -280,14 +292,16 @@ export class RouteTable {
    * The forwarding decision (see `PhoenixCore.forward`). `linked`: whether we hold an open
    * connection to the destination, which makes it one hop away even before its record arrives.
    */
-  forward(destination: NodeId, hopLimit: number, linked: boolean, name: string | undefined): ForwardDecision {
+  forward(destination: NodeId, hopLimit: number, linked: boolean, name: string | undefined, flowKey?: string): ForwardDecision {
     if (destination === this.id) {
       if (name !== undefined && name !== '' && !this.own.names.includes(name)) return { action: 'drop', reason: 'no-such-name' }
       return { action: 'deliver' }
     }
     if (!Number.isInteger(hopLimit) || hopLimit <= 0) return { action: 'drop', reason: 'hop-limit' }
     const entry = this.entries.get(destination)
-    if (entry !== undefined && entry.reachable && entry.fwd !== undefined) return { action: 'forward', nextHop: entry.fwd, hopLimit: hopLimit - 1 }
+    // alternates.ts: one of several equal next hops, per flow.
+    const nextHop = entry !== undefined && entry.reachable ? this.alternates.choose(entry, this.id, flowKey) : undefined
+    if (nextHop !== undefined) return { action: 'forward', nextHop, hopLimit: hopLimit - 1 }
     if (linked) return { action: 'forward', nextHop: destination, hopLimit: hopLimit - 1 }
     return { action: 'drop', reason: 'no-route' }
   }
@@ -300,6 +314,7 @@ export class RouteTable {
     const checkedSets = new Set<NodeSet>()
     for (const entry of this.entries.values()) {
       if (entry !== this.own) this.checkEntry(entry, isNeighbour)
+      this.alternates.checkEntry(entry, isNeighbour)
       for (const set of [entry.trans, entry.rcpt]) {
         if (checkedSets.has(set)) continue
         checkedSets.add(set)

@@ -66,6 +66,8 @@ export interface RouteView {
   readonly destination: NodeId
   /** Next hop; the destination itself for a neighbour; undefined when unreachable. */
   readonly fwd: NodeId | undefined
+  /** Every next hop at this (seq, nhops), sorted, `fwd` among them (alternates.ts); empty when unreachable. */
+  readonly alternates: readonly NodeId[]
   readonly nhops: number
   readonly seq: number
   readonly reachable: boolean

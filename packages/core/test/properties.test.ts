@@ -30,19 +30,43 @@ function build(s: Scenario, mode: RoutingMode, extra: Partial<ConstructorParamet
   return { g, net }
 }
 
-/** Walks the next hops from `start` toward every destination; a cycle must pass through the node that just changed. */
-function loopThrough(net: TestNet, start: NodeId): string | undefined {
-  for (const v of net.cores.keys()) {
-    if (v === start) continue
-    const seen = new Set<NodeId>()
-    let u: NodeId | undefined = start
-    while (u !== undefined && u !== v) {
-      if (seen.has(u)) return `cycle toward ${v}: ${[...seen].join(' -> ')} -> ${u}`
-      seen.add(u)
-      u = net.lookup(u, v)?.fwd
+/**
+ * Every next hop counts, not only `fwd`: toward each destination, the graph of all alternate edges
+ * (alternates.ts) reachable from `start` must have no cycle. A cycle made by an event passes through
+ * the node that just changed; `start` undefined checks from every node.
+ */
+function loopThrough(net: TestNet, start?: NodeId): string | undefined {
+  const nodes = [...net.cores.keys()]
+  for (const v of nodes) {
+    // 0 / absent = unvisited, 1 = on the current path, 2 = done (reaches only v or dead ends).
+    const state = new Map<NodeId, number>()
+    const path: NodeId[] = []
+    const visit = (u: NodeId): string | undefined => {
+      if (u === v || state.get(u) === 2) return undefined
+      if (state.get(u) === 1) return `cycle toward ${v}: ${path.slice(path.indexOf(u)).join(' -> ')} -> ${u}`
+      state.set(u, 1)
+      path.push(u)
+      for (const w of net.cores.get(u)?.route(v)?.alternates ?? []) {
+        const cycle = visit(w)
+        if (cycle !== undefined) return cycle
+      }
+      path.pop()
+      state.set(u, 2)
+      return undefined
+    }
+    for (const u of start === undefined ? nodes : [start]) {
+      const cycle = visit(u)
+      if (cycle !== undefined) return cycle
     }
   }
   return undefined
+}
+
+/** How many (node, destination) routes have two or more next hops: the alternates the loop checks covered. */
+function routesWithAlternates(net: TestNet): number {
+  let count = 0
+  for (const core of net.cores.values()) for (const r of core.routes()) if (r.alternates.length > 1) count++
+  return count
 }
 
 // 200 cases per property, each checking every core's invariants after every event: tens of seconds
@@ -74,9 +98,10 @@ describe('routing converges to shortest paths (fast-check)', { timeout: 300_000 
     )
   })
 
-  it('after every single event, the next hops toward each destination form no cycle (and every touched core passes checkInvariants)', () => {
+  it('after every single event, all next hops (every alternate) toward each destination form no cycle (and every touched core passes checkInvariants)', () => {
     let checkedEvents = 0
     let invariantChecks = 0
+    let multipath = 0
     fc.assert(
       fc.property(scenario, (s) => {
         const { net } = build(s, 'optimized', {
@@ -89,11 +114,14 @@ describe('routing converges to shortest paths (fast-check)', { timeout: 300_000 
         })
         net.runToQuiescence()
         invariantChecks += net.invariantChecks
+        multipath += routesWithAlternates(net)
         expect(checkLoopFree([...net.cores.keys()], net.lookup)).toBeUndefined()
+        expect(loopThrough(net)).toBeUndefined()
       }),
       runs(200),
     )
-    console.log(`loop-freedom checked after ${checkedEvents} route-changing events; core invariants checked ${invariantChecks} times`)
+    console.log(`loop-freedom checked after ${checkedEvents} route-changing events; core invariants checked ${invariantChecks} times; ${multipath} converged routes with several next hops`)
+    expect(multipath).toBeGreaterThan(100)
     expect(checkedEvents).toBeGreaterThan(1000)
     expect(invariantChecks).toBeGreaterThan(checkedEvents)
   })
@@ -126,7 +154,13 @@ describe('routing converges to shortest paths (fast-check)', { timeout: 300_000 
         scenario,
         fc.array(fc.record({ atEvent: fc.integer({ min: 0, max: 400 }), kind: fc.constantFrom('crash', 'leave', 'restart'), who: fc.nat() }), { maxLength: 6 }),
         (s, churn) => {
-          const { g, net } = build(s, 'optimized')
+          // Failover moves next hops without any update (alternates.ts): check all of them after every event.
+          const { g, net } = build(s, 'optimized', {
+            afterEvent: (n, event) => {
+              const cycle = event.startsWith('step ') ? loopThrough(n, event.slice(5)) : undefined
+              if (cycle !== undefined) throw new Error(`after event ${n.events} (${event}): ${cycle}`)
+            },
+          })
           const hubsOf = (id: NodeId) => (g.parent.has(id) ? [addressOf(g.parent.get(id)!)] : [])
           const down = new Set<NodeId>()
           const plan = [...churn].sort((a, b) => a.atEvent - b.atEvent)
@@ -142,6 +176,8 @@ describe('routing converges to shortest paths (fast-check)', { timeout: 300_000 
               down.add(id)
               if (step.kind === 'crash') net.crash(id)
               else net.leave(id)
+              const cycle = loopThrough(net)
+              if (cycle !== undefined) throw new Error(`after ${step.kind} ${id}: ${cycle}`)
             }
           }
           // Rejoin: every survivor re-dials what it lost (time passes, back-offs expire).

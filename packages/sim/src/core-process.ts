@@ -186,6 +186,10 @@ export function coreConfigFor(node: SimNode, kernel: Kernel): CoreConfig {
     mode: s.strategy === 'naive' ? 'naive' : 'optimized',
     discovery,
     timing: s.coreTiming,
+    // The paper's protocol: one next hop per destination. Several (alternates.ts) change the
+    // update traffic and the failover, and the simulator models neither per-flow forwarding nor
+    // the figures' baselines with them.
+    limits: { ecmpNextHopsMax: 1 },
     ...(signed ? { records: modelledRecordAuthority(node.id, node.recordOps, kernel.counters) } : {}),
   }
 }

@@ -56,7 +56,7 @@ export class Router implements FrameHandler {
         // Hop-by-hop backpressure: while the queue toward the next hop is full, stop reading
         // from this neighbour (the frame is retried when that queue drains), so a fast sender
         // meets QUEUE_FULL at its own first hop instead of losing frames in the middle.
-        const decision = core.forward(frame.data.destination, frame.data.hopLimit, frame.data.name)
+        const decision = core.forward(frame.data.destination, frame.data.hopLimit, frame.data.name, flowKeyOf(frame.data))
         if (!this.leaving && decision.action === 'forward') {
           const next = this.neighbours.get(decision.nextHop)
           if (next !== undefined && !next.link.hasRoomFor(bytes.length)) return false
@@ -83,7 +83,7 @@ export class Router implements FrameHandler {
    */
   routeData(data: DataFrame, fromPeer: string | undefined, received?: Uint8Array): void {
     if (this.leaving && fromPeer !== undefined) return this.bounce(data, 'leaving', fromPeer)
-    const decision = this.driver.core.forward(data.destination, data.hopLimit, data.name)
+    const decision = this.driver.core.forward(data.destination, data.hopLimit, data.name, flowKeyOf(data))
     if (decision.action === 'deliver') return this.deliver(data, fromPeer)
     if (decision.action === 'drop') {
       this.parts.metrics.count(`dropped_${decision.reason.replaceAll('-', '_')}`)
@@ -167,6 +167,16 @@ export class Router implements FrameHandler {
     metrics.count('sends_undeliverable')
     this.parts.emit('undeliverable', { node: source, messageId, reason })
   }
+}
+
+/**
+ * The flow a data frame belongs to: (source, name); the destination is the route's own. Where a
+ * destination has several next hops (several gateways), each flow keeps to one of them, chosen by
+ * the core (`forward`'s flowKey), so one sender's messages to one name stay in order; different
+ * senders, or different names, spread.
+ */
+export function flowKeyOf(data: DataFrame): string {
+  return `${data.source}\u0000${data.name}`
 }
 
 function withHopLimit(frame: ControlFrame, hopLimit: number): ControlFrame {

@@ -6,6 +6,8 @@ import { clip, formatTable, shortId } from '../table.ts'
 interface RouteRow {
   destination: string
   fwd?: string
+  /** Every next hop at this (seq, nhops), `fwd` among them (several gateways). */
+  alternates?: string[]
   nhops: number
   seq: number
   reachable: boolean
@@ -29,11 +31,19 @@ export function routesTable(routes: readonly RouteRow[]): string {
   const rows = sorted.map((r) => [
     shortId(r.destination),
     clip(r.names.join(',') || '-', NAMES_WIDTH_MAX),
-    !r.reachable || r.fwd === undefined ? '-' : r.fwd === r.destination ? 'direct' : shortId(r.fwd),
+    nextHopCell(r),
     r.reachable ? String(r.nhops) : '∞',
     String(r.seq),
   ])
   return formatTable(['destination', 'names', 'next hop', 'hops', 'seq'], rows, new Set([3, 4]))
+}
+
+/** `fwd`, and how many other next hops the route has (`+1`: a second gateway). */
+function nextHopCell(r: RouteRow): string {
+  if (!r.reachable || r.fwd === undefined) return '-'
+  if (r.fwd === r.destination) return 'direct'
+  const others = (r.alternates?.length ?? 1) - 1
+  return others > 0 ? `${shortId(r.fwd)} +${others}` : shortId(r.fwd)
 }
 
 /** Neighbours with the names their routes carry. */

@@ -1,0 +1,124 @@
+import { describe, expect, it } from 'vitest'
+import { PhoenixCore, PhoenixError, type CoreLimits, type NodeId } from '../src/index.ts'
+import { TestNet, addressOf } from '../src/testing/index.ts'
+import { fnv1a, mix32 } from '../src/alternates.ts'
+
+/**
+ * Two sites of two hosts behind two gateways each (test/netns/SITES.md, "Several gateways"):
+ * hosts reach only their own gateways, the gateways of a site see each other, and every gateway
+ * of A sees every gateway of B. Hubs: each host knows its site's first gateway, B's gateways A0.
+ */
+const SITE_EDGES: readonly [NodeId, NodeId][] = [
+  ['a1', 'A0'], ['a1', 'A1'], ['a2', 'A0'], ['a2', 'A1'], ['A0', 'A1'],
+  ['b1', 'B0'], ['b1', 'B1'], ['b2', 'B0'], ['b2', 'B1'], ['B0', 'B1'],
+  ['A0', 'B0'], ['A0', 'B1'], ['A1', 'B0'], ['A1', 'B1'],
+]
+const HUB: Record<NodeId, NodeId | undefined> = { a1: 'A0', a2: 'A0', A0: undefined, A1: 'A0', B0: 'A0', B1: 'A0', b1: 'B0', b2: 'B0' }
+
+function twoSites(seed: number, limits: Partial<CoreLimits> = {}): TestNet {
+  const edges = new Set(SITE_EDGES.map(([a, b]) => TestNet.key(a, b)))
+  const net = new TestNet({ seed, allowed: (a, b) => edges.has(TestNet.key(a, b)) })
+  for (const [id, hub] of Object.entries(HUB)) net.add({ id, hubs: hub === undefined ? [] : [addressOf(hub)], limits })
+  net.runToQuiescence()
+  return net
+}
+
+const core = (net: TestNet, id: NodeId): PhoenixCore => net.cores.get(id)!
+
+describe('several next hops per destination (alternates.ts)', () => {
+  it('a host keeps both of its gateways for a host of the other site, and each gateway both remote gateways', () => {
+    for (const seed of [1, 2, 3, 4, 5]) {
+      const net = twoSites(seed)
+      expect(core(net, 'a1').route('b1')).toMatchObject({ nhops: 3, alternates: ['A0', 'A1'] })
+      expect(core(net, 'a2').route('b2')).toMatchObject({ nhops: 3, alternates: ['A0', 'A1'] })
+      expect(core(net, 'A0').route('b1')).toMatchObject({ nhops: 2, alternates: ['B0', 'B1'] })
+      expect(core(net, 'A1').route('b2')).toMatchObject({ nhops: 2, alternates: ['B0', 'B1'] })
+      expect(core(net, 'b1').route('a1')).toMatchObject({ nhops: 3, alternates: ['B0', 'B1'] })
+      expect(core(net, 'B1').route('a2')).toMatchObject({ nhops: 2, alternates: ['A0', 'A1'] })
+      // A direct route has the destination as its one next hop.
+      expect(core(net, 'a1').route('A0')).toMatchObject({ nhops: 1, alternates: ['A0'] })
+    }
+  })
+
+  it('each flow keeps one next hop; flows spread over the alternates', () => {
+    const a1 = core(twoSites(7), 'a1')
+    const chosen = new Map<NodeId, number>()
+    for (let flow = 0; flow < 256; flow++) {
+      const d = a1.forward('b1', 16, undefined, `a1\u0000flow-${flow}`)
+      expect(d.action).toBe('forward')
+      if (d.action !== 'forward') continue
+      expect(a1.forward('b1', 16, undefined, `a1\u0000flow-${flow}`)).toEqual(d)
+      chosen.set(d.nextHop, (chosen.get(d.nextHop) ?? 0) + 1)
+    }
+    expect([...chosen.keys()].sort()).toEqual(['A0', 'A1'])
+    // Rendezvous hashing: each alternate gets about half (binomial(256, 1/2): ±3 sigma is ±24).
+    for (const count of chosen.values()) expect(Math.abs(count - 128)).toBeLessThan(40)
+    // Without a flow key: fwd, as before.
+    expect(a1.forward('b1', 16)).toEqual({ action: 'forward', nextHop: a1.route('b1')!.fwd, hopLimit: 15 })
+  })
+
+  it('when a gateway dies, its routes move to the other with no change of (seq, nhops) and only its flows move', () => {
+    const net = twoSites(11)
+    const a1 = core(net, 'a1')
+    const before = a1.route('b1')!
+    const flows = Array.from({ length: 64 }, (_, i) => `a1\u0000flow-${i}`)
+    const hop = (key: string) => {
+      const d = a1.forward('b1', 16, undefined, key)
+      return d.action === 'forward' ? d.nextHop : undefined
+    }
+    const was = new Map(flows.map((f) => [f, hop(f)]))
+    const sentBefore = net.entriesSent
+    net.crash('A0')
+    // At once, before any update: the route is there, through A1, at the same seq and hop count.
+    expect(a1.route('b1')).toMatchObject({ reachable: true, fwd: 'A1', alternates: ['A1'], seq: before.seq, nhops: before.nhops })
+    for (const f of flows) {
+      expect(hop(f)).toBe('A1')
+      if (was.get(f) === 'A1') expect(hop(f)).toBe(was.get(f))
+    }
+    expect(core(net, 'B0').route('a2')).toMatchObject({ reachable: true, fwd: 'A1', nhops: 2 })
+    net.runToQuiescence()
+    expect(a1.route('b1')).toMatchObject({ reachable: true, fwd: 'A1', seq: before.seq, nhops: before.nhops })
+    // Only A0's own entry changed: no retraction of any other destination went out.
+    const perSurvivor = (net.entriesSent - sentBefore) / net.cores.size
+    expect(perSurvivor).toBeLessThan(3)
+  })
+
+  it('with ecmpNextHopsMax 1 (single-path DSDV, the simulator) a dead next hop invalidates the route as before', () => {
+    const net = twoSites(11, { ecmpNextHopsMax: 1 })
+    const a1 = core(net, 'a1')
+    expect(a1.route('b1')!.alternates).toHaveLength(1)
+    const { fwd, seq } = a1.route('b1')!
+    net.crash(fwd!)
+    expect(a1.route('b1')).toMatchObject({ reachable: false, alternates: [] })
+    // Back only after the retraction reached b1 and its newer record came back: a routing round trip.
+    net.runToQuiescence()
+    expect(a1.route('b1')).toMatchObject({ reachable: true, nhops: 3 })
+    expect(a1.route('b1')!.seq).toBeGreaterThan(seq)
+  })
+
+  it('a retraction from one of several next hops removes it and keeps the route', () => {
+    const net = twoSites(3)
+    const A0 = core(net, 'A0')
+    const seq = A0.route('b1')!.seq
+    A0.receive('B0', { neighbourSlots: [], transSets: [], entries: [{ destination: 'b1', seq: seq + 1, nhops: 0, names: [], addresses: [], trans: -1 }] }, net.nowMs)
+    A0.step(net.nowMs)
+    expect(A0.route('b1')).toMatchObject({ reachable: true, seq, nhops: 2, fwd: 'B1', alternates: ['B1'] })
+    // The last one's retraction is adopted, as before.
+    A0.receive('B1', { neighbourSlots: [], transSets: [], entries: [{ destination: 'b1', seq: seq + 1, nhops: 0, names: [], addresses: [], trans: -1 }] }, net.nowMs)
+    A0.step(net.nowMs)
+    expect(A0.route('b1')).toMatchObject({ reachable: false, seq: seq + 1 })
+  })
+
+  it('refuses ecmpNextHopsMax 0, naming the limit', () => {
+    expect(() => new PhoenixCore({ id: 'x', limits: { ecmpNextHopsMax: 0 } })).toThrow(PhoenixError)
+    expect(() => new PhoenixCore({ id: 'x', limits: { ecmpNextHopsMax: 0 } })).toThrow(/ecmpNextHopsMax/)
+  })
+
+  it('the hash is 32-bit FNV-1a (reference values) with a Murmur3 finaliser', () => {
+    expect(fnv1a('', 0x811c9dc5)).toBe(0x811c9dc5)
+    expect(fnv1a('a', 0x811c9dc5)).toBe(0xe40c292c)
+    expect(fnv1a('foobar', 0x811c9dc5)).toBe(0xbf9cf968)
+    expect(mix32(0)).toBe(0)
+    expect(mix32(1)).not.toBe(mix32(2))
+  })
+})
