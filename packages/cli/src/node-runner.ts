@@ -43,9 +43,9 @@ export class ConfigError extends Error {
 const FLAG_OF: readonly [RegExp, string][] = [
   [/^listenRange\b/, '--listen-range'],
   [/^sitePrefixes\b/, '--site-prefix'],
-  [/^ssh\.advertise\b/, '--ssh-advertise'],
-  [/^ssh\.identityFile\b/, '--ssh-identity'],
-  [/^ssh\.knownHostsFile\b/, '--ssh-known-hosts'],
+  [/\bssh\.advertise\b/g, '--ssh-advertise'],
+  [/\bssh\.identityFile\b/g, '--ssh-identity'],
+  [/\bssh\.knownHostsFile\b/g, '--ssh-known-hosts'],
 ]
 
 function sshInit(options: NodeOptions) {
@@ -96,11 +96,16 @@ function describeStartError(error: Error, pskFile: string | undefined): Error {
     }
     return new Error(`--listen: ${error.message.split('\n')[0]}`)
   }
-  for (const [field, flag] of FLAG_OF) if (field.test(error.message)) return new ConfigError(error.message.split('\n')[0]!.replace(field, flag))
-  if (/^hub /.test(error.message)) return new ConfigError(`--${error.message.split('\n')[0]}`)
   // The transport names its option (`privateNetworkKey: …`); the user gave `--psk <file>`.
   if (/^privateNetworkKey: /.test(error.message)) return new Error(`--psk ${pskFile}: ${error.message.split('\n')[0]!.slice('privateNetworkKey: '.length)}`)
   if (/pre-shared key|psk|swarm key/i.test(error.message)) return new Error(`--psk: ${error.message.split('\n')[0]}`)
+  // Ours (a port range, an SSH option or address): a configuration error, exit status 2.
+  const code = (error as { code?: unknown }).code
+  if (code === 'INVALID_INPUT' || code === 'INVALID_CONFIG') {
+    let line = error.message.split('\n')[0]!.replace(/^hub /, '--hub ')
+    for (const [field, flag] of FLAG_OF) line = line.replace(field, flag)
+    return new ConfigError(line)
+  }
   return new Error(error.message.split('\n')[0])
 }
 
