@@ -98,7 +98,7 @@ export class DialPath {
       log,
     })
     const { metrics } = this
-    tunnels.addEventListener('tunnel:up', () => metrics.count('ssh_tunnels_started'))
+    tunnels.addEventListener('tunnel:up', ({ detail }) => metrics.count(detail.restarts > 0 ? 'ssh_tunnel_restarts' : 'ssh_tunnels_started'))
     tunnels.addEventListener('tunnel:down', () => metrics.count('ssh_tunnels_down'))
     tunnels.addEventListener('tunnel:failed', ({ detail }) => metrics.count(`ssh_tunnel_failures_${detail.error.code.toLowerCase()}`))
     tunnels.addEventListener('forward:refused', () => metrics.count('ssh_forwards_refused'))
