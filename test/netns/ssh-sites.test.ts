@@ -11,14 +11,16 @@ import { buildSites, sitesMissingPrerequisite, type Sites, type SiteSpec } from 
 
 // Real `phoenix node` processes at real sites (SITES.md, "phase 2"): two SSH-only sites whose
 // firewalls let only TCP 22 in (a real sshd on each gateway), a site whose firewall leaves a port
-// range open, and a site behind NAT. No skipping: without root, nftables or OpenSSH this fails
+// range open, a site behind NAT and an IPv6-only site. No skipping: without root, nftables or OpenSSH this fails
 // with the reason.
 const PHOENIX_BIN = fileURLToPath(new URL('../../packages/cli/bin/phoenix.js', import.meta.url))
 const SITES: SiteSpec[] = [
   { name: 'A', size: 2, inbound: 'ssh' },
   { name: 'B', size: 2, inbound: 'ssh' },
-  { name: 'P', size: 1, gateways: 0, inbound: 'ports', ports: [7000, 7010], publicIpv4: true },
+  { name: 'P', size: 1, gateways: 0, inbound: 'ports', ports: [7000, 7010], publicIpv4: true, lan: 'dual' },
   { name: 'N', size: 2, nat: true, inbound: 'none' },
+  // IPv6 only: its host has no IPv4 address at all, and dials out to P0 over IPv6.
+  { name: 'V', size: 1, gateways: 0, inbound: 'none', lan: 'ipv6' },
 ]
 /** A routed send between sites crosses up to 4 hops, one of them SSH: 10 s covers a redial. */
 const SEND_WAIT_MS = 20_000
@@ -78,10 +80,11 @@ describe('phoenix nodes at SSH-only, port-range and NAT sites', () => {
     dir = await mkdtemp(join(tmpdir(), 'phoenix-ssh-sites-'))
     const lan = (id: string) => sites.node(id).addresses.find((a) => a.class === 'private-ipv4')!.ip
     // P0: the port-range site; it listens on every address, on the first free port of 7000-7010.
-    const p0Out = await start('P0', ['--listen', '/ip4/0.0.0.0/tcp/0', '--listen-range', '7000-7010', ...sshOptions('P0')])
+    const p0Out = await start('P0', ['--listen', '/ip4/0.0.0.0/tcp/0', '--listen', '/ip6/::/tcp/0', '--listen-range', '7000-7010', ...sshOptions('P0')])
     const p0Public = sites.node('P0').addresses.find((a) => a.class === 'public-ipv4')!.ip
     const p0Port = /\/ip4\/\S+\/tcp\/(\d+)/.exec(p0Out.find((l) => l.includes('listening on'))!)![1]!
     const p0Hub = `/ip4/${p0Public}/tcp/${p0Port}/p2p/${node('P0').peerId}`
+    const p0Hub6 = `/ip6/${sites.node('P0').addresses.find((a) => a.class === 'global-ipv6')!.ip}/tcp/${p0Port}/p2p/${node('P0').peerId}`
     // Gateways of the SSH-only sites listen inside only (loopback and their LAN): others reach them through sshd.
     const gateway = (id: string, hubs: string[]) =>
       start(id, ['--listen', '/ip4/127.0.0.1/tcp/7000', '--listen', `/ip4/${lan(id)}/tcp/7000`, '--ssh-advertise', `${sites.ssh!.user}@${sites.node(id).wan!.ipv4}:22`, ...sshOptions(id), ...hubs.flatMap((h) => ['--hub', h])])
@@ -95,6 +98,7 @@ describe('phoenix nodes at SSH-only, port-range and NAT sites', () => {
       // Behind NAT: they dial out to P0 and are reached through it; their site-mates find each other by discovery.
       start('N0', ['--listen', '/ip4/0.0.0.0/tcp/7000', '--hub', p0Hub]),
       start('N1', ['--listen', '/ip4/0.0.0.0/tcp/7000', '--hub', p0Hub]),
+      start('V0', ['--listen', '/ip6/::/tcp/7000', '--hub', p0Hub6]),
     ])
   }, 120_000)
 
@@ -154,6 +158,16 @@ describe('phoenix nodes at SSH-only, port-range and NAT sites', () => {
     // The NAT hosts dialled each other on their private LAN, and P0 over the public one.
     expect(await metric(node('N0'), 'dials_private_ipv4_total') + (await metric(node('N1'), 'dials_private_ipv4_total'))).toBeGreaterThan(0)
     expect(await metric(node('N0'), 'dials_skipped_public_ipv4_ssh_total')).toBeGreaterThan(0)
+    // The IPv6-only host dials no IPv4 address (it saw plenty), and the IPv4-only ones no IPv6 one:
+    // A1's first dial of P0 (which lists its global IPv6 address first) goes to its public IPv4 one.
+    const ipv4Classes = ['public_ipv4', 'private_ipv4', 'public_ipv4_ssh']
+    for (const cls of ipv4Classes) expect(await metric(node('V0'), `dials_${cls}_total`), `V0 ${cls}`).toBe(0)
+    let v0Skipped = 0
+    for (const cls of ipv4Classes) v0Skipped += await metric(node('V0'), `dials_skipped_${cls}_total`)
+    expect(v0Skipped).toBeGreaterThan(0)
+    expect(await metric(node('A1'), 'dials_global_ipv6_total')).toBe(0)
+    expect(await metric(node('A1'), 'dials_skipped_global_ipv6_total')).toBeGreaterThan(0)
+    expect(await metric(node('A1'), 'dials_public_ipv4_total')).toBeGreaterThan(0)
   }, 30_000)
 
   it('killing a tunnel\'s ssh process heals by itself', async () => {

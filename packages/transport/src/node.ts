@@ -138,7 +138,10 @@ export async function createPhoenixLibp2p(options: OverlayNodeOptions): Promise<
   const range = typeof options.listenRange === 'string' ? parsePortRange(options.listenRange, 'listenRange') : options.listenRange
   const hosts = options.listen.map(portZeroHost).filter((h): h is string => h !== undefined)
   if (hosts.length === 0) throw new PhoenixTransportError('INVALID_INPUT', `listenRange ${options.listenRange}: no listen address has port 0 for it to choose (e.g. /ip4/0.0.0.0/tcp/0)`)
-  const probe = async (port: number) => ((await Promise.all(hosts.map((h) => probeListen(port, h)))).every((r) => r === 'free') ? 'free' : 'in-use')
+  const probe = async (port: number) => {
+    for (const host of hosts) if ((await probeListen(port, host)) === 'in-use') return 'in-use'
+    return 'free'
+  }
   for (let from = range.first; ; ) {
     const port = await firstFreePort(range, hosts.join(' and '), { what: 'listenRange', from, probe })
     try {
