@@ -114,6 +114,10 @@ describe('neighbours through an SSH tunnel (real sshd, real nodes)', () => {
     expect(port(first)).toBeGreaterThanOrEqual(17450)
     expect(port(second)).toBeGreaterThan(port(first))
     expect(port(second)).toBeLessThanOrEqual(17460)
+    // Both wildcards, as libp2p listens on them (the IPv6 one IPv6-only): one port free on both.
+    const both = await nodes.start({ listen: ['/ip4/0.0.0.0/tcp/0', '/ip6/::/tcp/0'], listenRange: '17470-17480' })
+    const ports = new Set(both.libp2p.getMultiaddrs().map((a) => /\/tcp\/(\d+)/.exec(a.toString())![1]))
+    expect(ports.size).toBe(1)
     await expect(nodes.start({ listenRange: `${port(first)}-${port(first)}` })).rejects.toThrow(new RegExp(`^listenRange ${port(first)}: no free port on 127\\.0\\.0\\.1 \\(the one port is in use\\)$`))
   })
 })
