@@ -96,6 +96,12 @@ export interface Sites {
   node(id: string): SiteNode
   /** Addresses other sites may try: public and global ones (the inbound policy decides whether they answer). */
   publicAddresses(id: string): SiteAddress[]
+  /**
+   * New TCP connections the router saw toward a private address (10.232.0.0/16, 192.168.0.0/16):
+   * inside a site such traffic is bridged, never routed, so each is an attempt to dial another
+   * site's private address (the firewall drops it). Read from an nftables counter.
+   */
+  foreignPrivateDials(): Promise<number>
   destroy(): Promise<void>
 }
 
@@ -184,7 +190,13 @@ export async function buildSites(specs: readonly SiteSpec[], options: { prefix?:
       const gateways = nodes.filter((n) => n.gateway && specs.find((s) => s.name === n.site)!.inbound === 'ssh')
       await Promise.all(gateways.map(async (n) => (n.sshd = await startSshd({ namespace: n.namespace, port: 22, dir: join(dir, n.id), clientKey: key, strangerKey }))))
     }
-    return { prefix, routerNamespace: router, specs, nodes, ssh, node, publicAddresses, destroy }
+    const foreignPrivateDials = async () => {
+      const out = spawnSync('ip', ['netns', 'exec', router, 'nft', 'list', 'counter', 'inet', 'phoenix_sites', 'foreign_private_dials'], { encoding: 'utf8' })
+      const packets = /packets (\d+)/.exec(out.stdout)?.[1]
+      if (packets === undefined) throw new Error(`cannot read the foreign_private_dials counter: ${out.stderr.trim()}`)
+      return Number(packets)
+    }
+    return { prefix, routerNamespace: router, specs, nodes, ssh, node, publicAddresses, foreignPrivateDials, destroy }
   } catch (error) {
     await destroy()
     throw error
@@ -284,10 +296,13 @@ function ruleset(specs: readonly SiteSpec[], nodes: readonly SiteNode[]): string
   }
   return [
     'table inet phoenix_sites {',
+    '  counter foreign_private_dials { }',
     '  chain forward {',
     // Dropped, not rejected: a forbidden connection times out, as behind a real firewall.
     '    type filter hook forward priority 0; policy drop;',
     '    ct state established,related accept',
+    // Counted only (the verdict is the rules' below): a site's own private traffic is bridged, never forwarded.
+    '    ct state new meta l4proto tcp ip daddr { 10.232.0.0/16, 192.168.0.0/16 } counter name "foreign_private_dials"',
     ...forward.map((r) => `    ${r}`),
     '  }',
     '  chain postrouting {',

@@ -48,6 +48,7 @@ if (isMain) {
   } catch (error) {
     if (error instanceof CommanderError) process.exit(error.exitCode)
     process.stderr.write(`phoenix: ${oneLine(error)}\n`)
-    process.exit(1)
+    // A configuration error (a port range with no free port, a malformed SSH option) exits 2.
+    process.exit((error as { exitCode?: unknown }).exitCode === 2 ? 2 : 1)
   }
 }

@@ -25,10 +25,50 @@ export interface NodeOptions {
   allow: string[]
   print?: boolean
   site?: string
+  listenRange?: string
+  sitePrefix: string[]
+  sshIdentity?: string
+  sshKnownHosts?: string
+  sshStrictHostKeys?: boolean
+  sshConfig?: string
+  sshAdvertise?: string
+}
+
+/** A configuration error: `phoenix` exits with status 2 (as for a malformed option). */
+export class ConfigError extends Error {
+  readonly exitCode = 2
+}
+
+/** The transport names its init fields; the user gave flags. */
+const FLAG_OF: readonly [RegExp, string][] = [
+  [/^listenRange\b/, '--listen-range'],
+  [/^sitePrefixes\b/, '--site-prefix'],
+  [/\bssh\.advertise\b/g, '--ssh-advertise'],
+  [/\bssh\.identityFile\b/g, '--ssh-identity'],
+  [/\bssh\.knownHostsFile\b/g, '--ssh-known-hosts'],
+]
+
+function sshInit(options: NodeOptions) {
+  if (options.sshIdentity === undefined && options.sshAdvertise === undefined) {
+    for (const [flag, value] of [['--ssh-known-hosts', options.sshKnownHosts], ['--ssh-config', options.sshConfig], ['--ssh-strict-host-keys', options.sshStrictHostKeys]] as const) {
+      if (value !== undefined) throw new ConfigError(`${flag}: has no effect without --ssh-identity`)
+    }
+    return undefined
+  }
+  return {
+    ...(options.sshIdentity !== undefined ? { identityFile: options.sshIdentity } : {}),
+    ...(options.sshKnownHosts !== undefined ? { knownHostsFile: options.sshKnownHosts } : {}),
+    ...(options.sshStrictHostKeys === true ? { strictHostKeys: true } : {}),
+    ...(options.sshConfig !== undefined ? { configFile: options.sshConfig } : {}),
+    ...(options.sshAdvertise !== undefined ? { advertise: options.sshAdvertise } : {}),
+    optionNames: { identityFile: '--ssh-identity', knownHostsFile: '--ssh-known-hosts', advertise: '--ssh-advertise' },
+  }
 }
 
 function checkMultiaddrs(option: string, values: readonly string[]): void {
   for (const value of values) {
+    // SSH addresses are checked by the transport, which registers their `/ssh/` protocol (it loads later).
+    if (value.includes('/ssh/')) continue
     try {
       multiaddr(value)
     } catch (error) {
@@ -59,6 +99,13 @@ function describeStartError(error: Error, pskFile: string | undefined): Error {
   // The transport names its option (`privateNetworkKey: …`); the user gave `--psk <file>`.
   if (/^privateNetworkKey: /.test(error.message)) return new Error(`--psk ${pskFile}: ${error.message.split('\n')[0]!.slice('privateNetworkKey: '.length)}`)
   if (/pre-shared key|psk|swarm key/i.test(error.message)) return new Error(`--psk: ${error.message.split('\n')[0]}`)
+  // Ours (a port range, an SSH option or address): a configuration error, exit status 2.
+  const code = (error as { code?: unknown }).code
+  if (code === 'INVALID_INPUT' || code === 'INVALID_CONFIG') {
+    let line = error.message.split('\n')[0]!.replace(/^hub /, '--hub ')
+    for (const [field, flag] of FLAG_OF) line = line.replace(field, flag)
+    return new ConfigError(line)
+  }
   return new Error(error.message.split('\n')[0])
 }
 
@@ -139,6 +186,7 @@ export async function runNode(options: NodeOptions, version: string): Promise<vo
   const privateNetworkKey = options.psk !== undefined ? await readPsk(options.psk) : undefined
   // Loaded only now: libp2p takes seconds to load on a busy machine, and a conflict or a bad
   // option found above should fail at once.
+  const ssh = sshInit(options)
   const { createPhoenixLibp2p } = await import('@phoenix-overlay/transport')
   const { libp2p, phoenix } = await createPhoenixLibp2p({
     listen: options.listen,
@@ -148,6 +196,9 @@ export async function runNode(options: NodeOptions, version: string): Promise<vo
     signRecords: options.sign,
     discovery: options.discovery,
     ...(options.site !== undefined ? { site: options.site } : {}),
+    ...(options.listenRange !== undefined ? { listenRange: options.listenRange } : {}),
+    ...(options.sitePrefix.length > 0 ? { sitePrefixes: options.sitePrefix } : {}),
+    ...(ssh !== undefined ? { ssh } : {}),
     privateKey,
     ...(privateNetworkKey !== undefined ? { privateNetworkKey } : {}),
     ...(options.allow.length > 0 ? { allowedPeers: options.allow } : {}),
@@ -176,5 +227,7 @@ export async function runNode(options: NodeOptions, version: string): Promise<vo
 
   say(`phoenix node ${libp2p.peerId.toString()} listening on ${libp2p.getMultiaddrs().map(String).join(' ')}`)
   say(`names: ${phoenix.names.join(', ') || '(none)'}; hubs: ${options.hub.length}; pid ${process.pid}`)
+  const sshAddress = phoenix.sshAddress()
+  if (sshAddress !== undefined) say(`reachable through ssh at ${sshAddress}`)
   if (options.control !== undefined) say(`control endpoint on ${'port' in options.control ? `127.0.0.1:${options.control.port}` : controlText(options.control)}`)
 }

@@ -3,6 +3,7 @@ import type { AddressManager, ConnectionManager, Registrar } from '@libp2p/inter
 import type { CoreLimits, CoreTiming, RouteView, RoutingMode } from '@phoenix-overlay/core'
 import type { UndeliverableReason } from '@phoenix-overlay/wire'
 import type { TransportLimits, TransportTiming } from './constants.ts'
+import type { SshInit } from './dial-path.ts'
 import type { Member, NameChange } from './groups.ts'
 import type { Topology } from './topology.ts'
 import type { BroadcastResult, CollectiveOptions, ReduceOptions, ReduceResult } from './collectives.ts'
@@ -25,6 +26,16 @@ export interface PhoenixInit {
   /** Sign our record and verify everyone's with their peer ids' keys (default true). */
   signRecords?: boolean
   protocol?: string
+  /**
+   * SSH tunnels (SITES.md): `identityFile` lets this node dial neighbours' SSH addresses through
+   * the system's OpenSSH client; `advertise` (`user@host[:port]`) makes it reachable that way.
+   */
+  ssh?: SshInit
+  /**
+   * Private prefixes beyond this host's interface subnets that its site routes (`10.0.0.0/8`):
+   * a peer's private address is dialled only if it lies in one of ours.
+   */
+  sitePrefixes?: string[]
   limits?: Partial<TransportLimits>
   timing?: Partial<TransportTiming>
   core?: { limits?: Partial<CoreLimits>; timing?: Partial<CoreTiming> }

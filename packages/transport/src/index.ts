@@ -5,6 +5,7 @@ export { PhoenixTransportError, type TransportErrorCode, type TransportErrorDeta
 export { WIRE_LIMITS, type UndeliverableReason } from '@phoenix-overlay/wire'
 export { STRANGER_LIMITS, createPhoenixLibp2p, subnetFirewall, type OverlayNodeOptions, type StrangerLimits } from './node.ts'
 export { SshTunnels, SshTunnelError, SSH_TUNNEL_LIMITS, SSH_TUNNEL_TIMING, type SshTunnelErrorCode, type SshTunnelLease, type SshTunnelsInit } from './ssh-tunnel.ts'
+export { SSH_DIAL_TIMEOUT_MS, type SshInit } from './dial-path.ts'
 export { formatSshAddress, isSshAddress, parseSshAddress, type SshAddress } from './ssh-address.ts'
 export { advertisable, classifyAddress, orderForDialing, type AddressClass, type LocalView } from './address-classes.ts'
 export { firstFreePort, parsePortRange, type PortRange } from './port-range.ts'

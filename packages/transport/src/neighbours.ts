@@ -5,7 +5,9 @@ import type { PeerDropped } from './api.ts'
 import type { CoreDriver } from './core-driver.ts'
 import { NeighbourLink } from './link.ts'
 import { StreamTap } from './stream-tap.ts'
+import { SSH_DIAL_TIMEOUT_MS, type DialPlan } from './dial-path.ts'
 import { describeError, type NodeParts } from './parts.ts'
+import type { SshAddress } from './ssh-address.ts'
 
 /** One neighbour: its link, what is queued on it, and whether it announced its leave. */
 export interface Neighbour {
@@ -91,10 +93,12 @@ export class Neighbours {
   dial(address: string): void {
     const { driver, parts } = this
     const core = driver.core
-    let target
-    try {
-      target = multiaddr(address)
-    } catch {
+    const plan = parts.dialPath.plan(address, core.isHub(address))
+    parts.dialPath.count(plan)
+    if (plan.kind === 'skip') {
+      // Not a packet sent: the core backs the address off and dials the owner's next one.
+      parts.metrics.count('dials_skipped')
+      parts.log('not dialling %s: %s', address, plan.reason)
       core.dialFailed(address, driver.now())
       return
     }
@@ -109,16 +113,16 @@ export class Neighbours {
       parts.metrics.count('dials_deferred')
       const timer = setTimeout(() => {
         this.deferredDials.delete(timer)
-        this.dialUnlessConnected(address, target, remote)
+        this.dialUnlessConnected(address, plan, remote)
       }, parts.timing.dialDeferMs)
       this.deferredDials.add(timer)
       return
     }
-    this.dialUnlessConnected(address, target, remote)
+    this.dialUnlessConnected(address, plan, remote)
   }
 
-  /** Dials `target`, unless `remote` is a neighbour by now (then the dial counts as done). */
-  private dialUnlessConnected(address: string, target: Multiaddr, remote: string | null): void {
+  /** Dials `address`, unless `remote` is a neighbour by now (then the dial counts as done). */
+  private dialUnlessConnected(address: string, plan: DialPlan & { kind: 'direct' | 'ssh' }, remote: string | null): void {
     const { driver, parts } = this
     const core = driver.core
     if (this.closing || core.hasLeft) return
@@ -129,21 +133,53 @@ export class Neighbours {
       return
     }
     parts.metrics.count('dials_started')
-    const signal = AbortSignal.timeout(parts.timing.dialTimeoutMs)
-    parts.components.connectionManager
-      .openConnection(target, { signal })
-      .then(async (connection) => this.attach(await connection.newStream(parts.protocol, { signal }), connection, address))
-      .catch((error: Error) => {
-        parts.metrics.count('dials_failed')
-        parts.log('dial %s failed: %s', address, error.message)
-        if (this.closing || core.hasLeft) return
-        try {
-          core.dialFailed(address, driver.now())
-          driver.schedule()
-        } catch (failure) {
-          parts.log.error('dial %s: %s', address, describeError(failure))
-        }
-      })
+    const opened = plan.kind === 'ssh' ? this.openThroughSsh(address, plan.ssh) : this.open(multiaddr(address), AbortSignal.timeout(parts.timing.dialTimeoutMs))
+    opened.catch((error: Error) => {
+      parts.metrics.count('dials_failed')
+      // A tunnel failure is worth a line at error level: it names the SSH option or server at fault.
+      if (plan.kind === 'ssh') parts.log.error('dial %s failed: %s', address, error.message)
+      else parts.log('dial %s failed: %s', address, error.message)
+      if (this.closing || core.hasLeft) return
+      try {
+        core.dialFailed(address, driver.now())
+        driver.schedule()
+      } catch (failure) {
+        parts.log.error('dial %s: %s', address, describeError(failure))
+      }
+    })
+  }
+
+  /** Opens a connection and our stream on it, and attaches it as a dial of `address` (the address the core asked for). */
+  private async open(target: Multiaddr, signal: AbortSignal, address = target.toString()): Promise<Connection> {
+    const { parts } = this
+    const connection = await parts.components.connectionManager.openConnection(target, { signal })
+    this.attach(await connection.newStream(parts.protocol, { signal }), connection, address)
+    return connection
+  }
+
+  /**
+   * An SSH address: lease the tunnel (started, or shared with an earlier dial), dial its local
+   * socket, and attach the connection as a dial of the SSH address, so the core's bookkeeping
+   * sees the address it asked for. The lease is released when that connection closes, or at once
+   * if the dial fails (the failure then names what the SSH server refused, if it did).
+   */
+  private async openThroughSsh(address: string, ssh: SshAddress): Promise<void> {
+    const signal = AbortSignal.timeout(SSH_DIAL_TIMEOUT_MS)
+    const { lease, target } = await this.parts.dialPath.openTunnel(ssh, signal)
+    let connection: Connection
+    try {
+      connection = await this.open(multiaddr(target), signal, address)
+    } catch (error) {
+      await lease.release()
+      throw lease.forwardRefused() ?? error
+    }
+    if (connection.status !== 'open') return void lease.release()
+    const onClose = ({ detail }: CustomEvent<Connection>) => {
+      if (detail !== connection) return
+      this.parts.components.events.removeEventListener('connection:close', onClose)
+      void lease.release()
+    }
+    this.parts.components.events.addEventListener('connection:close', onClose)
   }
 
   /** A stream to a neighbour opened (by us or by it). Exactly one is kept per neighbour. */

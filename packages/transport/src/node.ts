@@ -9,11 +9,18 @@ import { subnetFirewallAllows } from '@phoenix-overlay/core'
 import type { PhoenixInit } from './api.ts'
 import { PhoenixTransportError } from './errors.ts'
 import { privateNetwork } from './pnet/protector.ts'
+import { firstFreePort, parsePortRange, probeListen, type PortRange } from './port-range.ts'
 import { phoenix, type PhoenixNode } from './service.ts'
 
 export interface OverlayNodeOptions extends PhoenixInit {
   /** Listen multiaddrs, e.g. /ip4/127.0.0.1/tcp/0. */
   listen: string[]
+  /**
+   * A port range (`7000-7010`) the site's firewall leaves open: the listen addresses with port 0
+   * get the first port of it free on all their hosts. Someone taking it between that probe and
+   * our listen makes us try the next one; none free fails with INVALID_INPUT naming `listenRange`.
+   */
+  listenRange?: string | PortRange
   /** The node's identity; a new Ed25519 key if absent. */
   privateKey?: PrivateKey
   /** Who may dial whom (an emulated firewall); everything is allowed if absent. */
@@ -127,7 +134,34 @@ function membershipGater(gater: ConnectionGater | undefined, allowedPeers: strin
  *   alive but whose process is hung.
  */
 export async function createPhoenixLibp2p(options: OverlayNodeOptions): Promise<{ libp2p: Libp2p<{ phoenix: PhoenixNode }>; phoenix: PhoenixNode }> {
-  const { listen, privateKey, connectionGater, privateNetworkKey, allowedPeers, strangers, ...init } = options
+  if (options.listenRange === undefined) return createStarted(options, options.listen)
+  const range = typeof options.listenRange === 'string' ? parsePortRange(options.listenRange, 'listenRange') : options.listenRange
+  const hosts = options.listen.map(portZeroHost).filter((h): h is string => h !== undefined)
+  if (hosts.length === 0) throw new PhoenixTransportError('INVALID_INPUT', `listenRange ${options.listenRange}: no listen address has port 0 for it to choose (e.g. /ip4/0.0.0.0/tcp/0)`)
+  const probe = async (port: number) => {
+    for (const host of hosts) if ((await probeListen(port, host)) === 'in-use') return 'in-use'
+    return 'free'
+  }
+  for (let from = range.first; ; ) {
+    const port = await firstFreePort(range, hosts.join(' and '), { what: 'listenRange', from, probe })
+    try {
+      return await createStarted(options, options.listen.map((a) => (portZeroHost(a) === undefined ? a : a.replace(/\/tcp\/0(?=\/|$)/, `/tcp/${port}`))))
+    } catch (error) {
+      // Taken between our probe and libp2p's listen: the next port of the range.
+      if (!/EADDRINUSE/.test((error as Error).message) || port >= range.last) throw error
+      from = port + 1
+    }
+  }
+}
+
+/** The host of a `/ip4|ip6/<host>/tcp/0` listen address, or undefined for any other. */
+function portZeroHost(address: string): string | undefined {
+  return /^\/ip[46]\/([^/]+)\/tcp\/0(?:\/|$)/.exec(address)?.[1]
+}
+
+/** createLibp2p, started; a node whose start failed is stopped again (its listeners closed) before the error is thrown. */
+async function createStarted(options: OverlayNodeOptions, listen: string[]): Promise<{ libp2p: Libp2p<{ phoenix: PhoenixNode }>; phoenix: PhoenixNode }> {
+  const { listen: _listen, listenRange: _range, privateKey, connectionGater, privateNetworkKey, allowedPeers, strangers, ...init } = options
   const stranger = { ...STRANGER_LIMITS, ...strangers }
   for (const [key, value] of Object.entries(stranger)) {
     if (!Number.isInteger(value) || value < 1) throw new PhoenixTransportError('INVALID_INPUT', `strangers.${key} must be a positive integer, got ${String(value)}`)
@@ -149,7 +183,14 @@ export async function createPhoenixLibp2p(options: OverlayNodeOptions): Promise<
     },
     connectionMonitor: { enabled: false },
     services: { phoenix: phoenix(init) },
+    start: false,
   })
+  try {
+    await libp2p.start()
+  } catch (error) {
+    await Promise.resolve(libp2p.stop()).catch(() => undefined)
+    throw error
+  }
   return { libp2p, phoenix: libp2p.services.phoenix }
 }
 

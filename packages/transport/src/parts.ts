@@ -1,6 +1,7 @@
 import type { Logger } from '@libp2p/interface'
 import type { PhoenixComponents, PhoenixEvents } from './api.ts'
 import type { TransportLimits, TransportTiming } from './constants.ts'
+import type { DialPath } from './dial-path.ts'
 import type { Inbox } from './inbox.ts'
 import type { Metrics } from './metrics.ts'
 import type { Sends } from './sends.ts'
@@ -16,6 +17,8 @@ export interface NodeParts {
   readonly metrics: Metrics
   readonly inbox: Inbox
   readonly sends: Sends
+  /** Which addresses to dial, and SSH tunnels for those that need one (dial-path.ts). */
+  readonly dialPath: DialPath
   /** Routes or names may have changed (after an apply step): groups compare and raise `name:up` / `name:down`. */
   routesChanged(): void
   emit<K extends keyof PhoenixEvents>(type: K, detail: PhoenixEvents[K]['detail']): void

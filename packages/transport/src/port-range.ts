@@ -40,7 +40,9 @@ export const probeListen: PortProbe = (port, host) =>
       if (error.code === 'EADDRINUSE' || error.code === 'EACCES') resolve('in-use')
       else reject(error)
     })
-    server.listen({ port, host, exclusive: true }, () => server.close(() => resolve('free')))
+    // IPv6 only, as libp2p's TCP transport listens on an /ip6 address: a dual-stack `::` would
+    // collide with our own 0.0.0.0 listener on the same port.
+    server.listen({ port, host, exclusive: true, ipv6Only: host.includes(':') }, () => server.close(() => resolve('free')))
   })
 
 /**

@@ -7,12 +7,14 @@ import type { NameConflict, PhoenixComponents, PhoenixEvents, PhoenixInit, Phoen
 import { OWN_ADDRESSES_MAX, PHOENIX_PROTOCOL, TRANSPORT_LIMITS, TRANSPORT_TIMING, type TransportLimits, type TransportTiming } from './constants.ts'
 import { PhoenixTransportError, invalidInput } from './errors.ts'
 import { NodeInbox, type BroadcastResult, type CollectiveOptions, type ReduceOptions, type ReduceResult } from './collectives.ts'
+import { DialPath } from './dial-path.ts'
 import { Jobs } from './jobs.ts'
 import { checkLivenessTiming } from './liveness.ts'
 import { Metrics } from './metrics.ts'
 import type { NodeParts } from './parts.ts'
 import { Sends, type Route } from './sends.ts'
 import { Session } from './session.ts'
+import { isSshAddress, parseSshAddress } from './ssh-address.ts'
 import type { Member, NameChange } from './groups.ts'
 import { checkSiteLabel, isReservedName, siteName, type Topology } from './topology.ts'
 import { checkName, checkSendOptions, coreErrorToTransport } from './validate.ts'
@@ -44,6 +46,7 @@ export class PhoenixNode extends TypedEventEmitter<PhoenixEvents> implements Pho
   private leaving: Promise<void> | undefined
   private starting: Promise<void> | undefined
   private readonly jobs: Jobs
+  private readonly dialPath: DialPath
 
   constructor(
     private readonly components: PhoenixComponents,
@@ -54,8 +57,9 @@ export class PhoenixNode extends TypedEventEmitter<PhoenixEvents> implements Pho
     this.limits = { ...TRANSPORT_LIMITS, ...init.limits }
     this.timing = { ...TRANSPORT_TIMING, ...init.timing }
     checkLivenessTiming(this.timing)
-    for (const hub of init.hubs ?? []) this.checkHub(hub)
     if (init.site !== undefined) checkSiteLabel(init.site)
+    this.dialPath = new DialPath(init.ssh, init.sitePrefixes, this.metrics)
+    for (const hub of init.hubs ?? []) this.checkHub(hub)
     this.inbox = new NodeInbox(this.limits, () => this.listenerCount('message'), (message) => this.safeDispatchEvent('message', { detail: message }))
     this.sends = new Sends(this.limits)
     this.parts = {
@@ -68,6 +72,7 @@ export class PhoenixNode extends TypedEventEmitter<PhoenixEvents> implements Pho
       metrics: this.metrics,
       inbox: this.inbox,
       sends: this.sends,
+      dialPath: this.dialPath,
       emit: (type, detail) => this.safeDispatchEvent(type, { detail }),
       routesChanged: () => this.jobs.groups.refreshSoon(),
     }
@@ -97,12 +102,17 @@ export class PhoenixNode extends TypedEventEmitter<PhoenixEvents> implements Pho
   }
 
   private async startSession(): Promise<void> {
-    const session = new Session(this.parts, this.createCore())
+    let session: Session
     try {
+      // A missing ssh client or an unusable identity file fails the start, naming the option,
+      // rather than every SSH dial later.
+      await this.dialPath.start((line) => this.log('%s', line))
+      session = new Session(this.parts, this.createCore())
       // One stream per neighbour, plus one while a simultaneous open is being resolved.
       await this.components.registrar.handle(this.parts.protocol, (stream, connection) => session.neighbours.attach(stream, connection, undefined), { maxInboundStreams: 2, maxOutboundStreams: 2 })
     } catch (error) {
       this.state = 'stopped'
+      await this.dialPath.stop()
       throw error
     }
     this.session = session
@@ -138,6 +148,7 @@ export class PhoenixNode extends TypedEventEmitter<PhoenixEvents> implements Pho
     this.state = 'stopped'
     session?.driver.stop()
     this.jobs.stop()
+    await this.dialPath.stop()
     await this.components.registrar.unhandle(this.parts.protocol).catch(() => undefined)
     this.sends.failAll()
     this.inbox.endAll()
@@ -167,11 +178,19 @@ export class PhoenixNode extends TypedEventEmitter<PhoenixEvents> implements Pho
     session.driver.schedule()
   }
 
+  /**
+   * What our record advertises: our listen addresses that another host can use (loopback only in
+   * a single-host cluster), best class first, and our SSH address if we advertise one.
+   */
   private ownAddresses(): string[] {
-    return this.components.addressManager
-      .getAddresses()
-      .map((ma) => ma.toString())
-      .slice(0, OWN_ADDRESSES_MAX)
+    const listening = this.components.addressManager.getAddresses().map((ma) => ma.toString())
+    this.dialPath.refresh(listening)
+    return this.dialPath.advertised(listening, this.id).slice(0, OWN_ADDRESSES_MAX)
+  }
+
+  /** Our SSH address (`ssh.advertise`), once we listen; undefined without one. */
+  sshAddress(): string | undefined {
+    return this.dialPath.sshAddress(this.components.addressManager.getAddresses().map((ma) => ma.toString()), this.id)
   }
 
   /** Signs with our libp2p key; verifies a record against the key its node id (peer id) names. */
@@ -259,6 +278,9 @@ export class PhoenixNode extends TypedEventEmitter<PhoenixEvents> implements Pho
     } catch (error) {
       throw invalidInput('hub', `${JSON.stringify(address)} is not a multiaddr: ${(error as Error).message}`)
     }
+    if (!isSshAddress(address)) return
+    parseSshAddress(address, 'hub')
+    if (!this.dialPath.canSsh) throw invalidInput('hub', `${JSON.stringify(address)} is an SSH address, and no SSH identity is given (${this.init.ssh?.optionNames?.identityFile ?? 'ssh.identityFile'})`)
   }
 
   /** Adds a hub (or, with discovery off, a connection to open) at run time. */
@@ -350,6 +372,7 @@ export class PhoenixNode extends TypedEventEmitter<PhoenixEvents> implements Pho
       streamBytes += link.streamBufferedBytes
     }
     return {
+      ...this.dialPath.gauges(),
       routes_reachable: session.core.routes().filter((r) => r.reachable).length,
       neighbours: session.neighbours.size,
       outbound_frames_queued: queued,

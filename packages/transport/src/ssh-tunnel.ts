@@ -383,7 +383,7 @@ export class SshTunnels extends TypedEventEmitter<SshTunnelEvents> {
   async open(target: TunnelTarget, options: { signal?: AbortSignal; timeoutMs?: number } = {}): Promise<SshTunnelLease> {
     checkTarget(target)
     if (this.stopped) throw new SshTunnelError('CLOSED', 'the SSH tunnels are stopped')
-    await (this.checked ??= this.checkSetup())
+    await this.check()
     const dir = await (this.dir ??= mkdtemp(join(tmpdir(), 'phoenix-ssh-')))
     // No await from here to the registration below: concurrent opens of one target share a tunnel.
     const key = `${target.user}@${target.host}:${target.port}>${target.targetHost}:${target.targetPort}`
@@ -437,6 +437,11 @@ export class SshTunnels extends TypedEventEmitter<SshTunnelEvents> {
     clearTimeout(tunnel.linger)
     this.env.forget(tunnel)
     await tunnel.close()
+  }
+
+  /** Fails (one line naming the option) if the client or the identity file cannot work; `open` checks it too. */
+  async check(): Promise<void> {
+    await (this.checked ??= this.checkSetup())
   }
 
   /** Fails before any ssh runs if the client or the identity file cannot work. */

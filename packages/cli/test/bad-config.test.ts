@@ -1,0 +1,99 @@
+import { createServer, type Server } from 'node:net'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { startSshd, type TestSshd } from '../../transport/test/sshd.ts'
+import { phoenix, startNode, tempDir, type Run, type Started } from './helpers.ts'
+
+/**
+ * Bad configurations of sites (issue "Real sites"): each gives one line naming the option (or the
+ * address) and the cause, within a bounded time, never a hang. A node whose hub cannot be reached
+ * keeps running (the hub may come up later) and says why each dial failed.
+ */
+const SOME_PEER = '12D3KooWExve7pDCH7VePy7XJiiyMpVmfqHpRkpFDicQsBnnyW5V'
+/** One SSH attempt to a refusing server or with a refused key takes well under a second; a loaded machine gets 20 s. */
+const LINE_WITHIN_MS = 20_000
+
+/** Exited with status 2 and exactly one line on stderr matching `expected`. */
+function configError(run: Run, expected: RegExp): void {
+  const lines = run.stderr.trim().split('\n')
+  expect(lines, run.stderr).toHaveLength(1)
+  expect(lines[0]).toMatch(expected)
+  expect(run.code).toBe(2)
+}
+
+describe('bad site configuration: one line naming the option and the cause', () => {
+  const dir = tempDir('bad-config')
+  let sshd: TestSshd
+  const blockers: Server[] = []
+  const running: Started[] = []
+
+  beforeAll(async () => {
+    sshd = await startSshd()
+  }, 30_000)
+
+  afterAll(async () => {
+    for (const node of running) node.killGroup()
+    for (const b of blockers) b.close()
+    await sshd?.stop()
+  })
+
+  const sshHub = (port: number) => `/ip4/127.0.0.1/tcp/${port}/ssh/${sshd.user}/ip4/127.0.0.1/tcp/9/p2p/${SOME_PEER}`
+  const sshFlags = (key: string) => ['--ssh-identity', key, '--ssh-known-hosts', join(dir, 'known_hosts')]
+
+  /** Starts a node and returns the first stderr line matching `pattern` (it keeps running: a hub may come up later). */
+  const dialError = async (args: string[], pattern: RegExp) => {
+    const node = startNode(args)
+    running.push(node)
+    const startedAt = performance.now()
+    const line = (await node.waitFor(pattern, LINE_WITHIN_MS))[0]
+    expect(performance.now() - startedAt).toBeLessThan(LINE_WITHIN_MS)
+    return { line, node }
+  }
+
+  it('an unreachable SSH server: each dial of the hub fails with the server and the cause', async () => {
+    const closed = await freePort()
+    const { line } = await dialError([...sshFlags(sshd.clientKey.privateKeyFile), '--hub', sshHub(closed)], /^.*dial .*failed: .*$/m)
+    expect(line).toContain(`ssh ${sshd.user}@127.0.0.1:${closed} → 127.0.0.1:9: cannot reach the SSH server 127.0.0.1 port ${closed}: Connection refused`)
+  }, 30_000)
+
+  it('a key the SSH server refuses: the dial fails naming --ssh-identity and the key', async () => {
+    const { line } = await dialError([...sshFlags(sshd.strangerKey.privateKeyFile), '--hub', sshHub(sshd.port)], /^.*dial .*failed: .*$/m)
+    expect(line).toContain(`the SSH server refused key ${sshd.strangerKey.privateKeyFile} (--ssh-identity) for user ${sshd.user}`)
+  }, 30_000)
+
+  it('a port range with no free port exits 2 at once', async () => {
+    const port = await freePort()
+    const blocker = createServer()
+    await new Promise<void>((resolve) => blocker.listen(port, '127.0.0.1', resolve))
+    blockers.push(blocker)
+    configError(await phoenix(['node', '--listen', '/ip4/127.0.0.1/tcp/0', '--listen-range', `${port}-${port}`]), new RegExp(`^phoenix: --listen-range ${port}: no free port on 127\\.0\\.0\\.1 \\(the one port is in use\\)$`))
+  }, 30_000)
+
+  it('malformed addresses and options exit 2 naming the option', async () => {
+    const key = sshd.clientKey.privateKeyFile
+    const cases: [string[], RegExp][] = [
+      [['--ssh-identity', key, '--hub', `/ip4/127.0.0.1/tcp/22/ssh/-oProxyCommand=x/ip4/127.0.0.1/tcp/9`], /^phoenix: --hub "\/ip4\/127\.0\.0\.1\/tcp\/22\/ssh\/-oProxyCommand=x\/ip4\/127\.0\.0\.1\/tcp\/9" is not a multiaddr: ssh user "-oProxyCommand=x" is not a login name/],
+      [['--ssh-identity', key, '--hub', `/ip4/127.0.0.1/tcp/22/ssh/${sshd.user}/tcp/9`], /^phoenix: --hub .* is not an SSH address: expected \/<ip4\|ip6\|dns\|dns4\|dns6>\//],
+      [['--hub', sshHub(22)], /^phoenix: --hub .* is an SSH address, and no SSH identity is given \(--ssh-identity\)$/],
+      [['--ssh-identity', join(dir, 'no-such-key')], new RegExp(`^phoenix: --ssh-identity ${join(dir, 'no-such-key')}: cannot read it: ENOENT$`)],
+      [['--ssh-identity', key, '--ssh-advertise', 'nobody'], /^phoenix: --ssh-advertise "nobody": expected user@host\[:port\]/],
+      [['--listen-range', '7010-7000'], /^phoenix: --listen-range: expected FIRST-LAST with 1 <= FIRST <= LAST <= 65535 \(e\.g\. 7000-7010\), got "7010-7000"$/],
+      [['--ssh-config', join(dir, 'ssh_config')], /^phoenix: --ssh-config: has no effect without --ssh-identity$/],
+    ]
+    const knownHosts = (args: string[]) => (args.includes('--ssh-identity') ? ['--ssh-known-hosts', join(dir, 'known_hosts'), ...args] : args)
+    // Two at a time: each is a Node process loading libp2p, on a machine shared with other tests.
+    for (let i = 0; i < cases.length; i += 2) {
+      const batch = cases.slice(i, i + 2)
+      const runs = await Promise.all(batch.map(([args]) => phoenix(['node', ...knownHosts(args)], undefined, LINE_WITHIN_MS)))
+      runs.forEach((run, j) => configError(run, batch[j]![1]))
+    }
+  }, 120_000)
+})
+
+async function freePort(): Promise<number> {
+  const server = createServer()
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const { port } = server.address() as { port: number }
+  await new Promise((resolve) => server.close(resolve))
+  return port
+}
