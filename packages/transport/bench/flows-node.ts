@@ -2,8 +2,8 @@
  * One node of the flows bench (flows.ts), in its own process: run as
  * `node --import tsx flows-node.ts '<json FlowsNodeConfig>'`. Prints `READY <peer id> <address>`,
  * then a `STATUS <json FlowsNodeStatus>` line every `reportEveryMs`. With `flows`, sends
- * acknowledged `payloadBytes` messages to each of those names, up to `outstandingMax` unsettled
- * per flow, as fast as the overlay takes them (after a QUEUE_FULL that flow pauses 2 ms). A line
+ * acknowledged `payloadBytes` messages to each of those names, up to `outstandingMax[name]`
+ * unsettled, as fast as the overlay takes them (after a QUEUE_FULL that flow pauses 2 ms). A line
  * `stop` on stdin ends the sending; once every send has settled the status says `settled`.
  */
 import { createInterface } from 'node:readline'
@@ -17,7 +17,8 @@ export interface FlowsNodeConfig {
   timing: Partial<TransportTiming>
   flows: string[]
   payloadBytes: number
-  outstandingMax: number
+  /** Unsettled sends per flow at most, by destination name. */
+  outstandingMax: Record<string, number>
   reportEveryMs: number
 }
 
@@ -62,8 +63,9 @@ createInterface({ input: process.stdin }).on('line', (line) => {
 async function sendFlow(name: string, flow: FlowStatus): Promise<void> {
   const payload = new Uint8Array(config.payloadBytes)
   let pausedUntilMs = 0
+  const outstandingMax = config.outstandingMax[name] ?? 1
   for (let issued = 0; sending; issued++) {
-    if (flow.outstanding >= config.outstandingMax || performance.now() < pausedUntilMs) {
+    if (flow.outstanding >= outstandingMax || performance.now() < pausedUntilMs) {
       await new Promise((r) => setTimeout(r, 1))
       continue
     }
