@@ -127,6 +127,11 @@ export class FlowCredits {
     return 'queued'
   }
 
+  /** True if our own sender's flow toward `nextHop` has `ownWaitingBytesMax` waiting: checked before a frame is encoded for nothing. */
+  ownFlowFull(nextHop: string, data: DataFrame): boolean {
+    return (this.peers.get(nextHop)?.out.get(flowKey(data))?.waitingBytes ?? 0) >= this.limits.ownWaitingBytesMax
+  }
+
   /** A frame goes to the link: credit toward the next hop is spent, and what we owe its previous hop grows. */
   private pass(nextHop: string, flow: OutFlow, item: Waiting): void {
     flow.lastProgressMs = this.sink.now()

@@ -126,6 +126,8 @@ export class Router implements FrameHandler {
     }
     // Zero-copy forwarding: the received frame goes on with only its hop limit rewritten in
     // place (wire/hop-limit.ts); re-encoded (the payload copied) only when that cannot be done.
+    // A sender that keeps trying while its flow waits for credit: refused before its payload is copied into a frame.
+    if (this.credit.enabled && fromPeer === undefined && this.credit.ownFlowFull(decision.nextHop, data)) return this.refused('flow-full', decision.nextHop, data, fromPeer)
     const inPlace = received !== undefined ? rewriteDataHopLimit(received, decision.hopLimit) : undefined
     if (inPlace !== undefined) this.parts.metrics.count('forwarded_in_place')
     const frame = inPlace ?? encodeFrame({ kind: 'data', data: { ...data, hopLimit: decision.hopLimit } })
@@ -143,21 +145,26 @@ export class Router implements FrameHandler {
 
   /** A data frame for the next hop, under per-flow credit: true if it went or waits for credit. */
   private submit(nextHop: string, frame: Uint8Array, data: DataFrame, fromPeer: string | undefined): boolean {
-    const { metrics, limits } = this.parts
+    const { metrics } = this.parts
     const admission = this.credit.submit(nextHop, frame, data, fromPeer)
     if (admission === 'sent' || admission === 'queued') {
       metrics.count(fromPeer === undefined ? 'messages_sent' : 'messages_forwarded')
       if (admission === 'queued') metrics.count('credit_waits')
       return true
     }
+    return this.refused(admission, nextHop, data, fromPeer)
+  }
+
+  /** A data frame credit cannot take: QUEUE_FULL for our own send, a `queue-full` bounce for a forwarded one. */
+  private refused(admission: 'flow-full' | 'table-full', nextHop: string, data: DataFrame, fromPeer: string | undefined): false {
+    const { metrics, limits } = this.parts
     metrics.count('dropped_queue_full')
     metrics.count(admission === 'flow-full' ? 'dropped_flow_full' : 'dropped_flow_table_full')
     if (fromPeer === undefined) {
       const why = admission === 'flow-full' ? `the flow to ${data.destination} has ${limits.outboundBytesMaxPerNeighbour} bytes waiting for credit from ${nextHop} (limits.outboundBytesMaxPerNeighbour)` : `${limits.flowsMaxPerNeighbour} flows toward ${nextHop} are in use and none is stalled (limits.flowsMaxPerNeighbour)`
       throw new PhoenixTransportError('QUEUE_FULL', `${why}; nothing was sent, try again later`, { messageId: data.messageId })
     }
-    this.bounce(data, 'queue-full', fromPeer)
-    return false
+    return this.bounce(data, 'queue-full', fromPeer)
   }
 
   /** A message for us from another node: to the application, then the ack; or a bounce. */
