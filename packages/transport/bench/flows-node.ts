@@ -56,6 +56,8 @@ const report = () => {
   console.log(`STATUS ${JSON.stringify(status)}`)
 }
 setInterval(report, config.reportEveryMs)
+// A clean exit on SIGTERM, so that `--cpu-prof` writes its profile.
+process.on('SIGTERM', () => process.exit(0))
 createInterface({ input: process.stdin }).on('line', (line) => {
   if (line.trim() === 'stop') sending = false
 })

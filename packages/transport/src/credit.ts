@@ -31,6 +31,8 @@ interface Waiting {
   readonly data: DataFrame
   /** The previous hop (owed credit once the frame leaves); undefined for our own sends. */
   readonly from: string | undefined
+  /** The bytes the previous hop counted: the frame as received (a re-encoded one may differ by a byte). */
+  readonly receivedBytes: number
 }
 
 /** One flow toward one next hop: what waits for credit and what is outstanding there. */
@@ -101,7 +103,7 @@ export class FlowCredits {
    * (`flow-full`) when the previous hop sent beyond its credit or our own sender has
    * `ownWaitingBytesMax` waiting; `table-full` when a new flow finds no room (after evicting a stalled one, if any).
    */
-  submit(nextHop: string, frame: Uint8Array, data: DataFrame, from: string | undefined): Admission {
+  submit(nextHop: string, frame: Uint8Array, data: DataFrame, from: string | undefined, receivedBytes = frame.length): Admission {
     const key = flowKey(data)
     const window = this.limits.flowWindowBytes
     const inbound = from === undefined ? undefined : this.flows(from)
@@ -117,12 +119,12 @@ export class FlowCredits {
       outbound.out.set(key, flow)
     }
     if (from === undefined && flow.waitingBytes >= this.limits.ownWaitingBytesMax) return 'flow-full'
-    inbound?.held.set(key, (held ?? 0) + frame.length)
+    inbound?.held.set(key, (held ?? 0) + receivedBytes)
     if (flow.waiting.length === 0 && flow.inFlightBytes < window && this.sink.hasRoom(nextHop, frame.length)) {
-      this.pass(nextHop, flow, { frame, data, from })
+      this.pass(nextHop, flow, { frame, data, from, receivedBytes })
       return 'sent'
     }
-    flow.waiting.push({ frame, data, from })
+    flow.waiting.push({ frame, data, from, receivedBytes })
     flow.waitingBytes += frame.length
     return 'queued'
   }
@@ -141,7 +143,7 @@ export class FlowCredits {
       flow.inFlightBytes -= item.frame.length
       this.sink.refuse(item.data, item.from, 'neighbour-down')
     }
-    if (item.from !== undefined) this.release(item.from, flow.key, item.frame.length)
+    if (item.from !== undefined) this.release(item.from, flow.key, item.receivedBytes)
   }
 
   /** `bytes` of `from`'s frames of flow `key` left us (passed on, delivered or refused): credit is owed. */
@@ -268,7 +270,7 @@ export class FlowCredits {
     flows.out.delete(victim.key)
     this.evictions++
     for (const item of victim.waiting) {
-      if (item.from !== undefined) this.release(item.from, victim.key, item.frame.length)
+      if (item.from !== undefined) this.release(item.from, victim.key, item.receivedBytes)
       this.sink.refuse(item.data, item.from, 'queue-full')
     }
     return true
@@ -286,7 +288,7 @@ export class FlowCredits {
     if (flows === undefined) return []
     const stranded: Waiting[] = []
     for (const flow of flows.out.values()) stranded.push(...flow.waiting)
-    for (const item of stranded) if (item.from !== undefined) this.release(item.from, flowKey(item.data), item.frame.length)
+    for (const item of stranded) if (item.from !== undefined) this.release(item.from, flowKey(item.data), item.receivedBytes)
     return stranded
   }
 

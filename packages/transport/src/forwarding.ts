@@ -83,7 +83,7 @@ export class Router implements FrameHandler {
         // In place only into bytes decrypted for us (an encrypted connection: nobody else holds
         // them); a plaintext stream (an in-memory one in tests) may share its sender's buffer.
         const ours = this.neighbours.get(link.peer)?.connection.encryption !== undefined
-        const queued = this.routeData(frame.data, link.peer, ours ? bytes : undefined)
+        const queued = this.routeData(frame.data, link.peer, ours ? bytes : undefined, bytes.length)
         // Delivered, refused or dropped here: it left us, its credit goes back at once.
         if (this.credit.enabled && !queued) this.credit.consumed(link.peer, frame.data, bytes.length)
         return true
@@ -109,7 +109,7 @@ export class Router implements FrameHandler {
    * pass it on or say why not. Our own send throws instead of bouncing to ourselves. True if
    * credit took it (it went on toward the next hop or waits there); false if it was handled here.
    */
-  routeData(data: DataFrame, fromPeer: string | undefined, received?: Uint8Array): boolean {
+  routeData(data: DataFrame, fromPeer: string | undefined, received?: Uint8Array, receivedBytes?: number): boolean {
     if (this.leaving && fromPeer !== undefined) return this.bounce(data, 'leaving', fromPeer)
     const decision = this.driver.core.forward(data.destination, data.hopLimit, data.name)
     if (decision.action === 'deliver') return this.deliver(data, fromPeer)
@@ -131,7 +131,7 @@ export class Router implements FrameHandler {
     const inPlace = received !== undefined ? rewriteDataHopLimit(received, decision.hopLimit) : undefined
     if (inPlace !== undefined) this.parts.metrics.count('forwarded_in_place')
     const frame = inPlace ?? encodeFrame({ kind: 'data', data: { ...data, hopLimit: decision.hopLimit } })
-    if (this.credit.enabled) return this.submit(decision.nextHop, frame, data, fromPeer)
+    if (this.credit.enabled) return this.submit(decision.nextHop, frame, data, fromPeer, receivedBytes)
     if (!this.neighbours.send(decision.nextHop, frame, data)) {
       this.parts.metrics.count('dropped_queue_full')
       if (fromPeer === undefined) {
@@ -144,9 +144,9 @@ export class Router implements FrameHandler {
   }
 
   /** A data frame for the next hop, under per-flow credit: true if it went or waits for credit. */
-  private submit(nextHop: string, frame: Uint8Array, data: DataFrame, fromPeer: string | undefined): boolean {
+  private submit(nextHop: string, frame: Uint8Array, data: DataFrame, fromPeer: string | undefined, receivedBytes: number | undefined): boolean {
     const { metrics } = this.parts
-    const admission = this.credit.submit(nextHop, frame, data, fromPeer)
+    const admission = this.credit.submit(nextHop, frame, data, fromPeer, receivedBytes)
     if (admission === 'sent' || admission === 'queued') {
       metrics.count(fromPeer === undefined ? 'messages_sent' : 'messages_forwarded')
       if (admission === 'queued') metrics.count('credit_waits')

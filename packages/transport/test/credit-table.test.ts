@@ -66,6 +66,15 @@ describe('per-flow credit, one node (credit.ts)', () => {
     expect(credits.submit('next', frameOf(big), big, 'prev')).toBe('flow-full')
   })
 
+  it('returns the bytes the previous hop counted, even when the frame goes on re-encoded a byte shorter (a hop limit of 128 becoming 127)', async () => {
+    const sink = new Recorder()
+    const credits = new FlowCredits(limits, sink)
+    const d = data('sr', 'd', 1)
+    expect(credits.submit('next', frameOf(d), d, 'prev', FRAME_BYTES + 1)).toBe('sent')
+    await turn()
+    expect(sink.returned).toEqual([{ peer: 'prev', flows: [{ source: 'sr', destination: 'd', bytes: FRAME_BYTES + 1 }] }])
+  })
+
   it('a full flow table evicts the flow stalled longest (its waiting frames refused), or refuses the new flow', () => {
     const sink = new Recorder()
     const credits = new FlowCredits(limits, sink)
