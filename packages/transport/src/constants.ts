@@ -1,3 +1,5 @@
+import { FLOW_CREDIT_BYTES } from '@phoenix-overlay/wire'
+
 /** Every queue and buffer of a transport node, with its reason. All can be changed per node (`PhoenixInit.limits`). */
 export const TRANSPORT_LIMITS = {
   /**
@@ -29,6 +31,25 @@ export const TRANSPORT_LIMITS = {
    * A repeat older than the window is delivered again.
    */
   duplicateWindowMax: 65_536,
+  /**
+   * Per-flow credit (credit.ts): bytes of one flow (source, destination) this node may have
+   * outstanding at its next hop; beyond that the flow's frames wait here, in the flow's own queue:
+   * forwarded frames at most a window (the previous hop then runs out of credit), our own sends at
+   * most outboundBytesMaxPerNeighbour (then `send` fails QUEUE_FULL).
+   * The protocol's window (FLOW_CREDIT_BYTES, 1 MiB): a next hop holds that much per flow and
+   * refuses more, so a larger value only meets `queue-full` bounces; smaller costs throughput.
+   * 0 turns credit off: data then shares each link's queue and a full queue toward the next hop
+   * stops the node reading from the previous one (head-of-line blocking; kept for comparison).
+   * All nodes of an overlay must agree on on/off.
+   */
+  flowWindowBytes: FLOW_CREDIT_BYTES,
+  /**
+   * Flows tracked per neighbour, in each direction (frames waiting or credit outstanding toward
+   * it; its frames held here). At most a window each, so 1,024 flows bound what one neighbour's
+   * flows can hold here to 1 GiB in theory; in practice only flows whose next hop is stalled
+   * keep their window. A new flow that finds the table full evicts one stalled `flowStallMs`.
+   */
+  flowsMaxPerNeighbour: 1_024,
 } as const
 
 export type TransportLimits = { -readonly [K in keyof typeof TRANSPORT_LIMITS]: number }
@@ -73,6 +94,13 @@ export const TRANSPORT_TIMING = {
    * withdrawn 6–6.5 s after it last spoke.
    */
   deadAfterSilenceMs: 6_000,
+  /**
+   * A flow whose next hop returned no credit this long is stalled (its receiver stopped reading):
+   * when a new flow finds the table full (flowsMaxPerNeighbour), the flow stalled longest is
+   * evicted and its waiting frames bounced `queue-full`. 10 s: the default ack timeout, after
+   * which its sender gave up on those messages anyway.
+   */
+  flowStallMs: 10_000,
   /** How often each link checks its neighbour's silence (the resolution of the two bounds above). */
   livenessCheckEveryMs: 500,
 } as const

@@ -1,6 +1,7 @@
 import { PhoenixError, isUnreachableSeq } from '@phoenix-overlay/core'
 import { WireError, decodeFrame, encodeFrame, rewriteDataHopLimit, type AckFrame, type DataFrame, type Frame, type UndeliverableFrame, type UndeliverableReason } from '@phoenix-overlay/wire'
 import type { CoreDriver } from './core-driver.ts'
+import { FlowCredits, type CreditSink } from './credit.ts'
 import { PhoenixTransportError } from './errors.ts'
 import type { NeighbourLink } from './link.ts'
 import type { FrameHandler, Neighbours } from './neighbours.ts'
@@ -17,12 +18,27 @@ type ControlFrame = Extract<Frame, { kind: 'ack' | 'undeliverable' }>
 export class Router implements FrameHandler {
   /** Set while the node leaves: data for us or through us is bounced (`leaving`), not taken. */
   leaving = false
+  /** Per-flow credit toward each next hop and from each previous hop (off when limits.flowWindowBytes is 0). */
+  readonly credit: FlowCredits
 
   constructor(
     private readonly parts: NodeParts,
     private readonly driver: CoreDriver,
     private readonly neighbours: Neighbours,
-  ) {}
+  ) {
+    const sink: CreditSink = {
+      hasRoom: (peer, bytes) => neighbours.get(peer)?.link.hasRoomFor(bytes) ?? true,
+      write: (peer, frame, data) => neighbours.send(peer, frame, data),
+      returnCredit: (peer, flows) => {
+        if (!neighbours.send(peer, encodeFrame({ kind: 'credit', credit: { flows } }))) parts.metrics.count('credit_return_dropped')
+      },
+      refuse: (data, from, reason) => this.bounce(data, reason, from),
+      now: () => performance.now(),
+    }
+    const { flowWindowBytes, flowsMaxPerNeighbour, outboundBytesMaxPerNeighbour } = parts.limits
+    // Our own sends may queue as much per flow as a link's queue holds (what a burst could before credit).
+    this.credit = new FlowCredits({ flowWindowBytes, flowsMaxPerNeighbour, ownWaitingBytesMax: outboundBytesMaxPerNeighbour, flowStallMs: parts.timing.flowStallMs }, sink)
+  }
 
   onFrame(link: NeighbourLink, bytes: Uint8Array): boolean {
     const core = this.driver.core
@@ -53,18 +69,29 @@ export class Router implements FrameHandler {
         return true
       }
       case 'data': {
-        // Hop-by-hop backpressure: while the queue toward the next hop is full, stop reading
-        // from this neighbour (the frame is retried when that queue drains), so a fast sender
-        // meets QUEUE_FULL at its own first hop instead of losing frames in the middle.
-        const decision = core.forward(frame.data.destination, frame.data.hopLimit, frame.data.name, flowKeyOf(frame.data))
-        if (!this.leaving && decision.action === 'forward') {
-          const next = this.neighbours.get(decision.nextHop)
-          if (next !== undefined && !next.link.hasRoomFor(bytes.length)) return false
+        // Without credit, hop-by-hop backpressure: while the queue toward the next hop is full,
+        // stop reading from this neighbour (the frame is retried when that queue drains), which
+        // stalls every flow on this link (head-of-line blocking). With credit the frame arrived
+        // with room promised for it: it goes on, waits in its flow's queue, or is refused.
+        if (!this.credit.enabled) {
+          const decision = core.forward(frame.data.destination, frame.data.hopLimit, frame.data.name, flowKeyOf(frame.data))
+          if (!this.leaving && decision.action === 'forward') {
+            const next = this.neighbours.get(decision.nextHop)
+            if (next !== undefined && !next.link.hasRoomFor(bytes.length)) return false
+          }
         }
         // In place only into bytes decrypted for us (an encrypted connection: nobody else holds
         // them); a plaintext stream (an in-memory one in tests) may share its sender's buffer.
         const ours = this.neighbours.get(link.peer)?.connection.encryption !== undefined
-        this.routeData(frame.data, link.peer, ours ? bytes : undefined)
+        const queued = this.routeData(frame.data, link.peer, ours ? bytes : undefined, bytes.length)
+        // Delivered, refused or dropped here: it left us, its credit goes back at once.
+        if (this.credit.enabled && !queued) this.credit.consumed(link.peer, frame.data, bytes.length)
+        return true
+      }
+      case 'credit':
+      {
+        const unmatched = this.credit.granted(link.peer, frame.credit.flows)
+        if (unmatched > 0) this.parts.metrics.count('credit_unmatched', unmatched)
         return true
       }
       case 'ack':
@@ -79,9 +106,10 @@ export class Router implements FrameHandler {
 
   /**
    * A data frame here (`fromPeer` undefined: our own send): deliver it if it is for us, else
-   * pass it on or say why not. Our own send throws instead of bouncing to ourselves.
+   * pass it on or say why not. Our own send throws instead of bouncing to ourselves. True if
+   * credit took it (it went on toward the next hop or waits there); false if it was handled here.
    */
-  routeData(data: DataFrame, fromPeer: string | undefined, received?: Uint8Array): void {
+  routeData(data: DataFrame, fromPeer: string | undefined, received?: Uint8Array, receivedBytes?: number): boolean {
     if (this.leaving && fromPeer !== undefined) return this.bounce(data, 'leaving', fromPeer)
     const decision = this.driver.core.forward(data.destination, data.hopLimit, data.name, flowKeyOf(data))
     if (decision.action === 'deliver') return this.deliver(data, fromPeer)
@@ -98,9 +126,12 @@ export class Router implements FrameHandler {
     }
     // Zero-copy forwarding: the received frame goes on with only its hop limit rewritten in
     // place (wire/hop-limit.ts); re-encoded (the payload copied) only when that cannot be done.
+    // A sender that keeps trying while its flow waits for credit: refused before its payload is copied into a frame.
+    if (this.credit.enabled && fromPeer === undefined && this.credit.ownFlowFull(decision.nextHop, data)) return this.refused('flow-full', decision.nextHop, data, fromPeer)
     const inPlace = received !== undefined ? rewriteDataHopLimit(received, decision.hopLimit) : undefined
     if (inPlace !== undefined) this.parts.metrics.count('forwarded_in_place')
     const frame = inPlace ?? encodeFrame({ kind: 'data', data: { ...data, hopLimit: decision.hopLimit } })
+    if (this.credit.enabled) return this.submit(decision.nextHop, frame, data, fromPeer, receivedBytes)
     if (!this.neighbours.send(decision.nextHop, frame, data)) {
       this.parts.metrics.count('dropped_queue_full')
       if (fromPeer === undefined) {
@@ -109,27 +140,65 @@ export class Router implements FrameHandler {
       return this.bounce(data, 'queue-full', fromPeer)
     }
     this.parts.metrics.count(fromPeer === undefined ? 'messages_sent' : 'messages_forwarded')
+    return false
+  }
+
+  /** A data frame for the next hop, under per-flow credit: true if it went or waits for credit. */
+  private submit(nextHop: string, frame: Uint8Array, data: DataFrame, fromPeer: string | undefined, receivedBytes: number | undefined): boolean {
+    const { metrics } = this.parts
+    const admission = this.credit.submit(nextHop, frame, data, fromPeer, receivedBytes)
+    if (admission === 'sent' || admission === 'queued') {
+      metrics.count(fromPeer === undefined ? 'messages_sent' : 'messages_forwarded')
+      if (admission === 'queued') metrics.count('credit_waits')
+      return true
+    }
+    return this.refused(admission, nextHop, data, fromPeer)
+  }
+
+  /** A data frame credit cannot take: QUEUE_FULL for our own send, a `queue-full` bounce for a forwarded one. */
+  private refused(admission: 'flow-full' | 'table-full', nextHop: string, data: DataFrame, fromPeer: string | undefined): false {
+    const { metrics, limits } = this.parts
+    metrics.count('dropped_queue_full')
+    metrics.count(admission === 'flow-full' ? 'dropped_flow_full' : 'dropped_flow_table_full')
+    if (fromPeer === undefined) {
+      const why = admission === 'flow-full' ? `the flow to ${data.destination} has ${limits.outboundBytesMaxPerNeighbour} bytes waiting for credit from ${nextHop} (limits.outboundBytesMaxPerNeighbour)` : `${limits.flowsMaxPerNeighbour} flows toward ${nextHop} are in use and none is stalled (limits.flowsMaxPerNeighbour)`
+      throw new PhoenixTransportError('QUEUE_FULL', `${why}; nothing was sent, try again later`, { messageId: data.messageId })
+    }
+    return this.bounce(data, 'queue-full', fromPeer)
   }
 
   /** A message for us from another node: to the application, then the ack; or a bounce. */
-  private deliver(data: DataFrame, fromPeer: string | undefined): void {
+  private deliver(data: DataFrame, fromPeer: string | undefined): false {
     const hops = this.driver.core.limits.hopLimit - data.hopLimit
     const delivery = this.parts.inbox.accept({ from: data.source, name: data.name, payload: data.payload, hops, messageId: data.messageId })
     if (delivery === 'receiver-too-slow' || delivery === 'no-consumer') return this.bounce(data, delivery, fromPeer)
     this.parts.metrics.count(delivery === 'delivered' ? 'messages_delivered' : 'messages_duplicate')
     if (data.ackRequested) this.routeControl({ kind: 'ack', ack: { source: this.parts.id, destination: data.source, hopLimit: this.driver.core.limits.hopLimit, messageId: data.messageId } }, fromPeer)
+    return false
   }
 
-  /** Tells a data frame's source that it was dropped here, and why. */
-  bounce(data: DataFrame, reason: UndeliverableReason, fromPeer?: string): void {
+  /** Tells a data frame's source that it was dropped here, and why (false: nothing went on). */
+  bounce(data: DataFrame, reason: UndeliverableReason, fromPeer?: string): false {
     this.parts.metrics.count('messages_undeliverable')
     this.parts.metrics.count(`undeliverable_${reason.replaceAll('-', '_')}`)
     this.routeControl({ kind: 'undeliverable', undeliverable: { source: this.parts.id, destination: data.source, hopLimit: this.driver.core.limits.hopLimit, messageId: data.messageId, reason } }, fromPeer)
+    return false
   }
 
   bounceUnsent(frames: readonly DataFrame[], peer: string): void {
     this.parts.log('bouncing %d data frames queued toward %s when its connection closed', frames.length, peer)
     for (const data of frames) this.bounce(data, 'neighbour-down')
+  }
+
+  linkDrained(peer: string): void {
+    this.credit.pump(peer)
+  }
+
+  /** Frames that waited for credit toward `peer` are bounced like those its link never wrote. */
+  linkDown(peer: string): void {
+    const stranded = this.credit.linkClosed(peer)
+    if (stranded.length > 0) this.parts.log('bouncing %d data frames waiting for credit toward %s when its connection closed', stranded.length, peer)
+    for (const item of stranded) this.bounce(item.data, 'neighbour-down', item.from)
   }
 
   /**

@@ -1,6 +1,6 @@
 import type { Logger, Stream } from '@libp2p/interface'
 import { LengthPrefixedDecoder } from '@libp2p/utils'
-import { WIRE_LIMITS, encodeFrame, type ProbeFrame } from '@phoenix-overlay/wire'
+import { WIRE_LIMITS, encodeFrame, isDataFrameBytes, type ProbeFrame } from '@phoenix-overlay/wire'
 import * as varint from 'uint8-varint'
 import { Uint8ArrayList } from 'uint8arraylist'
 import { drained } from './drain.ts'
@@ -25,15 +25,15 @@ export interface LinkLiveness {
  * stops reading from the socket once its buffer is full.
  */
 export class NeighbourLink {
-  private readonly queue: Uint8Array[] = []
   /**
-   * Beside each queued frame, what its sender asked to hear about if it is never written (a data
-   * frame, to bounce it `neighbour-down`); undefined for frames nobody needs back (updates, probes).
+   * Two outbound queues, each bounded by `outboundBytesMax` and `outboundFramesMax`: control
+   * frames (routing updates, acks, notices, credit, probes) are always written before data, so
+   * routing is never starved by data however much is queued; data frames wait in their own.
    */
-  private readonly tags: unknown[] = []
+  private readonly control = new FrameQueue()
+  private readonly data = new FrameQueue()
   /** Tags of frames that were queued and never handed to the stream, once the link closed (`takeUnsent`). */
   private unsent: unknown[] = []
-  private queuedBytes = 0
   private writing = false
   private closed = false
   private readonly decoder: LengthPrefixedDecoder
@@ -82,28 +82,32 @@ export class NeighbourLink {
   }
 
   get queuedFrames(): number {
-    return this.queue.length
+    return this.control.length + this.data.length
   }
 
-  /** True if a frame of `bytes` would fit in the outbound queue now. */
+  /** True if a data frame of `bytes` would fit in the data queue now. */
   hasRoomFor(bytes: number): boolean {
-    return !this.closed && this.queue.length < this.limits.outboundFramesMax && this.queuedBytes + bytes + 8 <= this.limits.outboundBytesMax
+    return !this.closed && this.fits(this.data, bytes + 8)
+  }
+
+  private fits(queue: FrameQueue, bytes: number): boolean {
+    return queue.length < this.limits.outboundFramesMax && queue.bytes + bytes <= this.limits.outboundBytesMax
   }
 
   /**
-   * Queues a frame; false if the queue is full (the caller decides what that means). `tag` comes
-   * back from `takeUnsent` if the link closes before the frame was handed to the stream.
+   * Queues a frame (a data frame behind the data, anything else behind the control frames);
+   * false if its queue is full (the caller decides what that means). `tag` comes back from
+   * `takeUnsent` if the link closes before the frame was handed to the stream.
    */
   send(frame: Uint8Array, tag?: unknown): boolean {
     if (this.closed) return false
-    if (this.queue.length >= this.limits.outboundFramesMax || this.queuedBytes + frame.length > this.limits.outboundBytesMax) return false
+    const queue = isDataFrameBytes(frame) ? this.data : this.control
+    if (!this.fits(queue, frame.length)) return false
     const prefix = varint.encode(frame.length)
     const bytes = new Uint8Array(prefix.length + frame.length)
     bytes.set(prefix)
     bytes.set(frame, prefix.length)
-    this.queue.push(bytes)
-    this.tags.push(tag)
-    this.queuedBytes += bytes.length
+    queue.push(bytes, tag)
     void this.flush()
     return true
   }
@@ -112,10 +116,8 @@ export class NeighbourLink {
     if (this.writing) return
     this.writing = true
     try {
-      while (this.queue.length > 0 && !this.closed) {
-        const bytes = this.queue.shift()!
-        const tag = this.tags.shift()
-        this.queuedBytes -= bytes.length
+      while (this.queuedFrames > 0 && !this.closed) {
+        const [bytes, tag] = (this.control.length > 0 ? this.control : this.data).shift()
         let taken: boolean
         try {
           taken = this.stream.send(bytes)
@@ -130,12 +132,13 @@ export class NeighbourLink {
           this.wakeWriter = undefined
         }
       }
-      if (this.queue.length === 0) this.onDrained()
     } catch (error) {
       this.shutDown(`write failed: ${(error as Error).message}`)
     } finally {
       this.writing = false
     }
+    // After `writing` is cleared: what `onDrained` queues (frames that waited for room) starts a new flush.
+    if (this.queuedFrames === 0 && !this.closed) this.onDrained()
   }
 
   /** Buffered in the stream (taken from our queue, not yet handed to the muxer): bounded by one frame when backpressure holds. */
@@ -144,7 +147,7 @@ export class NeighbourLink {
   }
 
   get queuedBytesTotal(): number {
-    return this.queuedBytes
+    return this.control.bytes + this.data.bytes
   }
 
   /** A probe frame from the neighbour: a question is answered at once, an answer needs nothing more (hearing it was the point). */
@@ -201,7 +204,7 @@ export class NeighbourLink {
 
   /** Closes gracefully once queued frames are written (a leave's farewell goes out first). */
   async close(reason: string): Promise<void> {
-    while (this.queue.length > 0 && !this.closed) await new Promise((r) => setTimeout(r, 5))
+    while (this.queuedFrames > 0 && !this.closed) await new Promise((r) => setTimeout(r, 5))
     this.shutDown(reason)
     await this.stream.close().catch(() => undefined)
   }
@@ -217,10 +220,7 @@ export class NeighbourLink {
     this.closed = true
     clearInterval(this.livenessTimer)
     this.wakeWriter?.()
-    this.unsent.push(...this.tags)
-    this.queue.length = 0
-    this.tags.length = 0
-    this.queuedBytes = 0
+    this.unsent.push(...this.control.clear(), ...this.data.clear())
     this.held.length = 0
     this.onClose(this, reason)
   }
@@ -231,5 +231,41 @@ export class NeighbourLink {
     const unsent = this.unsent.filter((tag) => tag !== undefined)
     this.unsent = []
     return unsent
+  }
+}
+
+/** One outbound queue of a link: length-prefixed frames, and beside each its tag. */
+class FrameQueue {
+  private readonly frames: Uint8Array[] = []
+  /**
+   * Beside each queued frame, what its sender asked to hear about if it is never written (a data
+   * frame, to bounce it `neighbour-down`); undefined for frames nobody needs back (updates, probes).
+   */
+  private readonly tags: unknown[] = []
+  bytes = 0
+
+  get length(): number {
+    return this.frames.length
+  }
+
+  push(bytes: Uint8Array, tag: unknown): void {
+    this.frames.push(bytes)
+    this.tags.push(tag)
+    this.bytes += bytes.length
+  }
+
+  shift(): [Uint8Array, unknown] {
+    const bytes = this.frames.shift()
+    if (bytes === undefined) throw new Error('invariant: shift from an empty frame queue')
+    this.bytes -= bytes.length
+    return [bytes, this.tags.shift()]
+  }
+
+  /** Empties the queue; the tags of what it held. */
+  clear(): unknown[] {
+    const tags = this.tags.splice(0)
+    this.frames.length = 0
+    this.bytes = 0
+    return tags
   }
 }

@@ -24,6 +24,10 @@ export interface FrameHandler {
   onFrame(link: NeighbourLink, bytes: Uint8Array): boolean
   /** Data frames that were queued toward a neighbour whose connection closed. */
   bounceUnsent(frames: readonly DataFrame[], peer: string): void
+  /** The link to `peer` emptied its outbound queue (frames waiting for room may go). */
+  linkDrained(peer: string): void
+  /** The link to `peer` closed (after its unsent frames were bounced). */
+  linkDown(peer: string): void
 }
 
 /**
@@ -217,7 +221,10 @@ export class Neighbours {
       (bytes): boolean => this.guard(link, () => this.handler?.onFrame(link, bytes) ?? true, true),
       (closed, reason) => this.guard(undefined, () => this.onLinkClosed(closed, reason), undefined),
       (bad, reason) => this.drop(bad, 'wire', reason),
-      () => driver.schedule(),
+      () => {
+        driver.schedule()
+        this.guard(link, () => this.handler?.linkDrained(peer), undefined)
+      },
       {
         timing: parts.timing,
         onUnresponsive: (_dead, reason) => {
@@ -266,6 +273,7 @@ export class Neighbours {
     if (neighbour.leaving) void Promise.resolve(neighbour.connection.close?.()).catch(() => undefined)
     const unsent = neighbour.link.takeUnsent() as DataFrame[]
     if (unsent.length > 0) this.handler?.bounceUnsent(unsent, link.peer)
+    this.handler?.linkDown(link.peer)
   }
 
   /**

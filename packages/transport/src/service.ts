@@ -371,8 +371,13 @@ export class PhoenixNode extends TypedEventEmitter<PhoenixEvents> implements Pho
       queuedBytes += link.queuedBytesTotal
       streamBytes += link.streamBufferedBytes
     }
+    const waiting = session.router.credit.waiting
     return {
       ...this.dialPath.gauges(),
+      credit_waiting_frames: waiting.frames,
+      credit_waiting_bytes: waiting.bytes,
+      credit_flows: waiting.flows,
+      credit_flows_evicted: session.router.credit.evictions,
       routes_reachable: session.core.routes().filter((r) => r.reachable).length,
       neighbours: session.neighbours.size,
       outbound_frames_queued: queued,

@@ -8,7 +8,7 @@
  * fast as the overlay takes them (a QUEUE_FULL send is retried 5 ms later: the backpressure).
  */
 import { privateKeyFromProtobuf } from '@libp2p/crypto/keys'
-import { createPhoenixLibp2p, PhoenixTransportError, type TransportTiming } from '../src/index.ts'
+import { createPhoenixLibp2p, PhoenixTransportError, type TransportLimits, type TransportTiming } from '../src/index.ts'
 
 export interface ChildConfig {
   listen: string
@@ -17,6 +17,9 @@ export interface ChildConfig {
   /** The identity, a libp2p private key protobuf in hex (a restart with the same key is the same node). */
   keyHex?: string
   timing?: Partial<TransportTiming>
+  limits?: Partial<TransportLimits>
+  /** false: connect only to the hubs (a fixed topology). */
+  discovery?: boolean
   sendTo?: string
   payloadBytes?: number
   reportEveryMs?: number
@@ -39,6 +42,8 @@ const { libp2p, phoenix } = await createPhoenixLibp2p({
   names: config.names ?? [],
   ...(config.keyHex !== undefined ? { privateKey: privateKeyFromProtobuf(Buffer.from(config.keyHex, 'hex')) } : {}),
   ...(config.timing !== undefined ? { timing: config.timing } : {}),
+  ...(config.limits !== undefined ? { limits: config.limits } : {}),
+  ...(config.discovery !== undefined ? { discovery: config.discovery } : {}),
 })
 await libp2p.start()
 let received = 0

@@ -61,6 +61,12 @@ export class FakeStream {
     this.paused = true
   }
 
+  /** The neighbour reads again: no longer stalled, and a 'drain' event. */
+  drain(): void {
+    this.stalled = false
+    for (const listener of this.listeners.get('drain') ?? []) listener({})
+  }
+
   resume(): void {
     this.paused = false
     while (!this.paused && this.waiting.length > 0) this.deliver(this.waiting.shift()!)

@@ -38,12 +38,23 @@ export interface ProbeFrame {
   nonce: number
   reply: boolean
 }
+/** Credit returned to the previous hop for one flow: `bytes` of its data frames left this node. */
+export interface FlowCredit {
+  source: string
+  destination: string
+  bytes: number
+}
+/** Per-flow credit (never forwarded): see FLOW_CREDIT_BYTES. */
+export interface CreditFrame {
+  flows: FlowCredit[]
+}
 export type Frame =
   | { kind: 'update'; update: UpdateMessage }
   | { kind: 'data'; data: DataFrame }
   | { kind: 'ack'; ack: AckFrame }
   | { kind: 'undeliverable'; undeliverable: UndeliverableFrame }
   | { kind: 'probe'; probe: ProbeFrame }
+  | { kind: 'credit'; credit: CreditFrame }
 
 export type WireErrorCode = 'FRAME_TOO_LARGE' | 'MALFORMED' | 'LIMIT_EXCEEDED'
 
@@ -107,6 +118,9 @@ export function encodeFrame(frame: Frame, frameBytesMax: number = WIRE_LIMITS.fr
     case 'probe':
       message = { probe: { nonce: frame.probe.nonce, reply: frame.probe.reply } }
       break
+    case 'credit':
+      message = { credit: { flows: frame.credit.flows.map((f) => ({ source: f.source, destination: f.destination, bytes: f.bytes })) } }
+      break
   }
   const bytes = FrameMessage.encode(message)
   if (bytes.length > frameBytesMax) throw new WireError('FRAME_TOO_LARGE', `${frame.kind} frame is ${bytes.length} bytes, more than frameBytesMax (${frameBytesMax})`)
@@ -127,14 +141,15 @@ export function decodeFrame(bytes: Uint8Array, overrides: Partial<WireLimits> = 
           entries: limits.entriesPerUpdateMax,
           entries$: { names: limits.namesPerNodeMax, addresses: limits.addressesPerEntryMax },
         },
+        credit: { flows: limits.creditFlowsMax },
       },
     })
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error)
     throw new WireError(/too many elements/.test(message) ? 'LIMIT_EXCEEDED' : 'MALFORMED', `cannot decode frame: ${message}`)
   }
-  const kinds = (['update', 'data', 'ack', 'undeliverable', 'probe'] as const).filter((k) => decoded[k] !== undefined)
-  if (kinds.length !== 1) throw new WireError('MALFORMED', `a frame must hold exactly one of update, data, ack, undeliverable, probe; it holds ${kinds.length === 0 ? 'none' : kinds.join(' and ')}`)
+  const kinds = (['update', 'data', 'ack', 'undeliverable', 'probe', 'credit'] as const).filter((k) => decoded[k] !== undefined)
+  if (kinds.length !== 1) throw new WireError('MALFORMED', `a frame must hold exactly one of update, data, ack, undeliverable, probe, credit; it holds ${kinds.length === 0 ? 'none' : kinds.join(' and ')}`)
   const check = new Checker(limits)
   if (decoded.update !== undefined) return { kind: 'update', update: check.update(decoded.update) }
   if (decoded.data !== undefined) {
@@ -154,6 +169,14 @@ export function decodeFrame(bytes: Uint8Array, overrides: Partial<WireLimits> = 
     return { kind: 'ack', ack: { source: a.source, destination: a.destination, hopLimit: a.hopLimit, messageId: a.messageId } }
   }
   if (decoded.probe !== undefined) return { kind: 'probe', probe: { nonce: decoded.probe.nonce, reply: decoded.probe.reply } }
+  if (decoded.credit !== undefined) {
+    const flows = decoded.credit.flows.map((f, i): FlowCredit => {
+      check.id(`credit.flows[${i}].source`, f.source)
+      check.id(`credit.flows[${i}].destination`, f.destination)
+      return { source: f.source, destination: f.destination, bytes: f.bytes }
+    })
+    return { kind: 'credit', credit: { flows } }
+  }
   const u = decoded.undeliverable!
   check.id('undeliverable.source', u.source)
   check.id('undeliverable.destination', u.destination)

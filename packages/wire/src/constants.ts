@@ -29,8 +29,25 @@ export const WIRE_LIMITS = {
   payloadBytesMax: 4 * 1024 * 1024 - 4096,
   /** Hop limit a frame may carry: overlay paths are a few hops; 255 is the protocol's ceiling. */
   hopLimitMax: 255,
+  /**
+   * Flows named in one credit frame. A node sends one credit frame per neighbour per turn of its
+   * event loop, naming each flow whose frames left it since the last; 1,024 covers far more flows
+   * than share one link in practice (a sender splits a longer list).
+   */
+  creditFlowsMax: 1_024,
   /** Hop count in a routing entry (the core rejects more). */
   nhopsMax: 255,
 } as const
 
 export type WireLimits = { -readonly [K in keyof typeof WIRE_LIMITS]: number }
+
+/**
+ * Per-flow credit (the protocol's window): the bytes of one flow (source, destination) a node
+ * may have outstanding at its next hop, sent and not yet returned by a credit frame. The next hop
+ * holds at most this plus one frame per flow and previous hop, so it never needs to stop reading
+ * a link for want of room, and a flow whose receiver stops runs out of its own credit only.
+ * 1 MiB: 16 messages of 64 KiB; at 100 MiB/s through a hop it covers 10 ms between a frame's
+ * arrival and its credit coming back (a loopback hop takes ~0.2 ms, an event-loop turn under load
+ * a few ms), and 8 flows through one neighbour hold 8 MiB, half a yamux stream window.
+ */
+export const FLOW_CREDIT_BYTES = 1024 * 1024

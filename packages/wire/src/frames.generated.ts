@@ -1310,12 +1310,273 @@ export namespace Probe {
   }
 }
 
+export interface FlowCredit {
+  source: string
+  destination: string
+  bytes: number
+}
+
+export namespace FlowCredit {
+  let _codec: Codec<FlowCredit>
+
+  export const codec = (): Codec<FlowCredit> => {
+    if (_codec == null) {
+      _codec = message<FlowCredit>((obj, w, opts = {}) => {
+        if (opts.lengthDelimited !== false) {
+          w.fork()
+        }
+
+        if ((obj.source != null && obj.source !== '')) {
+          w.uint32(10)
+          w.string(obj.source)
+        }
+
+        if ((obj.destination != null && obj.destination !== '')) {
+          w.uint32(18)
+          w.string(obj.destination)
+        }
+
+        if ((obj.bytes != null && obj.bytes !== 0)) {
+          w.uint32(24)
+          w.uint32(obj.bytes)
+        }
+
+        if (opts.lengthDelimited !== false) {
+          w.ldelim()
+        }
+      }, (reader, length, opts = {}) => {
+        const obj: any = {
+          source: '',
+          destination: '',
+          bytes: 0
+        }
+
+        const end = length == null ? reader.len : reader.pos + length
+
+        while (reader.pos < end) {
+          const tag = reader.uint32()
+
+          switch (tag >>> 3) {
+            case 1: {
+              obj.source = reader.string()
+              break
+            }
+            case 2: {
+              obj.destination = reader.string()
+              break
+            }
+            case 3: {
+              obj.bytes = reader.uint32()
+              break
+            }
+            default: {
+              reader.skipType(tag & 7)
+              break
+            }
+          }
+        }
+
+        return obj
+      }, function * (reader, length, prefix, opts = {}) {
+        const end = length == null ? reader.len : reader.pos + length
+
+        while (reader.pos < end) {
+          const tag = reader.uint32()
+
+          switch (tag >>> 3) {
+            case 1: {
+              yield {
+                field: `${prefix}.source`,
+                value: reader.string()
+              }
+              break
+            }
+            case 2: {
+              yield {
+                field: `${prefix}.destination`,
+                value: reader.string()
+              }
+              break
+            }
+            case 3: {
+              yield {
+                field: `${prefix}.bytes`,
+                value: reader.uint32()
+              }
+              break
+            }
+            default: {
+              reader.skipType(tag & 7)
+              break
+            }
+          }
+        }
+      })
+    }
+
+    return _codec
+  }
+
+  export interface FlowCreditSourceFieldEvent {
+    field: '$.source'
+    value: string
+  }
+
+  export interface FlowCreditDestinationFieldEvent {
+    field: '$.destination'
+    value: string
+  }
+
+  export interface FlowCreditBytesFieldEvent {
+    field: '$.bytes'
+    value: number
+  }
+
+  export function encode (obj: Partial<FlowCredit>): Uint8Array<ArrayBuffer> {
+    return encodeMessage(obj, FlowCredit.codec())
+  }
+
+  export function decode (buf: Uint8Array | Uint8ArrayList, opts?: DecodeOptions<FlowCredit>): FlowCredit {
+    return decodeMessage(buf, FlowCredit.codec(), opts)
+  }
+
+  export function stream (buf: Uint8Array | Uint8ArrayList, opts?: DecodeOptions<FlowCredit>): Generator<FlowCreditSourceFieldEvent | FlowCreditDestinationFieldEvent | FlowCreditBytesFieldEvent> {
+    return streamMessage(buf, FlowCredit.codec(), opts)
+  }
+}
+
+export interface Credit {
+  flows: FlowCredit[]
+}
+
+export namespace Credit {
+  let _codec: Codec<Credit>
+
+  export const codec = (): Codec<Credit> => {
+    if (_codec == null) {
+      _codec = message<Credit>((obj, w, opts = {}) => {
+        if (opts.lengthDelimited !== false) {
+          w.fork()
+        }
+
+        if (obj.flows != null && obj.flows.length > 0) {
+          for (const value of obj.flows) {
+            w.uint32(10)
+            FlowCredit.codec().encode(value, w)
+          }
+        }
+
+        if (opts.lengthDelimited !== false) {
+          w.ldelim()
+        }
+      }, (reader, length, opts = {}) => {
+        const obj: any = {
+          flows: []
+        }
+
+        const end = length == null ? reader.len : reader.pos + length
+
+        while (reader.pos < end) {
+          const tag = reader.uint32()
+
+          switch (tag >>> 3) {
+            case 1: {
+              if (opts.limits?.flows != null && obj.flows.length === opts.limits.flows) {
+                throw new MaxLengthError('Decode error - repeated field "flows" had too many elements')
+              }
+
+              obj.flows.push(FlowCredit.codec().decode(reader, reader.uint32(), {
+                limits: opts.limits?.flows$
+              }))
+              break
+            }
+            default: {
+              reader.skipType(tag & 7)
+              break
+            }
+          }
+        }
+
+        return obj
+      }, function * (reader, length, prefix, opts = {}) {
+        const obj = {
+          flows: 0
+        }
+
+        const end = length == null ? reader.len : reader.pos + length
+
+        while (reader.pos < end) {
+          const tag = reader.uint32()
+
+          switch (tag >>> 3) {
+            case 1: {
+              if (opts.limits?.flows != null && obj.flows === opts.limits.flows) {
+                throw new MaxLengthError('Streaming decode error - repeated field "flows" had too many elements')
+              }
+
+              for (const evt of FlowCredit.codec().stream(reader, reader.uint32(), `${prefix}.flows[]`, {
+                limits: opts.limits?.flows$
+              })) {
+                yield {
+                  ...evt,
+                  index: obj.flows
+                }
+              }
+
+              obj.flows++
+
+              break
+            }
+            default: {
+              reader.skipType(tag & 7)
+              break
+            }
+          }
+        }
+      })
+    }
+
+    return _codec
+  }
+
+  export interface CreditFlowsSourceFieldEvent {
+    field: '$.flows[].source'
+    value: string
+    index: number
+  }
+
+  export interface CreditFlowsDestinationFieldEvent {
+    field: '$.flows[].destination'
+    value: string
+    index: number
+  }
+
+  export interface CreditFlowsBytesFieldEvent {
+    field: '$.flows[].bytes'
+    value: number
+    index: number
+  }
+
+  export function encode (obj: Partial<Credit>): Uint8Array<ArrayBuffer> {
+    return encodeMessage(obj, Credit.codec())
+  }
+
+  export function decode (buf: Uint8Array | Uint8ArrayList, opts?: DecodeOptions<Credit>): Credit {
+    return decodeMessage(buf, Credit.codec(), opts)
+  }
+
+  export function stream (buf: Uint8Array | Uint8ArrayList, opts?: DecodeOptions<Credit>): Generator<CreditFlowsSourceFieldEvent | CreditFlowsDestinationFieldEvent | CreditFlowsBytesFieldEvent> {
+    return streamMessage(buf, Credit.codec(), opts)
+  }
+}
+
 export interface Frame {
   update?: Update
   data?: Data
   ack?: Ack
   undeliverable?: Undeliverable
   probe?: Probe
+  credit?: Credit
 }
 
 export namespace Frame {
@@ -1351,6 +1612,11 @@ export namespace Frame {
         if (obj.probe != null) {
           w.uint32(42)
           Probe.codec().encode(obj.probe, w)
+        }
+
+        if (obj.credit != null) {
+          w.uint32(50)
+          Credit.codec().encode(obj.credit, w)
         }
 
         if (opts.lengthDelimited !== false) {
@@ -1392,6 +1658,12 @@ export namespace Frame {
             case 5: {
               obj.probe = Probe.codec().decode(reader, reader.uint32(), {
                 limits: opts.limits?.probe
+              })
+              break
+            }
+            case 6: {
+              obj.credit = Credit.codec().decode(reader, reader.uint32(), {
+                limits: opts.limits?.credit
               })
               break
             }
@@ -1441,6 +1713,13 @@ export namespace Frame {
             case 5: {
               yield * Probe.codec().stream(reader, reader.uint32(), `${prefix}.probe`, {
                 limits: opts.limits?.probe
+              })
+
+              break
+            }
+            case 6: {
+              yield * Credit.codec().stream(reader, reader.uint32(), `${prefix}.credit`, {
+                limits: opts.limits?.credit
               })
 
               break
@@ -1606,6 +1885,24 @@ export namespace Frame {
     value: boolean
   }
 
+  export interface FrameCreditFlowsSourceFieldEvent {
+    field: '$.credit.flows[].source'
+    value: string
+    index: number
+  }
+
+  export interface FrameCreditFlowsDestinationFieldEvent {
+    field: '$.credit.flows[].destination'
+    value: string
+    index: number
+  }
+
+  export interface FrameCreditFlowsBytesFieldEvent {
+    field: '$.credit.flows[].bytes'
+    value: number
+    index: number
+  }
+
   export function encode (obj: Partial<Frame>): Uint8Array<ArrayBuffer> {
     return encodeMessage(obj, Frame.codec())
   }
@@ -1614,7 +1911,7 @@ export namespace Frame {
     return decodeMessage(buf, Frame.codec(), opts)
   }
 
-  export function stream (buf: Uint8Array | Uint8ArrayList, opts?: DecodeOptions<Frame>): Generator<FrameUpdateNeighbourSlotsFieldEvent | FrameUpdateTransSetsFieldEvent | FrameUpdateEntriesDestinationFieldEvent | FrameUpdateEntriesSeqFieldEvent | FrameUpdateEntriesNhopsFieldEvent | FrameUpdateEntriesNamesFieldEvent | FrameUpdateEntriesAddressesFieldEvent | FrameUpdateEntriesTransPlusOneFieldEvent | FrameUpdateEntriesSignatureFieldEvent | FrameUpdateHelloReceiverSeqFieldEvent | FrameDataSourceFieldEvent | FrameDataDestinationFieldEvent | FrameDataNameFieldEvent | FrameDataHopLimitFieldEvent | FrameDataMessageIdFieldEvent | FrameDataAckRequestedFieldEvent | FrameDataPayloadFieldEvent | FrameAckSourceFieldEvent | FrameAckDestinationFieldEvent | FrameAckHopLimitFieldEvent | FrameAckMessageIdFieldEvent | FrameUndeliverableSourceFieldEvent | FrameUndeliverableDestinationFieldEvent | FrameUndeliverableHopLimitFieldEvent | FrameUndeliverableMessageIdFieldEvent | FrameUndeliverableReasonFieldEvent | FrameProbeNonceFieldEvent | FrameProbeReplyFieldEvent> {
+  export function stream (buf: Uint8Array | Uint8ArrayList, opts?: DecodeOptions<Frame>): Generator<FrameUpdateNeighbourSlotsFieldEvent | FrameUpdateTransSetsFieldEvent | FrameUpdateEntriesDestinationFieldEvent | FrameUpdateEntriesSeqFieldEvent | FrameUpdateEntriesNhopsFieldEvent | FrameUpdateEntriesNamesFieldEvent | FrameUpdateEntriesAddressesFieldEvent | FrameUpdateEntriesTransPlusOneFieldEvent | FrameUpdateEntriesSignatureFieldEvent | FrameUpdateHelloReceiverSeqFieldEvent | FrameDataSourceFieldEvent | FrameDataDestinationFieldEvent | FrameDataNameFieldEvent | FrameDataHopLimitFieldEvent | FrameDataMessageIdFieldEvent | FrameDataAckRequestedFieldEvent | FrameDataPayloadFieldEvent | FrameAckSourceFieldEvent | FrameAckDestinationFieldEvent | FrameAckHopLimitFieldEvent | FrameAckMessageIdFieldEvent | FrameUndeliverableSourceFieldEvent | FrameUndeliverableDestinationFieldEvent | FrameUndeliverableHopLimitFieldEvent | FrameUndeliverableMessageIdFieldEvent | FrameUndeliverableReasonFieldEvent | FrameProbeNonceFieldEvent | FrameProbeReplyFieldEvent | FrameCreditFlowsSourceFieldEvent | FrameCreditFlowsDestinationFieldEvent | FrameCreditFlowsBytesFieldEvent> {
     return streamMessage(buf, Frame.codec(), opts)
   }
 }

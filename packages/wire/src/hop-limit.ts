@@ -81,3 +81,8 @@ export function rewriteDataHopLimit(frame: Uint8Array, hopLimit: number): Uint8A
   }
   return undefined
 }
+
+/** True if `frame` (one encoded frame, no length prefix) is a data frame: it starts with the tag of `Frame.data`. */
+export function isDataFrameBytes(frame: Uint8Array): boolean {
+  return frame[0] === FRAME_DATA_TAG
+}

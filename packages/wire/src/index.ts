@@ -1,9 +1,11 @@
-export { WIRE_LIMITS, type WireLimits } from './constants.ts'
+export { FLOW_CREDIT_BYTES, WIRE_LIMITS, type WireLimits } from './constants.ts'
 export {
   WireError,
   decodeFrame,
   encodeFrame,
   type AckFrame,
+  type CreditFrame,
+  type FlowCredit,
   type DataFrame,
   type Frame,
   type ProbeFrame,
@@ -12,4 +14,4 @@ export {
   type WireErrorCode,
 } from './codec.ts'
 export { encodeUpdateFrames, encodedUpdateSize, splitUpdate } from './size.ts'
-export { rewriteDataHopLimit } from './hop-limit.ts'
+export { isDataFrameBytes, rewriteDataHopLimit } from './hop-limit.ts'

@@ -46,6 +46,7 @@ const frameArb: fc.Arbitrary<Frame> = fc.oneof(
     .record({ source: id, destination: id, hopLimit: fc.integer({ min: 0, max: 255 }), messageId: uint32, reason: fc.constantFrom('no-route' as const, 'hop-limit' as const, 'queue-full' as const, 'no-such-name' as const) })
     .map((undeliverable) => ({ kind: 'undeliverable' as const, undeliverable })),
   fc.record({ nonce: uint32, reply: fc.boolean() }).map((probe) => ({ kind: 'probe' as const, probe })),
+  fc.array(fc.record({ source: id, destination: id, bytes: uint32 }), { maxLength: 5 }).map((flows) => ({ kind: 'credit' as const, credit: { flows } })),
 )
 
 /** Decoding must return a frame or throw WireError, nothing else. */
@@ -112,6 +113,13 @@ describe('wire codec', () => {
     // A probe and anything else in one frame is malformed too (field 5 = probe, field 3 = ack).
     const probeAndAck = new Uint8Array([...encodeFrame({ kind: 'probe', probe: { nonce: 7, reply: false } }), ...encodeFrame({ kind: 'ack', ack: { source: 's', destination: 'd', hopLimit: 1, messageId: 1 } })])
     expect(() => decodeFrame(probeAndAck)).toThrow(/holds ack and probe/)
+  })
+
+  it('a credit frame naming more flows than creditFlowsMax is refused', () => {
+    const flows = Array.from({ length: 3 }, (_, i) => ({ source: 's', destination: `d${i}`, bytes: 65_536 }))
+    const encoded = encodeFrame({ kind: 'credit', credit: { flows } })
+    expect(decodeFrame(encoded, { creditFlowsMax: 3 })).toEqual({ kind: 'credit', credit: { flows } })
+    expect(() => decodeFrame(encoded, { creditFlowsMax: 2 })).toThrow(WireError)
   })
 
   it('a probe is a few bytes on the wire (it is sent on every idle link)', () => {

@@ -1,0 +1,112 @@
+import { defaultLogger } from '@libp2p/logger'
+import type { Stream } from '@libp2p/interface'
+import { encodeFrame, type DataFrame, type FlowCredit } from '@phoenix-overlay/wire'
+import { describe, expect, it } from 'vitest'
+import { FlowCredits, type CreditSink } from '../src/credit.ts'
+import { NeighbourLink } from '../src/link.ts'
+import { FakeStream, framesWritten } from './fake-node.ts'
+
+const FRAME_PAYLOAD_BYTES = 1_000
+const data = (source: string, destination: string, messageId: number): DataFrame => ({ source, destination, name: destination, hopLimit: 8, messageId, ackRequested: false, payload: new Uint8Array(FRAME_PAYLOAD_BYTES) })
+const frameOf = (d: DataFrame) => encodeFrame({ kind: 'data', data: d })
+/** Every frame here is this size: ids 1-127 (one varint byte), and names of the same length. */
+const FRAME_BYTES = frameOf(data('me', 'a', 1)).length
+
+/** A sink that records everything: what went to which link, the credit returned, the frames refused. */
+class Recorder implements CreditSink {
+  readonly written: { peer: string; data: DataFrame }[] = []
+  readonly returned: { peer: string; flows: FlowCredit[] }[] = []
+  readonly refused: { data: DataFrame; reason: string }[] = []
+  nowMs = 0
+  room = true
+  hasRoom = () => this.room
+  write = (peer: string, _frame: Uint8Array, d: DataFrame) => (this.written.push({ peer, data: d }), true)
+  returnCredit = (peer: string, flows: FlowCredit[]) => void this.returned.push({ peer, flows })
+  refuse = (d: DataFrame, _from: string | undefined, reason: string) => void this.refused.push({ data: d, reason })
+  now = () => this.nowMs
+}
+
+const turn = () => new Promise((r) => setImmediate(r))
+const limits = { flowWindowBytes: 3 * FRAME_BYTES, ownWaitingBytesMax: 2 * FRAME_BYTES, flowsMaxPerNeighbour: 2, flowStallMs: 1_000 }
+
+describe('per-flow credit, one node (credit.ts)', () => {
+  it('a flow stops at its window while another on the same link goes on; credit back moves it again, round robin', () => {
+    const sink = new Recorder()
+    const credits = new FlowCredits(limits, sink)
+    const sent = (to: string) => sink.written.filter((w) => w.data.destination === to).length
+    for (let i = 1; i <= 5; i++) expect(credits.submit('gw', frameOf(data('me', 'x', i)), data('me', 'x', i), undefined)).toBe(i <= 3 ? 'sent' : 'queued')
+    // Our own sender may have ownWaitingBytesMax waiting: then QUEUE_FULL, for this flow only.
+    expect(credits.submit('gw', frameOf(data('me', 'x', 9)), data('me', 'x', 9), undefined)).toBe('flow-full')
+    expect(credits.submit('gw', frameOf(data('me', 'y', 1)), data('me', 'y', 1), undefined)).toBe('sent')
+    expect([sent('x'), sent('y')]).toEqual([3, 1])
+    expect(credits.waiting).toEqual({ frames: 2, bytes: 2 * FRAME_BYTES, flows: 2 })
+    // One frame's credit back: one more frame of that flow goes, no more.
+    expect(credits.granted('gw', [{ source: 'me', destination: 'x', bytes: FRAME_BYTES }])).toBe(0)
+    expect(sent('x')).toBe(4)
+    // Credit for a flow we do not know is counted as unmatched, and changes nothing.
+    expect(credits.granted('gw', [{ source: 'me', destination: 'z', bytes: FRAME_BYTES }])).toBe(1)
+  })
+
+  it('returns a previous hop its credit as frames leave, once per turn; refuses frames beyond its window', async () => {
+    const sink = new Recorder()
+    const credits = new FlowCredits({ ...limits, flowWindowBytes: FRAME_BYTES }, sink)
+    // From 'prev' toward 'next': the first goes on at once, the second waits for next's credit.
+    expect(credits.submit('next', frameOf(data('sr', 'd', 1)), data('sr', 'd', 1), 'prev')).toBe('sent')
+    expect(credits.submit('next', frameOf(data('sr', 'd', 2)), data('sr', 'd', 2), 'prev')).toBe('queued')
+    await turn()
+    expect(sink.returned).toEqual([{ peer: 'prev', flows: [{ source: 'sr', destination: 'd', bytes: FRAME_BYTES }] }])
+    credits.granted('next', [{ source: 'sr', destination: 'd', bytes: FRAME_BYTES }])
+    await turn()
+    expect(sink.returned.at(-1)).toEqual({ peer: 'prev', flows: [{ source: 'sr', destination: 'd', bytes: FRAME_BYTES }] })
+    // A previous hop that ignores credit: once it holds its window plus one frame (4 MiB) here, more is refused.
+    sink.room = false
+    const big = { ...data('sr', 'd', 3), payload: new Uint8Array(4 * 1024 * 1024 - 4096) }
+    expect(credits.submit('next', frameOf(big), big, 'prev')).toBe('queued')
+    expect(credits.submit('next', frameOf(big), big, 'prev')).toBe('queued')
+    expect(credits.submit('next', frameOf(big), big, 'prev')).toBe('flow-full')
+  })
+
+  it('returns the bytes the previous hop counted, even when the frame goes on re-encoded a byte shorter (a hop limit of 128 becoming 127)', async () => {
+    const sink = new Recorder()
+    const credits = new FlowCredits(limits, sink)
+    const d = data('sr', 'd', 1)
+    expect(credits.submit('next', frameOf(d), d, 'prev', FRAME_BYTES + 1)).toBe('sent')
+    await turn()
+    expect(sink.returned).toEqual([{ peer: 'prev', flows: [{ source: 'sr', destination: 'd', bytes: FRAME_BYTES + 1 }] }])
+  })
+
+  it('a full flow table evicts the flow stalled longest (its waiting frames refused), or refuses the new flow', () => {
+    const sink = new Recorder()
+    const credits = new FlowCredits(limits, sink)
+    sink.room = false
+    credits.submit('gw', frameOf(data('me', 'a', 1)), data('me', 'a', 1), undefined)
+    sink.nowMs = 500
+    credits.submit('gw', frameOf(data('me', 'b', 1)), data('me', 'b', 1), undefined)
+    // Two flows toward gw (flowsMaxPerNeighbour): a third is refused while none is stalled.
+    expect(credits.submit('gw', frameOf(data('me', 'c', 1)), data('me', 'c', 1), undefined)).toBe('table-full')
+    sink.nowMs = 1_200 // 'a' stalled 1.2 s, 'b' 0.7 s: only 'a' may go
+    expect(credits.submit('gw', frameOf(data('me', 'c', 1)), data('me', 'c', 1), undefined)).toBe('queued')
+    expect(sink.refused.map((r) => [r.data.destination, r.reason])).toEqual([['a', 'queue-full']])
+    expect(credits.evictions).toBe(1)
+    // A link that closes hands back what waited toward it, to be bounced.
+    expect(credits.linkClosed('gw').map((w) => w.data.destination).sort()).toEqual(['b', 'c'])
+    expect(credits.waiting).toEqual({ frames: 0, bytes: 0, flows: 0 })
+  })
+})
+
+describe('a link writes control frames before data', () => {
+  it('a routing update queued behind megabytes of data goes out next', async () => {
+    const stream = new FakeStream()
+    stream.stalled = true
+    const link = new NeighbourLink('peer', stream as unknown as Stream, { outboundBytesMax: 64 * 1024 * 1024, outboundFramesMax: 65_536, inboundBytesMax: 1024 * 1024 }, defaultLogger().forComponent('test:link'), () => true, () => {}, () => {})
+    for (let i = 0; i < 100; i++) expect(link.send(frameOf({ ...data('me', 'far', i), payload: new Uint8Array(64 * 1024) }))).toBe(true)
+    expect(link.send(encodeFrame({ kind: 'update', update: { neighbourSlots: [], transSets: [], entries: [] } }))).toBe(true)
+    stream.drain()
+    await turn()
+    const kinds = framesWritten(stream).map((f) => f.kind)
+    // The first data frame was in the stream already; the update comes right after it.
+    expect(kinds.slice(0, 3)).toEqual(['data', 'update', 'data'])
+    expect(kinds).toHaveLength(101)
+    link.abort('done')
+  })
+})
