@@ -33,8 +33,12 @@ export interface DiscoveryTiming {
  */
 export class AddressBook {
   private readonly addresses = new Map<PhysicalAddress, AddressState>()
-  /** Addresses by owner, so a lost neighbour's addresses are found without a walk of the book. */
-  private readonly byOwner = new Map<NodeId, Set<PhysicalAddress>>()
+  /**
+   * Addresses by owner, so a lost neighbour's addresses are found without a walk of the book. An
+   * owner with one address (nearly all) holds the address itself, not a Set of one: the book has
+   * an entry per destination, and a Set each was a third of its memory.
+   */
+  private readonly byOwner = new Map<NodeId, PhysicalAddress | Set<PhysicalAddress>>()
   /** FIFO of addresses ready to dial; discovery order is dial order. */
   private readonly queue: PhysicalAddress[] = []
   private queueHead = 0
@@ -83,13 +87,23 @@ export class AddressBook {
     if (state.owner === owner) return
     if (state.owner !== undefined) {
       const old = this.byOwner.get(state.owner)
-      old?.delete(address)
-      if (old?.size === 0) this.byOwner.delete(state.owner)
+      if (old === address) this.byOwner.delete(state.owner)
+      else if (typeof old === 'object') {
+        old.delete(address)
+        if (old.size === 0) this.byOwner.delete(state.owner)
+      }
     }
     state.owner = owner
-    let set = this.byOwner.get(owner)
-    if (set === undefined) this.byOwner.set(owner, (set = new Set()))
-    set.add(address)
+    const held = this.byOwner.get(owner)
+    if (held === undefined) this.byOwner.set(owner, address)
+    else if (typeof held === 'object') held.add(address)
+    else if (held !== address) this.byOwner.set(owner, new Set([held, address]))
+  }
+
+  /** `owner`'s addresses, in the order they were learned. */
+  private ownedBy(owner: NodeId): Iterable<PhysicalAddress> {
+    const held = this.byOwner.get(owner)
+    return held === undefined ? [] : typeof held === 'object' ? held : [held]
   }
 
   /**
@@ -110,7 +124,7 @@ export class AddressBook {
   connectionLost(owner: NodeId, record: readonly PhysicalAddress[] | undefined, nowMs: number): void {
     const redialLost = record !== undefined && this.timing.lostRedialsPerSecondMax > 0
     if (redialLost) for (const address of record) this.learn(address, owner)
-    for (const address of this.byOwner.get(owner) ?? []) {
+    for (const address of this.ownedBy(owner)) {
       const state = this.addresses.get(address)!
       if (state.redial === 'hub') {
         this.want(address)
@@ -127,7 +141,7 @@ export class AddressBook {
 
   /** `owner` was forgotten (its unreachable entry expired): its addresses get ordinary back-off again. */
   forgetLost(owner: NodeId): void {
-    for (const address of this.byOwner.get(owner) ?? []) {
+    for (const address of this.ownedBy(owner)) {
       const state = this.addresses.get(address)!
       if (state.redial === 'lost') state.redial = undefined
     }
@@ -323,7 +337,7 @@ export class AddressBook {
   }
 
   addressesOf(owner: NodeId): PhysicalAddress[] {
-    return [...(this.byOwner.get(owner) ?? [])]
+    return [...(this.ownedBy(owner))]
   }
 
 }

@@ -5,9 +5,14 @@
  * never changed in place (except to forget a node everywhere), so a thousand entries that
  * arrived in one message hold one set, not a thousand.
  */
+/** The next `NodeSet.serial`: sets are told apart by number in `HolderSets`' memo. */
+let nextSerial = 0
+
 export class NodeSet {
   private words: Uint32Array
   private isFrozen = false
+  /** A number no other set in this process has: what `HolderSets` keys its memo on (2^53 sets before a repeat). */
+  readonly serial = nextSerial++
 
   constructor(capacityBits = 32) {
     this.words = new Uint32Array(Math.max(1, Math.ceil(capacityBits / 32)))

@@ -9,6 +9,11 @@ import type { UpdateMessage } from './types.ts'
  * N bits, with their object headers: about 30 MB at 2,000 processes) would outweigh sharing.
  */
 const SHARED_HOLDER_SETS_MAX = 65_536
+/**
+ * Recent set operations the shared table's memo keeps (`HolderSets`): 2^18 slots, 8 MiB. Every
+ * core's received entries go through it; a smaller memo misses more as N grows.
+ */
+const SHARED_HOLDER_MEMO_SLOTS = 262_144
 
 /**
  * A simulator's speed-up, apart from the protocol: one node numbering shared by every core of one
@@ -21,7 +26,7 @@ const SHARED_HOLDER_SETS_MAX = 65_536
 export class SharedNumbering {
   readonly index: NodeIndex
   /** trans/rcpt sets in the shared numbering, one object per content for every core (see `HolderSets`). */
-  readonly holders = new HolderSets(SHARED_HOLDER_SETS_MAX)
+  readonly holders = new HolderSets(SHARED_HOLDER_SETS_MAX, SHARED_HOLDER_MEMO_SLOTS)
   /** Held weakly: a message forgotten by the simulator takes its sets with it. */
   private readonly sets = new WeakMap<UpdateMessage, readonly NodeSet[]>()
 

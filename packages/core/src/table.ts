@@ -139,14 +139,18 @@ export class RouteTable {
     const holderCovered = this.alternates.covers(senderHops, entry.nhops + 1)
     if (!holderCovered && set === undefined) return
     const holder = holderCovered ? fromIndex : -1
-    const transLacks = lacksHolders(entry.trans, holder, set)
-    const rcptLacks = lacksHolders(entry.rcpt, holder, set)
+    // The union is memoized (HolderSets): when it gives the very set we hold, nothing is lacking,
+    // without looking at N bits; otherwise the bits decide (our set may be an equal, uninterned one).
+    const transUnion = this.holders.union(entry.trans, holder, set)
+    const rcptUnion = this.holders.union(entry.rcpt, holder, set)
+    const transLacks = transUnion !== entry.trans && lacksHolders(entry.trans, holder, set)
+    const rcptLacks = rcptUnion !== entry.rcpt && lacksHolders(entry.rcpt, holder, set)
     if (!transLacks && !rcptLacks) return
     if (holderCovered) entry.rcptHopsMax = Math.max(entry.rcptHopsMax, senderHops)
     if (set !== undefined) entry.rcptHopsMax = Math.max(entry.rcptHopsMax, senderHops + 1)
     // A set that holds them all already stays as it is.
-    if (transLacks) entry.trans = this.holders.union(entry.trans, holder, set)
-    if (rcptLacks) entry.rcpt = this.holders.union(entry.rcpt, holder, set)
+    if (transLacks) entry.trans = transUnion
+    if (rcptLacks) entry.rcpt = rcptUnion
   }
 
   /** Marks `entry` unreachable with the next odd sequence number, as DSDV does on a broken link. */

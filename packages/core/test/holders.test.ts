@@ -61,3 +61,30 @@ describe('HolderSets: interned rcpt sets', () => {
     expect(membersOf(first)).toEqual([0])
   })
 })
+
+describe('HolderSets: the memo of recent operations', () => {
+  const op = fc.record({ pick: fc.nat(), other: fc.option(fc.nat(), { nil: undefined }), holder: fc.integer({ min: -1, max: 100 }), remove: fc.boolean() })
+  it('a remembered union or removal is the very set the buckets give, across collisions and fresh starts', () => {
+    fc.assert(
+      fc.property(fc.array(members, { minLength: 1, maxLength: 6 }), fc.array(op, { maxLength: 60 }), fc.constantFrom(1, 2, 8), fc.integer({ min: 2, max: 12 }), (seeds, ops, memoSlots, max) => {
+        const holders = new HolderSets(max, memoSlots)
+        // Operands from a few sets, the operations twice over: the second pass asks the memo again, after fresh starts.
+        const pool = seeds.map((m) => holders.union(setOf(m), -1, undefined))
+        for (const { pick, other, holder, remove } of [...ops, ...ops]) {
+          const a = pool[pick % pool.length]!
+          const b = other === undefined ? undefined : pool[other % pool.length]!
+          const expected = remove ? membersOf(a).filter((m) => m !== holder) : sorted([...membersOf(a), ...(holder >= 0 ? [holder] : []), ...(b === undefined ? [] : membersOf(b))])
+          const got = remove ? holders.without(a, Math.max(holder, 0)) : holders.union(a, holder, b)
+          if (remove && holder < 0) continue
+          expect(membersOf(got)).toEqual(expected)
+          // The same content asked for again, without the memo (an unfrozen set is never a memo key).
+          if (got !== a) expect(holders.union(setOf(expected, 200), -1, undefined)).toBe(got)
+        }
+      }),
+    )
+  })
+
+  it('a memo size that is not a power of two is refused', () => {
+    expect(() => new HolderSets(10, 3)).toThrow(/memoSlots/)
+  })
+})

@@ -59,6 +59,11 @@ export const SAMPLE_HOPS_MAX = 16
  *  above, the equivalent twin-class checker (tested against the reference). */
 export const REFERENCE_CHECK_NODES_MAX = 300
 
+/** The twin-class checker keeps one BFS distance row per class when rows × nodes is at most this
+ *  (2^25 numbers, 128 MiB: a clique of 10,000 is one row; the paper's subnets a few); past it,
+ *  one row at a time. */
+export const CHECK_DISTANCE_CELLS_MAX = 2 ** 25
+
 /** How often the run checks whether it is over: fine enough that the end is found within 0.1 s of
  *  virtual time; each check is O(nodes). */
 export const QUIET_CHECK_EVERY_MS = 100

@@ -1,4 +1,5 @@
 import type { RouteCheckFailure, ValidRoute } from '@phoenix-overlay/core'
+import { CHECK_DISTANCE_CELLS_MAX } from './constants.ts'
 
 /**
  * An undirected graph over node numbers 0..n-1 in compressed sparse rows, with sorted neighbour
@@ -89,6 +90,16 @@ export class Graph {
   }
 
   /**
+   * The BFS distances from every class's representative (row c: from classRep[c]), if all rows
+   * fit in `cellsMax` numbers; undefined otherwise (too many classes: the caller goes
+   * destination by destination, one BFS at a time).
+   */
+  classDistances(cellsMax = CHECK_DISTANCE_CELLS_MAX): Int32Array[] | undefined {
+    if (this.classRep.length * this.n > cellsMax) return undefined
+    return this.classRep.map((rep) => this.bfs(rep).dist)
+  }
+
+  /**
    * Calls `visit(v, distTo)` for every node v, where distTo(u) is the hop distance from u to v
    * (-1: unreachable), reusing one BFS per twin class.
    */
@@ -118,25 +129,40 @@ export function checkRoutesFast(
   ids: readonly string[],
   route: (u: number, v: number) => { fwd: number; nhops: number } | undefined,
   maxFailures: number,
+  distanceCellsMax = CHECK_DISTANCE_CELLS_MAX,
 ): RouteCheckFailure[] {
   const failures: RouteCheckFailure[] = []
-  graph.forEachDestination((v, distTo) => {
-    if (failures.length >= maxFailures) return
-    for (let u = 0; u < graph.n && failures.length < maxFailures; u++) {
-      if (u === v) continue
-      const r = route(u, v)
-      const expected = distTo(u)
-      const node = ids[u]!
-      const destination = ids[v]!
-      if (expected === -1) {
-        if (r !== undefined) failures.push({ node, destination, problem: `reachable route via ${ids[r.fwd] ?? r.fwd} to a node outside its component` })
-        continue
-      }
-      if (r === undefined) failures.push({ node, destination, problem: `no route (BFS distance ${expected})` })
-      else if (r.nhops !== expected) failures.push({ node, destination, problem: `nhops ${r.nhops}, BFS distance ${expected}` })
-      else if (r.fwd < 0 || !graph.isAdjacent(u, r.fwd)) failures.push({ node, destination, problem: `next hop ${ids[r.fwd] ?? r.fwd} is not a neighbour` })
-      else if (distTo(r.fwd) !== expected - 1) failures.push({ node, destination, problem: `next hop ${ids[r.fwd]!} is ${distTo(r.fwd)} hops away, expected ${expected - 1}` })
+  const checkPair = (u: number, v: number, distTo: (x: number) => number): void => {
+    const r = route(u, v)
+    const expected = distTo(u)
+    const node = ids[u]!
+    const destination = ids[v]!
+    if (expected === -1) {
+      if (r !== undefined) failures.push({ node, destination, problem: `reachable route via ${ids[r.fwd] ?? r.fwd} to a node outside its component` })
+      return
     }
+    if (r === undefined) failures.push({ node, destination, problem: `no route (BFS distance ${expected})` })
+    else if (r.nhops !== expected) failures.push({ node, destination, problem: `nhops ${r.nhops}, BFS distance ${expected}` })
+    else if (r.fwd < 0 || !graph.isAdjacent(u, r.fwd)) failures.push({ node, destination, problem: `next hop ${ids[r.fwd] ?? r.fwd} is not a neighbour` })
+    else if (distTo(r.fwd) !== expected - 1) failures.push({ node, destination, problem: `next hop ${ids[r.fwd]!} is ${distTo(r.fwd)} hops away, expected ${expected - 1}` })
+  }
+  const rows = graph.classDistances(distanceCellsMax)
+  if (rows !== undefined) {
+    // Node by node: one table's routes are looked up together (they sit together in memory),
+    // where destination by destination touches every table once per destination.
+    for (let u = 0; u < graph.n && failures.length < maxFailures; u++) {
+      for (let v = 0; v < graph.n && failures.length < maxFailures; v++) {
+        if (u === v) continue
+        const c = graph.classOf[v]!
+        const rep = graph.classRep[c]!
+        const dist = rows[c]!
+        checkPair(u, v, (x) => (x === v ? 0 : x === rep ? 1 : dist[x]!))
+      }
+    }
+    return failures
+  }
+  graph.forEachDestination((v, distTo) => {
+    for (let u = 0; u < graph.n && failures.length < maxFailures; u++) if (u !== v) checkPair(u, v, distTo)
   })
   return failures
 }

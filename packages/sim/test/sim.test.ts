@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs'
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { EventQueue, Simulation, SimulationError, parseScenario, resultToJson, scaleScenario, simulate, type Scenario } from '../src/index.ts'
+import { EventQueue, Graph, Simulation, checkRoutesFast, SimulationError, parseScenario, resultToJson, scaleScenario, simulate, type Scenario } from '../src/index.ts'
 
 const scenarioFile = (name: string): unknown => JSON.parse(readFileSync(new URL(`../../../simulations/scenarios/${name}`, import.meta.url), 'utf8'))
 
@@ -118,6 +118,39 @@ describe('final table check', () => {
         }
       }),
       { numRuns: 60 },
+    )
+  })
+})
+
+describe('twin-class checker: node by node (class rows kept) and destination by destination agree', () => {
+  // Two cliques {0,1,2} and {3,4,5} joined by the edge 2-3, and a node 6 on its own.
+  const edges: [number, number][] = [[0, 1], [0, 2], [1, 2], [3, 4], [3, 5], [4, 5], [2, 3]]
+  const graph = new Graph(7, edges)
+  const ids = ['a', 'b', 'c', 'd', 'e', 'f', 'g']
+  const truth = (u: number, v: number): { fwd: number; nhops: number } | undefined => {
+    if (u === 6 || v === 6) return undefined
+    const { dist, parent } = graph.bfs(v)
+    return { fwd: parent[u]!, nhops: dist[u]! }
+  }
+  it('finds the same failures for any one corrupted route, and none on the true tables', () => {
+    expect(checkRoutesFast(graph, ids, truth, 100)).toEqual([])
+    expect(checkRoutesFast(graph, ids, truth, 100, 0)).toEqual([])
+    fc.assert(
+      fc.property(fc.nat(6), fc.nat(6), fc.constantFrom('hops', 'fwd', 'drop', 'invent'), (u0, v0, how) => {
+        fc.pre(u0 !== v0)
+        const route = (u: number, v: number) => {
+          const r = truth(u, v)
+          if (u !== u0 || v !== v0) return r
+          if (how === 'invent') return { fwd: (u + 1) % 7, nhops: 1 }
+          if (r === undefined) return r
+          return how === 'hops' ? { ...r, nhops: r.nhops + 1 } : how === 'fwd' ? { ...r, fwd: (r.fwd + 2) % 6 } : undefined
+        }
+        const byNode = checkRoutesFast(graph, ids, route, 100)
+        expect(byNode).toEqual(checkRoutesFast(graph, ids, route, 100, 0))
+        // Another next hop can be as good; any other change is one failure.
+        const changed = JSON.stringify(route(u0, v0)) !== JSON.stringify(truth(u0, v0))
+        if (how !== 'fwd') expect(byNode.length).toBe(changed ? 1 : 0)
+      }),
     )
   })
 })
