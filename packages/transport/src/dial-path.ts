@@ -49,6 +49,13 @@ export interface SshInit {
  */
 export const SSH_DIAL_TIMEOUT_MS = 15_000
 
+/**
+ * SSH addresses whose last failure is remembered, so a hub that stays unreachable is reported once
+ * per cause at error level (its redials every few seconds go to debug): one per SSH address this
+ * node dials, a handful in practice; past the bound the oldest is forgotten (and may be reported again).
+ */
+export const SSH_FAILURES_REMEMBERED_MAX = 64
+
 export type DialPlan =
   | { readonly kind: 'skip'; readonly class: AddressClass | 'malformed'; readonly viaSsh: boolean; readonly reason: string }
   | { readonly kind: 'direct'; readonly class: AddressClass }
@@ -62,6 +69,8 @@ export class DialPath {
   private tunnels: SshTunnels | undefined
   private readonly advertiseAs: { user: string; host: string; port: number } | undefined
   private readonly sitePrefixes: readonly string[]
+  /** The last failure of each SSH address dialled (bounded: SSH_FAILURES_REMEMBERED_MAX). */
+  private readonly sshFailures = new Map<string, string>()
 
   constructor(
     private readonly ssh: SshInit | undefined,
@@ -135,6 +144,20 @@ export class DialPath {
   count(plan: DialPlan): void {
     const ssh = plan.kind === 'ssh' || (plan.kind === 'skip' && plan.viaSsh) ? '_ssh' : ''
     this.metrics.count(`dials_${plan.kind === 'skip' ? 'skipped_' : ''}${metricName(plan.class)}${ssh}`)
+  }
+
+  /** Whether this failure of an SSH dial is news (the first, or another cause than the last): worth a line at error level. */
+  sshFailureIsNew(address: string, message: string): boolean {
+    if (this.sshFailures.get(address) === message) return false
+    this.sshFailures.delete(address)
+    if (this.sshFailures.size >= SSH_FAILURES_REMEMBERED_MAX) this.sshFailures.delete(this.sshFailures.keys().next().value!)
+    this.sshFailures.set(address, message)
+    return true
+  }
+
+  /** An SSH dial succeeded: its next failure is news again. */
+  sshDialSucceeded(address: string): void {
+    this.sshFailures.delete(address)
   }
 
   /** The tunnel for an SSH address, and the address libp2p dials through it. */

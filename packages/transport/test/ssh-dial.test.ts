@@ -48,6 +48,16 @@ describe('the dial path: which addresses are dialled, and how', () => {
     expect(path().advertised(['/ip4/127.0.0.1/tcp/7000', '/ip6/::1/tcp/7001'], PEER)).toEqual(['/ip4/127.0.0.1/tcp/7000', '/ip6/::1/tcp/7001'])
   })
 
+  it('an SSH failure is news once per cause, and again after a success', () => {
+    const dial = path(true)
+    expect(dial.sshFailureIsNew('/a', 'refused')).toBe(true)
+    expect(dial.sshFailureIsNew('/a', 'refused')).toBe(false)
+    expect(dial.sshFailureIsNew('/b', 'refused')).toBe(true)
+    expect(dial.sshFailureIsNew('/a', 'timed out')).toBe(true)
+    dial.sshDialSucceeded('/a')
+    expect(dial.sshFailureIsNew('/a', 'timed out')).toBe(true)
+  })
+
   it('parses --ssh-advertise and refuses what ssh could take for an option', () => {
     expect(parseAdvertise('phoenix@gw.example.org:2222', 'x')).toEqual({ user: 'phoenix', host: 'gw.example.org', port: 2222 })
     expect(parseAdvertise('u@[2001:db8::1]', 'x')).toEqual({ user: 'u', host: '2001:db8::1', port: 22 })
