@@ -168,15 +168,16 @@ export class DialPath {
   }
 
   /**
-   * What to advertise of `own` (our listen addresses): `advertisable`'s choice, plus our SSH
-   * address when `ssh.advertise` is set, pointing at the listen address the SSH server can reach
-   * (a loopback one if we listen there, else our first).
+   * What to advertise of `own` (our listen addresses), at most `max`: `advertisable`'s choice,
+   * plus our SSH address when `ssh.advertise` is set, pointing at the listen address the SSH
+   * server can reach (a loopback one if we listen there, else our first).
    */
-  advertised(own: readonly string[], peerId: string): string[] {
+  advertised(own: readonly string[], peerId: string, max: number): string[] {
     const usable = own.filter(judgeable)
     const chosen = advertisable(usable)
     const sshAddress = this.sshAddress(usable, peerId)
-    return sshAddress === undefined ? chosen : [...chosen, sshAddress]
+    // The SSH address keeps its place within `max`: for a gateway it is the way in.
+    return sshAddress === undefined ? chosen.slice(0, max) : [...chosen.slice(0, max - 1), sshAddress]
   }
 
   /** This node's SSH address, if it advertises one and listens on TCP. */
