@@ -61,13 +61,9 @@ async function transfer(viaSsh: boolean): Promise<number> {
   const sender = running.find((p) => p.namespace === sites.node('A0').namespace)!
   await sender.waitForLine(/^\{"sent"/, (seconds + 60) * 1000)
   receiver.p.child.kill('SIGUSR2')
-  const { samples } = JSON.parse(await receiver.p.waitForLine(/^\{"samples"/, 30_000)) as { samples: [number, number][] }
+  const { goodputMbit } = JSON.parse(await receiver.p.waitForLine(/^\{"goodputMbit"/, 30_000)) as { goodputMbit: number }
   for (const p of running.splice(0)) await p.kill('SIGKILL')
-  const from = samples[0]![0] + 1000
-  const window = samples.filter(([t]) => t >= from)
-  const bytes = window.reduce((n, [, b]) => n + b, 0)
-  const ms = window.at(-1)![0] - from
-  return (bytes * 8) / (ms / 1000) / 1e6
+  return goodputMbit
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!

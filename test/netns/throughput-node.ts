@@ -1,8 +1,8 @@
 /**
  * One Phoenix node for `ssh-throughput.ts`, run inside a namespace: it prints one JSON line when it
  * listens (`{ id, addresses, ssh }`), then either sends 64 KiB messages to `--to` for `--seconds`
- * as fast as its first hop takes them, or records what it receives and prints `{ samples }`
- * (arrival time and size of each message) on SIGUSR2.
+ * as fast as its first hop takes them, or counts what it receives and prints `{ goodputMbit }`
+ * (from 1 s after the first message to the last) on SIGUSR2.
  */
 import { parseArgs } from 'node:util'
 import { createPhoenixLibp2p, PhoenixTransportError } from '../../packages/transport/src/index.ts'
@@ -46,12 +46,20 @@ if (values.to !== undefined) {
   }
   console.log(JSON.stringify({ sent }))
 } else {
-  // Bytes by time of arrival, so the reader can drop the start (slow start, tc's burst) and the end.
-  const samples: [number, number][] = []
-  const t0 = performance.now()
-  phoenix.addEventListener('message', ({ detail }) => samples.push([performance.now() - t0, detail.payload.length]))
+  // Goodput from 1 s after the first message (TCP slow start, tc's burst) to the last one.
+  let firstMs: number | undefined
+  let lastMs = 0
+  let bytes = 0
+  phoenix.addEventListener('message', ({ detail }) => {
+    const now = performance.now()
+    firstMs ??= now
+    if (now < firstMs + 1000) return
+    bytes += detail.payload.length
+    lastMs = now
+  })
   await new Promise((r) => process.once('SIGUSR2', r))
-  console.log(JSON.stringify({ samples }))
+  const seconds = (lastMs - (firstMs ?? 0) - 1000) / 1000
+  console.log(JSON.stringify({ goodputMbit: seconds > 0 ? (bytes * 8) / seconds / 1e6 : 0, bytes }))
 }
 await libp2p.stop()
 process.exit(0)

@@ -49,6 +49,13 @@ export interface SshInit {
  */
 export const SSH_DIAL_TIMEOUT_MS = 15_000
 
+/**
+ * SSH addresses whose last failure is remembered, so a hub that stays unreachable is reported once
+ * per cause at error level (its redials every few seconds go to debug): one per SSH address this
+ * node dials, a handful in practice; past the bound the oldest is forgotten (and may be reported again).
+ */
+export const SSH_FAILURES_REMEMBERED_MAX = 64
+
 export type DialPlan =
   | { readonly kind: 'skip'; readonly class: AddressClass | 'malformed'; readonly viaSsh: boolean; readonly reason: string }
   | { readonly kind: 'direct'; readonly class: AddressClass }
@@ -62,6 +69,8 @@ export class DialPath {
   private tunnels: SshTunnels | undefined
   private readonly advertiseAs: { user: string; host: string; port: number } | undefined
   private readonly sitePrefixes: readonly string[]
+  /** The last failure of each SSH address dialled (bounded: SSH_FAILURES_REMEMBERED_MAX). */
+  private readonly sshFailures = new Map<string, string>()
 
   constructor(
     private readonly ssh: SshInit | undefined,
@@ -137,6 +146,20 @@ export class DialPath {
     this.metrics.count(`dials_${plan.kind === 'skip' ? 'skipped_' : ''}${metricName(plan.class)}${ssh}`)
   }
 
+  /** Whether this failure of an SSH dial is news (the first, or another cause than the last): worth a line at error level. */
+  sshFailureIsNew(address: string, message: string): boolean {
+    if (this.sshFailures.get(address) === message) return false
+    this.sshFailures.delete(address)
+    if (this.sshFailures.size >= SSH_FAILURES_REMEMBERED_MAX) this.sshFailures.delete(this.sshFailures.keys().next().value!)
+    this.sshFailures.set(address, message)
+    return true
+  }
+
+  /** An SSH dial succeeded: its next failure is news again. */
+  sshDialSucceeded(address: string): void {
+    this.sshFailures.delete(address)
+  }
+
   /** The tunnel for an SSH address, and the address libp2p dials through it. */
   async openTunnel(ssh: SshAddress, signal: AbortSignal): Promise<{ lease: SshTunnelLease; target: string }> {
     if (this.tunnels === undefined) throw new Error('the node is not running')
@@ -145,15 +168,16 @@ export class DialPath {
   }
 
   /**
-   * What to advertise of `own` (our listen addresses): `advertisable`'s choice, plus our SSH
-   * address when `ssh.advertise` is set, pointing at the listen address the SSH server can reach
-   * (a loopback one if we listen there, else our first).
+   * What to advertise of `own` (our listen addresses), at most `max`: `advertisable`'s choice,
+   * plus our SSH address when `ssh.advertise` is set, pointing at the listen address the SSH
+   * server can reach (a loopback one if we listen there, else our first).
    */
-  advertised(own: readonly string[], peerId: string): string[] {
+  advertised(own: readonly string[], peerId: string, max: number): string[] {
     const usable = own.filter(judgeable)
     const chosen = advertisable(usable)
     const sshAddress = this.sshAddress(usable, peerId)
-    return sshAddress === undefined ? chosen : [...chosen, sshAddress]
+    // The SSH address keeps its place within `max`: for a gateway it is the way in.
+    return sshAddress === undefined ? chosen.slice(0, max) : [...chosen.slice(0, max - 1), sshAddress]
   }
 
   /** This node's SSH address, if it advertises one and listens on TCP. */

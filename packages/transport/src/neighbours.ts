@@ -140,8 +140,9 @@ export class Neighbours {
     const opened = plan.kind === 'ssh' ? this.openThroughSsh(address, plan.ssh) : this.open(multiaddr(address), AbortSignal.timeout(parts.timing.dialTimeoutMs))
     opened.catch((error: Error) => {
       parts.metrics.count('dials_failed')
-      // A tunnel failure is worth a line at error level: it names the SSH option or server at fault.
-      if (plan.kind === 'ssh') parts.log.error('dial %s failed: %s', address, error.message)
+      // A tunnel failure is worth a line at error level (it names the SSH option or server at
+      // fault), once per cause: the redials of a hub that stays unreachable go to debug.
+      if (plan.kind === 'ssh' && parts.dialPath.sshFailureIsNew(address, error.message)) parts.log.error('dial %s failed: %s', address, error.message)
       else parts.log('dial %s failed: %s', address, error.message)
       if (this.closing || core.hasLeft) return
       try {
@@ -178,6 +179,7 @@ export class Neighbours {
       throw lease.forwardRefused() ?? error
     }
     if (connection.status !== 'open') return void lease.release()
+    this.parts.dialPath.sshDialSucceeded(address)
     const onClose = ({ detail }: CustomEvent<Connection>) => {
       if (detail !== connection) return
       this.parts.components.events.removeEventListener('connection:close', onClose)

@@ -9,7 +9,7 @@ import { subnetFirewallAllows } from '@phoenix-overlay/core'
 import type { PhoenixInit } from './api.ts'
 import { PhoenixTransportError } from './errors.ts'
 import { privateNetwork } from './pnet/protector.ts'
-import { firstFreePort, parsePortRange, probeListen, type PortRange } from './port-range.ts'
+import { formatPortRange, parsePortRange, withPortFromRange, type PortRange } from './port-range.ts'
 import { phoenix, type PhoenixNode } from './service.ts'
 
 export interface OverlayNodeOptions extends PhoenixInit {
@@ -137,21 +137,9 @@ export async function createPhoenixLibp2p(options: OverlayNodeOptions): Promise<
   if (options.listenRange === undefined) return createStarted(options, options.listen)
   const range = typeof options.listenRange === 'string' ? parsePortRange(options.listenRange, 'listenRange') : options.listenRange
   const hosts = options.listen.map(portZeroHost).filter((h): h is string => h !== undefined)
-  if (hosts.length === 0) throw new PhoenixTransportError('INVALID_INPUT', `listenRange ${options.listenRange}: no listen address has port 0 for it to choose (e.g. /ip4/0.0.0.0/tcp/0)`)
-  const probe = async (port: number) => {
-    for (const host of hosts) if ((await probeListen(port, host)) === 'in-use') return 'in-use'
-    return 'free'
-  }
-  for (let from = range.first; ; ) {
-    const port = await firstFreePort(range, hosts.join(' and '), { what: 'listenRange', from, probe })
-    try {
-      return await createStarted(options, options.listen.map((a) => (portZeroHost(a) === undefined ? a : a.replace(/\/tcp\/0(?=\/|$)/, `/tcp/${port}`))))
-    } catch (error) {
-      // Taken between our probe and libp2p's listen: the next port of the range.
-      if (!/EADDRINUSE/.test((error as Error).message) || port >= range.last) throw error
-      from = port + 1
-    }
-  }
+  if (hosts.length === 0) throw new PhoenixTransportError('INVALID_INPUT', `listenRange ${formatPortRange(range)}: no listen address has port 0 for it to choose (e.g. /ip4/0.0.0.0/tcp/0)`)
+  const zeroPort = /\/tcp\/0(?=\/|$)/
+  return withPortFromRange(range, hosts, (port) => createStarted(options, options.listen.map((a) => (portZeroHost(a) === undefined ? a : a.replace(zeroPort, `/tcp/${port}`)))), { what: 'listenRange' })
 }
 
 /** The host of a `/ip4|ip6/<host>/tcp/0` listen address, or undefined for any other. */

@@ -67,3 +67,29 @@ export async function firstFreePort(range: PortRange, host: string, options: { w
   const tried = range.last - from + 1
   throw new PhoenixTransportError('INVALID_INPUT', `${what} ${formatPortRange(range)}: no free port on ${host} (${tried === 1 ? 'the one port is' : `all ${tried} ports${from > range.first ? ` from ${from}` : ''} are`} in use)`)
 }
+
+/**
+ * Runs `attempt` (a listen) on the first port of `range` free on every one of `hosts`. Another
+ * process may take that port between our probe and the listen: an attempt failing with
+ * EADDRINUSE moves on to the next port of the range. Every other failure is thrown as it is.
+ */
+export async function withPortFromRange<T>(range: PortRange, hosts: readonly string[], attempt: (port: number) => Promise<T>, options: { what?: string; probe?: PortProbe } = {}): Promise<T> {
+  const what = options.what ?? '--listen-range'
+  const probe = options.probe ?? probeListen
+  const hostsText = hosts.join(' and ')
+  // One host after another: probes of the same port at once would find each other (`::` and `0.0.0.0`).
+  const onEveryHost: PortProbe = async (port) => {
+    for (const host of hosts) if ((await probe(port, host)) === 'in-use') return 'in-use'
+    return 'free'
+  }
+  for (let from = range.first; ; ) {
+    const port = await firstFreePort(range, hostsText, { what, from, probe: onEveryHost })
+    try {
+      return await attempt(port)
+    } catch (error) {
+      if (!/EADDRINUSE/.test((error as Error).message)) throw error
+      if (port >= range.last) throw new PhoenixTransportError('INVALID_INPUT', `${what} ${formatPortRange(range)}: no free port on ${hostsText} (port ${port} was taken after it was found free)`)
+      from = port + 1
+    }
+  }
+}

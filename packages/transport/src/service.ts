@@ -185,7 +185,7 @@ export class PhoenixNode extends TypedEventEmitter<PhoenixEvents> implements Pho
   private ownAddresses(): string[] {
     const listening = this.components.addressManager.getAddresses().map((ma) => ma.toString())
     this.dialPath.refresh(listening)
-    return this.dialPath.advertised(listening, this.id).slice(0, OWN_ADDRESSES_MAX)
+    return this.dialPath.advertised(listening, this.id, OWN_ADDRESSES_MAX)
   }
 
   /** Our SSH address (`ssh.advertise`), once we listen; undefined without one. */

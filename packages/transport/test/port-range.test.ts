@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:net'
 import { afterEach, describe, expect, it } from 'vitest'
 import { PhoenixTransportError } from '../src/errors.ts'
-import { firstFreePort, parsePortRange, probeListen } from '../src/port-range.ts'
+import { firstFreePort, parsePortRange, probeListen, withPortFromRange, type PortProbe } from '../src/port-range.ts'
 
 const servers: Server[] = []
 afterEach(async () => {
@@ -81,5 +81,37 @@ describe('port ranges', () => {
   it('a host that is not ours is not "in use": it fails at once with the cause', async () => {
     // 192.0.2.1 (TEST-NET-1) is not an address of this machine: EADDRNOTAVAIL.
     await expect(firstFreePort({ first: 7000, last: 7010 }, '192.0.2.1')).rejects.toThrow('--listen-range 7000-7010: cannot listen on 192.0.2.1: EADDRNOTAVAIL')
+  })
+})
+
+describe('withPortFromRange: the listen, and the race with another process', () => {
+  const allFree: PortProbe = async () => 'free'
+  const inUse = (port: number) => Object.assign(new Error(`listen EADDRINUSE: address already in use 0.0.0.0:${port}`), { code: 'EADDRINUSE' })
+
+  it('a port taken between the probe and the listen: the next one of the range', async () => {
+    const tried: number[] = []
+    const port = await withPortFromRange({ first: 7000, last: 7010 }, ['0.0.0.0'], async (p) => {
+      tried.push(p)
+      if (p < 7002) throw inUse(p)
+      return p
+    }, { probe: allFree })
+    expect(port).toBe(7002)
+    expect(tried).toEqual([7000, 7001, 7002])
+  })
+
+  it('the last port taken too: one line naming the option and what happened', async () => {
+    await expect(withPortFromRange({ first: 7000, last: 7001 }, ['0.0.0.0', '::'], async (p) => Promise.reject(inUse(p)), { what: 'listenRange', probe: allFree })).rejects.toThrow(
+      'listenRange 7000-7001: no free port on 0.0.0.0 and :: (port 7001 was taken after it was found free)',
+    )
+  })
+
+  it('a port must be free on every host; other listen failures are not retried', async () => {
+    const probed: string[] = []
+    const probe: PortProbe = async (port, host) => (probed.push(`${host}:${port}`), host === '::' && port === 7000 ? 'in-use' : 'free')
+    expect(await withPortFromRange({ first: 7000, last: 7010 }, ['0.0.0.0', '::'], async (p) => p, { probe })).toBe(7001)
+    expect(probed).toEqual(['0.0.0.0:7000', ':::7000', '0.0.0.0:7001', ':::7001'])
+    let attempts = 0
+    await expect(withPortFromRange({ first: 7000, last: 7010 }, ['0.0.0.0'], async () => (attempts++, Promise.reject(new Error('EACCES'))), { probe: allFree })).rejects.toThrow('EACCES')
+    expect(attempts).toBe(1)
   })
 })

@@ -39,13 +39,28 @@ describe('the dial path: which addresses are dialled, and how', () => {
   it('advertises no loopback beside real addresses, best class first, and its SSH address last', () => {
     const own = ['/ip4/127.0.0.1/tcp/7000', '/ip4/10.232.1.10/tcp/7000', '/ip6/2001:db8:ff:1::2/tcp/7000', '/ip6/fe80::1/tcp/7000']
     const dial = new DialPath({ identityFile: '/k', advertise: 'phoenix@198.51.100.2' }, undefined, new Metrics())
-    expect(dial.advertised(own, PEER)).toEqual([
+    expect(dial.advertised(own, PEER, 16)).toEqual([
       '/ip6/2001:db8:ff:1::2/tcp/7000',
       '/ip4/10.232.1.10/tcp/7000',
       // The SSH server reaches us on its own loopback.
       `/ip4/198.51.100.2/tcp/22/ssh/phoenix/ip4/127.0.0.1/tcp/7000/p2p/${PEER}`,
     ])
-    expect(path().advertised(['/ip4/127.0.0.1/tcp/7000', '/ip6/::1/tcp/7001'], PEER)).toEqual(['/ip4/127.0.0.1/tcp/7000', '/ip6/::1/tcp/7001'])
+    expect(path().advertised(['/ip4/127.0.0.1/tcp/7000', '/ip6/::1/tcp/7001'], PEER, 16)).toEqual(['/ip4/127.0.0.1/tcp/7000', '/ip6/::1/tcp/7001'])
+    // Past the bound, the SSH address keeps its place (the last one) and direct ones give way.
+    const many = Array.from({ length: 20 }, (_, i) => `/ip4/198.51.100.${i + 10}/tcp/7000`)
+    const bounded = dial.advertised(many, PEER, 16)
+    expect(bounded).toHaveLength(16)
+    expect(bounded.at(-1)).toMatch(/\/ssh\/phoenix\//)
+  })
+
+  it('an SSH failure is news once per cause, and again after a success', () => {
+    const dial = path(true)
+    expect(dial.sshFailureIsNew('/a', 'refused')).toBe(true)
+    expect(dial.sshFailureIsNew('/a', 'refused')).toBe(false)
+    expect(dial.sshFailureIsNew('/b', 'refused')).toBe(true)
+    expect(dial.sshFailureIsNew('/a', 'timed out')).toBe(true)
+    dial.sshDialSucceeded('/a')
+    expect(dial.sshFailureIsNew('/a', 'timed out')).toBe(true)
   })
 
   it('parses --ssh-advertise and refuses what ssh could take for an option', () => {
