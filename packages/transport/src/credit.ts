@@ -1,4 +1,4 @@
-import { WIRE_LIMITS, type DataFrame, type FlowCredit } from '@phoenix-overlay/wire'
+import { FLOW_CREDIT_BYTES, WIRE_LIMITS, type DataFrame, type FlowCredit } from '@phoenix-overlay/wire'
 
 /** Per-flow credit's bounds (TRANSPORT_LIMITS; see FLOW_CREDIT_BYTES in the wire package for the protocol's window). */
 export interface CreditLimits {
@@ -108,8 +108,8 @@ export class FlowCredits {
     const window = this.limits.flowWindowBytes
     const inbound = from === undefined ? undefined : this.flows(from)
     const held = inbound?.held.get(key)
-    // The previous hop may have a window outstanding here, plus the frame that crossed it.
-    if (held !== undefined && held >= window + WIRE_LIMITS.frameBytesMax) return 'flow-full'
+    // The previous hop may have a window outstanding here (the protocol's, or ours if larger), plus the frame that crossed it.
+    if (held !== undefined && held >= Math.max(window, FLOW_CREDIT_BYTES) + WIRE_LIMITS.frameBytesMax) return 'flow-full'
     if (inbound !== undefined && held === undefined && inbound.held.size >= this.limits.flowsMaxPerNeighbour) return 'table-full'
     const outbound = this.flows(nextHop)
     let flow = outbound.out.get(key)

@@ -88,8 +88,7 @@ export class Router implements FrameHandler {
         if (this.credit.enabled && !queued) this.credit.consumed(link.peer, frame.data, bytes.length)
         return true
       }
-      case 'credit':
-      {
+      case 'credit': {
         const unmatched = this.credit.granted(link.peer, frame.credit.flows)
         if (unmatched > 0) this.parts.metrics.count('credit_unmatched', unmatched)
         return true
@@ -124,10 +123,10 @@ export class Router implements FrameHandler {
       if (fromPeer === undefined) throw new PhoenixTransportError('UNDELIVERABLE', `the next hop ${decision.nextHop} is leaving`, { messageId: data.messageId, reason: 'leaving', node: decision.nextHop })
       return this.bounce(data, 'leaving', fromPeer)
     }
-    // Zero-copy forwarding: the received frame goes on with only its hop limit rewritten in
-    // place (wire/hop-limit.ts); re-encoded (the payload copied) only when that cannot be done.
     // A sender that keeps trying while its flow waits for credit: refused before its payload is copied into a frame.
     if (this.credit.enabled && fromPeer === undefined && this.credit.ownFlowFull(decision.nextHop, data)) return this.refused('flow-full', decision.nextHop, data, fromPeer)
+    // Zero-copy forwarding: the received frame goes on with only its hop limit rewritten in
+    // place (wire/hop-limit.ts); re-encoded (the payload copied) only when that cannot be done.
     const inPlace = received !== undefined ? rewriteDataHopLimit(received, decision.hopLimit) : undefined
     if (inPlace !== undefined) this.parts.metrics.count('forwarded_in_place')
     const frame = inPlace ?? encodeFrame({ kind: 'data', data: { ...data, hopLimit: decision.hopLimit } })

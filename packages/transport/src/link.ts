@@ -103,11 +103,9 @@ export class NeighbourLink {
     if (this.closed) return false
     const queue = isDataFrameBytes(frame) ? this.data : this.control
     if (!this.fits(queue, frame.length)) return false
-    const prefix = varint.encode(frame.length)
-    const bytes = new Uint8Array(prefix.length + frame.length)
-    bytes.set(prefix)
-    bytes.set(frame, prefix.length)
-    queue.push(bytes, tag)
+    // The length prefix goes beside the frame, not in front of a copy of it: a forwarded frame's
+    // payload is never copied on its way through this node (the muxer takes the list as it is).
+    queue.push(new Uint8ArrayList(varint.encode(frame.length), frame), tag)
     void this.flush()
     return true
   }
@@ -126,7 +124,7 @@ export class NeighbourLink {
           this.unsent.push(tag)
           throw error
         }
-        this.bytesSent += bytes.length
+        this.bytesSent += bytes.byteLength
         if (!taken) {
           await drained(this.stream, () => this.closed, (wake) => (this.wakeWriter = wake))
           this.wakeWriter = undefined
@@ -234,9 +232,9 @@ export class NeighbourLink {
   }
 }
 
-/** One outbound queue of a link: length-prefixed frames, and beside each its tag. */
+/** One outbound queue of a link: frames with their length prefixes, and beside each its tag. */
 class FrameQueue {
-  private readonly frames: Uint8Array[] = []
+  private readonly frames: Uint8ArrayList[] = []
   /**
    * Beside each queued frame, what its sender asked to hear about if it is never written (a data
    * frame, to bounce it `neighbour-down`); undefined for frames nobody needs back (updates, probes).
@@ -248,16 +246,16 @@ class FrameQueue {
     return this.frames.length
   }
 
-  push(bytes: Uint8Array, tag: unknown): void {
+  push(bytes: Uint8ArrayList, tag: unknown): void {
     this.frames.push(bytes)
     this.tags.push(tag)
-    this.bytes += bytes.length
+    this.bytes += bytes.byteLength
   }
 
-  shift(): [Uint8Array, unknown] {
+  shift(): [Uint8ArrayList, unknown] {
     const bytes = this.frames.shift()
     if (bytes === undefined) throw new Error('invariant: shift from an empty frame queue')
-    this.bytes -= bytes.length
+    this.bytes -= bytes.byteLength
     return [bytes, this.tags.shift()]
   }
 

@@ -94,8 +94,22 @@ describe('per-flow credit, one node (credit.ts)', () => {
   })
 })
 
-describe('a link writes control frames before data', () => {
-  it('a routing update queued behind megabytes of data goes out next', async () => {
+describe('a link', () => {
+  it('hands the stream the frame itself, its length prefix beside it: the payload is not copied', () => {
+    const stream = new FakeStream()
+    const handed: unknown[] = []
+    const send = stream.send.bind(stream)
+    stream.send = (bytes) => (handed.push(bytes), send(bytes))
+    const link = new NeighbourLink('peer', stream as unknown as Stream, { outboundBytesMax: 1024 * 1024, outboundFramesMax: 16, inboundBytesMax: 1024 * 1024 }, defaultLogger().forComponent('test:link'), () => true, () => {}, () => {})
+    const frame = frameOf(data('me', 'far', 1))
+    expect(link.send(frame)).toBe(true)
+    expect(handed).toHaveLength(1)
+    expect([...(handed[0] as Iterable<Uint8Array>)].at(-1)).toBe(frame)
+    link.abort('done')
+  })
+
+
+  it('writes a routing update queued behind megabytes of data next: control frames go before data', async () => {
     const stream = new FakeStream()
     stream.stalled = true
     const link = new NeighbourLink('peer', stream as unknown as Stream, { outboundBytesMax: 64 * 1024 * 1024, outboundFramesMax: 65_536, inboundBytesMax: 1024 * 1024 }, defaultLogger().forComponent('test:link'), () => true, () => {}, () => {})

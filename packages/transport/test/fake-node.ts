@@ -5,6 +5,7 @@ import { peerIdFromPrivateKey } from '@libp2p/peer-id'
 import { LengthPrefixedDecoder } from '@libp2p/utils'
 import { WIRE_LIMITS, decodeFrame, encodeFrame, type Frame } from '@phoenix-overlay/wire'
 import * as varint from 'uint8-varint'
+import type { Uint8ArrayList } from 'uint8arraylist'
 import { PhoenixNode, type PhoenixComponents, type PhoenixInit } from '../src/index.ts'
 
 type Listener = (event: { data?: Uint8Array; error?: Error }) => void
@@ -38,9 +39,9 @@ export class FakeStream {
     else for (const listener of this.listeners.get('message') ?? []) listener({ data })
   }
 
-  send(bytes: Uint8Array): boolean {
+  send(bytes: Uint8Array | Uint8ArrayList): boolean {
     if (this.writeClosed) throw new Error('the stream is closed for writing')
-    this.written.push(bytes)
+    this.written.push(bytes instanceof Uint8Array ? bytes : bytes.subarray())
     return !this.stalled
   }
 
