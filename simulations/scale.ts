@@ -161,8 +161,11 @@ async function parent(): Promise<void> {
         process.stderr.write(`${scenario} at ${nodes}${tree === trees[0] ? '' : ' (baseline)'}: running (timeout ${timeoutS} s)\n`)
         const r = await runChild(tree, scenario, nodes, timeoutS, rssLimitMiB)
         process.stderr.write(`${scenario} at ${nodes}${tree === trees[0] ? '' : ' (baseline)'}: ${r.status}, ${r.wallS.toFixed(1)} s, ${r.peakRssMiB.toFixed(0)} MiB peak, ${r.entries} entries, ${nsPerEntry(r)} ns/entry, check ${r.check}\n`)
-        if (tree === trees[0]) rows.set(`${scenario}@${nodes}`, r)
-        else {
+        if (tree === trees[0]) {
+          rows.set(`${scenario}@${nodes}`, r)
+          // Saved after every run: a long curve cut short keeps what it measured.
+          if (baseline === undefined) await save(csvFile, rows)
+        } else {
           const ours = rows.get(`${scenario}@${nodes}`)!
           process.stderr.write(`  ratio (this / baseline): wall ${(ours.wallS / r.wallS).toFixed(2)}, peak RSS ${(ours.peakRssMiB / r.peakRssMiB).toFixed(2)}\n`)
         }
@@ -171,12 +174,17 @@ async function parent(): Promise<void> {
     }
   }
   if (baseline !== undefined) return
+  await save(csvFile, rows)
+  process.stderr.write(`wrote figures/scale.csv, figures/scale.svg and the Scale section of REPORT.md\n`)
+}
+
+/** Writes the CSV, the figure and the REPORT.md section from every row so far. */
+async function save(csvFile: string, rows: ReadonlyMap<string, RunOutcome>): Promise<void> {
   const all = [...rows.values()].sort((a, b) => a.scenario.localeCompare(b.scenario) || a.nodes - b.nodes)
   mkdirSync(join(here, 'figures'), { recursive: true })
   writeFileSync(csvFile, `scenario,nodes,status,wall_s,peak_rss_mib,entries,check,convergence_ms,cpu_s\n${all.map((r) => [r.scenario, r.nodes, r.status, r.wallS.toFixed(1), r.peakRssMiB.toFixed(0), r.entries, r.check, r.convergenceMs, r.cpuS > 0 ? r.cpuS.toFixed(1) : ''].join(',')).join('\n')}\n`)
   await writeFigure(all)
   writeReportSection(all)
-  process.stderr.write(`wrote figures/scale.csv, figures/scale.svg and the Scale section of REPORT.md\n`)
 }
 
 function readCsv(file: string): RunOutcome[] {
@@ -226,7 +234,7 @@ function writeReportSection(all: readonly RunOutcome[]): void {
 ## Scale
 
 Written by \`simulations/scale.ts\` (\`npx pnpm@10 --filter @phoenix-overlay/simulations run scale\`): each run
-in its own Node process, hubs only, wall time and peak RSS of that process, every table checked
+in its own Node process (V8 semi-space ${SEMI_SPACE_MIB} MiB), hubs only, wall time and peak RSS of that process, every table checked
 (the check column: \`reference\` = core's BFS checker on every node; \`twin-classes\` = the exact
 same check with one BFS per class of nodes with identical closed neighbourhoods, every pair).
 ns per entry = wall time / entries sent; CPU s = the process's user + system time (wall time
