@@ -7,14 +7,17 @@ describe('phoenix node and names claimed twice', () => {
     for (const n of nodes) n.killGroup()
   })
 
-  it('warns, on both nodes, when another node claims one of its names', async () => {
+  // The claimant is always told; the holder only if the claimant's record reached it before the
+  // claimant yielded (the transport README, `name:conflict`): which comes first is a race, so the
+  // holder's side is not asserted here (packages/core/test/rules.test.ts: the holder refuses a claim that reaches it).
+  it('warns the later claimant that the name is held, naming the holder, which keeps its traffic', async () => {
     const first = startNode(['--name', 'leader'])
     nodes.push(first)
-    const address = (await first.waitFor(/listening on (\S+)/))[1]!
-    const second = startNode(['--name', 'leader', '--name', 'solo', '--hub', address])
+    const [, address, holder] = await first.waitFor(/listening on (\S+\/p2p\/(\S+))/)
+    const second = startNode(['--name', 'leader', '--name', 'solo', '--hub', address!])
     nodes.push(second)
     const [line] = await second.waitFor(/phoenix: warning: name "leader" is also claimed by \S+; messages for it go to .*/)
     expect(line).not.toMatch(/solo/)
-    await first.waitFor(/phoenix: warning: name "leader" is also claimed by/)
+    expect(line).toContain(`is also claimed by ${holder}; messages for it go to ${holder}`)
   })
 })
