@@ -4,7 +4,11 @@ import { SharedNumbering, checkLoopFree, checkRoutesAgainstBfs, type NodeId, typ
 import { TestNet, addressOf, prng, randomConnectedGraph } from '../src/testing/index.ts'
 
 // The seed is fast-check's global one (vitest.setup.ts prints it; replay with PHOENIX_SEED=<n>).
-const runs = (numRuns: number) => ({ numRuns, verbose: true })
+// Each property's random scenarios (up to 40 nodes each): PHOENIX_PROPERTY_RUNS for a deeper run
+// (e.g. 1000); the default keeps the file near a minute, within the suite's 10-minute budget.
+const PROPERTY_RUNS = Number(process.env.PHOENIX_PROPERTY_RUNS ?? 100)
+if (!Number.isInteger(PROPERTY_RUNS) || PROPERTY_RUNS < 1) throw new Error(`PHOENIX_PROPERTY_RUNS must be a positive integer, got ${JSON.stringify(process.env.PHOENIX_PROPERTY_RUNS)}`)
+const runs = () => ({ numRuns: PROPERTY_RUNS, verbose: true })
 
 const scenario = fc.record({
   nodes: fc.integer({ min: 2, max: 40 }),
@@ -94,7 +98,7 @@ describe('routing converges to shortest paths (fast-check)', { timeout: 300_000 
           }
         }
       }),
-      runs(200),
+      runs(),
     )
   })
 
@@ -118,7 +122,7 @@ describe('routing converges to shortest paths (fast-check)', { timeout: 300_000 
         expect(checkLoopFree([...net.cores.keys()], net.lookup)).toBeUndefined()
         expect(loopThrough(net)).toBeUndefined()
       }),
-      runs(200),
+      runs(),
     )
     console.log(`loop-freedom checked after ${checkedEvents} route-changing events; core invariants checked ${invariantChecks} times; ${multipath} converged routes with several next hops`)
     expect(multipath).toBeGreaterThan(100)
@@ -142,7 +146,7 @@ describe('routing converges to shortest paths (fast-check)', { timeout: 300_000 
         expect(optimized.entriesSent).toBeLessThanOrEqual(naive.entriesSent)
         if (naive.entriesSent > 0) ratios.push(optimized.entriesSent / naive.entriesSent)
       }),
-      runs(200),
+      runs(),
     )
     ratios.sort((a, b) => a - b)
     console.log(`optimized/naive entries: median ${ratios[ratios.length >> 1]?.toFixed(3)}, max ${ratios.at(-1)?.toFixed(3)}`)
@@ -191,7 +195,7 @@ describe('routing converges to shortest paths (fast-check)', { timeout: 300_000 
           expect(failures, JSON.stringify({ churn: plan, failures: failures.slice(0, 4) })).toEqual([])
         },
       ),
-      runs(200),
+      runs(),
     )
   })
 
@@ -204,7 +208,7 @@ describe('routing converges to shortest paths (fast-check)', { timeout: 300_000 
         shared.runToQuiescence()
         expect(shared.trace).toEqual(own.trace)
       }),
-      runs(200),
+      runs(),
     )
   })
 
@@ -218,7 +222,7 @@ describe('routing converges to shortest paths (fast-check)', { timeout: 300_000 
         expect(second.trace).toEqual(first.trace)
         expect(first.trace.length).toBeGreaterThan(0)
       }),
-      runs(200),
+      runs(),
     )
   })
 })
