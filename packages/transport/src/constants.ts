@@ -108,7 +108,7 @@ export const TRANSPORT_TIMING = {
 
 export type TransportTiming = { -readonly [K in keyof typeof TRANSPORT_TIMING]: number }
 
-export const PHOENIX_PROTOCOL = '/phoenix/overlay/1.0.0'
+export const PHOENIX_PROTOCOL = '/phoenix/overlay/2.0.0'
 
 /**
  * Core steps one drain makes before yielding to I/O: a node with a large backlog must not
