@@ -172,7 +172,13 @@ export class FlowCredits {
   /** One credit frame per neighbour we owe, per turn of the event loop (split at creditFlowsMax). */
   private returnOwed(): void {
     this.returnScheduled = false
-    for (const peer of this.owing) {
+    // Taken before any credit goes out: a credit frame's write may drain its link at once, and the
+    // pump that follows may pass frames and owe more credit (release). That must land in a fresh
+    // set with its own turn scheduled; cleared afterwards, it would be stranded until that
+    // neighbour sent again, and a neighbour out of credit never does (a flow stalled for good).
+    const owing = [...this.owing]
+    this.owing.clear()
+    for (const peer of owing) {
       const flows = this.peers.get(peer)
       if (flows === undefined) continue
       const credits: FlowCredit[] = []
@@ -184,7 +190,6 @@ export class FlowCredits {
       this.forgetIfIdle(peer, flows)
       for (let at = 0; at < credits.length; at += WIRE_LIMITS.creditFlowsMax) this.sink.returnCredit(peer, credits.slice(at, at + WIRE_LIMITS.creditFlowsMax))
     }
-    this.owing.clear()
   }
 
   /** Credit returned by `peer` (a next hop): frames of those flows may go on. */

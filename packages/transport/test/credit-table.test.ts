@@ -92,6 +92,31 @@ describe('per-flow credit, one node (credit.ts)', () => {
     expect(credits.linkClosed('gw').map((w) => w.data.destination).sort()).toEqual(['b', 'c'])
     expect(credits.waiting).toEqual({ frames: 0, bytes: 0, flows: 0 })
   })
+  it('credit owed while credit is being returned goes back too: a link that drains as credit is written to it moves frames at once, and their previous hop is owed', async () => {
+    // Node M between A and B: a flow A→B and a flow B→A. Returning credit to B drains B's link at
+    // once (the write left its queue empty), and the pump that follows passes A's frame that
+    // waited for room toward B: A is owed for it in the middle of returning credit.
+    const sink = new Recorder()
+    const blocked = new Set<string>()
+    sink.hasRoom = (peer: string) => !blocked.has(peer)
+    const credits = new FlowCredits(limits, sink)
+    sink.returnCredit = (peer: string, flows: FlowCredit[]) => {
+      sink.returned.push({ peer, flows })
+      if (peer === 'B' && blocked.delete('B')) credits.pump('B')
+    }
+    expect(credits.submit('B', frameOf(data('sa', 'db', 1)), data('sa', 'db', 1), 'A')).toBe('sent')
+    blocked.add('B')
+    expect(credits.submit('B', frameOf(data('sa', 'db', 2)), data('sa', 'db', 2), 'A')).toBe('queued')
+    expect(credits.submit('A', frameOf(data('sb', 'da', 1)), data('sb', 'da', 1), 'B')).toBe('sent')
+    await turn()
+    await turn()
+    expect(sink.written.filter((w) => w.peer === 'B')).toHaveLength(2)
+    const returnedTo = (peer: string) => sink.returned.filter((r) => r.peer === peer).flatMap((r) => r.flows).reduce((sum, f) => sum + f.bytes, 0)
+    // Both of A's frames left M, so A has both frames' credit back (without it, A's flow stalls for good).
+    const bytesOf = (source: string, destination: string) => frameOf(data(source, destination, 1)).length
+    expect(returnedTo('A')).toBe(2 * bytesOf('sa', 'db'))
+    expect(returnedTo('B')).toBe(bytesOf('sb', 'da'))
+  })
 })
 
 describe('a link', () => {
