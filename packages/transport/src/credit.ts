@@ -18,8 +18,8 @@ export interface CreditSink {
   hasRoom(peer: string, bytes: number): boolean
   /** Queues a data frame toward `peer` (it had room); false if the link is gone. */
   write(peer: string, frame: Uint8Array, data: DataFrame): boolean
-  /** Returns credit to `peer` (a previous hop). */
-  returnCredit(peer: string, flows: FlowCredit[]): void
+  /** Returns credit to `peer` (a previous hop); false if its link could not take the frame now (its control queue is full). */
+  returnCredit(peer: string, flows: FlowCredit[]): boolean
   /** A frame that waited here for credit cannot go on (its flow was evicted, its link is gone): tell its source. */
   refuse(data: DataFrame, from: string | undefined, reason: 'queue-full' | 'neighbour-down'): void
   now(): number
@@ -76,6 +76,8 @@ export class FlowCredits {
   private readonly pumping = new Set<string>()
   private readonly pumpAgain = new Set<string>()
   evictions = 0
+  /** Credit frames a link could not take at once (kept owed, returned once it drains). */
+  creditRefused = 0
 
   constructor(
     private readonly limits: CreditLimits,
@@ -154,11 +156,15 @@ export class FlowCredits {
     if (held <= bytes) flows.held.delete(key)
     else flows.held.set(key, held - bytes)
     flows.owed.set(key, (flows.owed.get(key) ?? 0) + bytes)
-    this.owing.add(from)
-    if (!this.returnScheduled) {
-      this.returnScheduled = true
-      setImmediate(() => this.returnOwed())
-    }
+    this.scheduleReturn(from)
+  }
+
+  /** Credit owed to `peer` goes out on the next turn of the event loop, with everything else owed by then. */
+  private scheduleReturn(peer: string): void {
+    this.owing.add(peer)
+    if (this.returnScheduled) return
+    this.returnScheduled = true
+    setImmediate(() => this.returnOwed())
   }
 
   /** Counts a data frame from `from` that is handled at once (delivered here, or refused): its credit is owed right away. */
@@ -188,8 +194,25 @@ export class FlowCredits {
       }
       flows.owed.clear()
       this.forgetIfIdle(peer, flows)
-      for (let at = 0; at < credits.length; at += WIRE_LIMITS.creditFlowsMax) this.sink.returnCredit(peer, credits.slice(at, at + WIRE_LIMITS.creditFlowsMax))
+      for (let at = 0; at < credits.length; at += WIRE_LIMITS.creditFlowsMax) {
+        const part = credits.slice(at, at + WIRE_LIMITS.creditFlowsMax)
+        if (this.sink.returnCredit(peer, part)) continue
+        // Never dropped: credit lost with the link up stalls its flow for good. It stays owed and
+        // goes when the link has room again (`linkDrained`); the link closing forgets it with the rest.
+        this.creditRefused++
+        const kept = this.flows(peer)
+        for (const { source, destination, bytes } of part) {
+          const key = `${source}\n${destination}`
+          kept.owed.set(key, (kept.owed.get(key) ?? 0) + bytes)
+        }
+      }
     }
+  }
+
+  /** `peer`'s link emptied its queue: credit it could not take before goes now, then waiting frames move. */
+  linkDrained(peer: string): void {
+    if ((this.peers.get(peer)?.owed.size ?? 0) > 0) this.scheduleReturn(peer)
+    this.pump(peer)
   }
 
   /** Credit returned by `peer` (a next hop): frames of those flows may go on. */

@@ -19,9 +19,9 @@ class Recorder implements CreditSink {
   readonly refused: { data: DataFrame; reason: string }[] = []
   nowMs = 0
   room = true
-  hasRoom = () => this.room
+  hasRoom: (peer: string, bytes: number) => boolean = () => this.room
   write = (peer: string, _frame: Uint8Array, d: DataFrame) => (this.written.push({ peer, data: d }), true)
-  returnCredit = (peer: string, flows: FlowCredit[]) => void this.returned.push({ peer, flows })
+  returnCredit = (peer: string, flows: FlowCredit[]) => (this.returned.push({ peer, flows }), true)
   refuse = (d: DataFrame, _from: string | undefined, reason: string) => void this.refused.push({ data: d, reason })
   now = () => this.nowMs
 }
@@ -103,6 +103,7 @@ describe('per-flow credit, one node (credit.ts)', () => {
     sink.returnCredit = (peer: string, flows: FlowCredit[]) => {
       sink.returned.push({ peer, flows })
       if (peer === 'B' && blocked.delete('B')) credits.pump('B')
+      return true
     }
     expect(credits.submit('B', frameOf(data('sa', 'db', 1)), data('sa', 'db', 1), 'A')).toBe('sent')
     blocked.add('B')
@@ -116,6 +117,21 @@ describe('per-flow credit, one node (credit.ts)', () => {
     const bytesOf = (source: string, destination: string) => frameOf(data(source, destination, 1)).length
     expect(returnedTo('A')).toBe(2 * bytesOf('sa', 'db'))
     expect(returnedTo('B')).toBe(bytesOf('sb', 'da'))
+  })
+  it('credit a link cannot take now (its control queue is full) stays owed and goes once the link drains, never dropped', async () => {
+    const sink = new Recorder()
+    const credits = new FlowCredits(limits, sink)
+    let full = true
+    sink.returnCredit = (peer: string, flows: FlowCredit[]) => !full && (sink.returned.push({ peer, flows }), true)
+    const d = data('sr', 'd', 1)
+    expect(credits.submit('next', frameOf(d), d, 'prev')).toBe('sent')
+    await turn()
+    expect(sink.returned).toEqual([])
+    expect(credits.creditRefused).toBe(1)
+    full = false
+    credits.linkDrained('prev')
+    await turn()
+    expect(sink.returned).toEqual([{ peer: 'prev', flows: [{ source: 'sr', destination: 'd', bytes: FRAME_BYTES }] }])
   })
 })
 
