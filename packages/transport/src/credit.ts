@@ -78,6 +78,10 @@ export class FlowCredits {
   evictions = 0
   /** Credit frames a link could not take at once (kept owed, returned once it drains). */
   creditRefused = 0
+  /** Flows that re-synchronised: out of credit for `flowStallMs` with frames waiting (resyncStalled). */
+  resyncs = 0
+  /** Runs resyncStalled while some flow waits for credit; cleared once none does. */
+  private stallTimer: ReturnType<typeof setInterval> | undefined
 
   constructor(
     private readonly limits: CreditLimits,
@@ -128,6 +132,7 @@ export class FlowCredits {
     }
     flow.waiting.push({ frame, data, from, receivedBytes })
     flow.waitingBytes += frame.length
+    this.watchStalls()
     return 'queued'
   }
 
@@ -277,6 +282,49 @@ export class FlowCredits {
       }
     }
     this.forgetIfIdle(peer, flows)
+  }
+
+  /**
+   * Checks for stalled flows twice per `flowStallMs` (a stall is then seen within 1.5 × flowStallMs)
+   * while any frame waits; the timer does not keep the process alive and stops once nothing waits.
+   */
+  private watchStalls(): void {
+    if (this.stallTimer !== undefined) return
+    this.stallTimer = setInterval(() => this.resyncStalled(), this.limits.flowStallMs / 2)
+    this.stallTimer.unref?.()
+  }
+
+  /**
+   * Self-repair: credit lost while its link stays up (a bug, or a credit frame that never came)
+   * would stall a flow for good, since its credit otherwise comes back only when the link closes
+   * or the flow is evicted. A flow with frames waiting, its window exhausted and no credit back
+   * for `flowStallMs` (10 s, beyond any sender's ack timeout: such a flow is stuck, not slow) is
+   * taken to have nothing outstanding and sends again. Bounded: a next hop that does hold our
+   * window (its receiver really stopped) takes at most its window plus one frame of the flow
+   * from us and refuses the rest `queue-full`, loudly; so a flow that resyncs for nothing costs
+   * at most that, once per `flowStallMs`.
+   */
+  resyncStalled(): void {
+    const now = this.sink.now()
+    const window = this.limits.flowWindowBytes
+    let waiting = 0
+    for (const [peer, flows] of [...this.peers]) {
+      let resynced = false
+      for (const flow of flows.out.values()) {
+        if (flow.waiting.length === 0) continue
+        waiting++
+        if (flow.inFlightBytes < window || now - flow.lastProgressMs < this.limits.flowStallMs) continue
+        flow.inFlightBytes = 0
+        flow.lastProgressMs = now
+        this.resyncs++
+        resynced = true
+      }
+      if (resynced) this.pump(peer)
+    }
+    if (waiting === 0) {
+      clearInterval(this.stallTimer)
+      this.stallTimer = undefined
+    }
   }
 
   /** Every neighbour's waiting frames, after a link had room again. */

@@ -27,6 +27,14 @@ class Recorder implements CreditSink {
 }
 
 const turn = () => new Promise((r) => setImmediate(r))
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+async function waitFor(condition: () => boolean, withinMs: number): Promise<void> {
+  const deadline = performance.now() + withinMs
+  while (!condition()) {
+    if (performance.now() > deadline) throw new Error(`not within ${withinMs} ms`)
+    await sleep(10)
+  }
+}
 const limits = { flowWindowBytes: 3 * FRAME_BYTES, ownWaitingBytesMax: 2 * FRAME_BYTES, flowsMaxPerNeighbour: 2, flowStallMs: 1_000 }
 
 describe('per-flow credit, one node (credit.ts)', () => {
@@ -132,6 +140,23 @@ describe('per-flow credit, one node (credit.ts)', () => {
     credits.linkDrained('prev')
     await turn()
     expect(sink.returned).toEqual([{ peer: 'prev', flows: [{ source: 'sr', destination: 'd', bytes: FRAME_BYTES }] }])
+  })
+  it('self-repair: a flow out of credit with frames waiting and no credit back for flowStallMs sends again, once per stall', async () => {
+    const sink = new Recorder()
+    // flowStallMs 200 ms of the sink's clock; the check runs every 100 ms of real time.
+    const credits = new FlowCredits({ ...limits, flowStallMs: 200 }, sink)
+    for (let i = 1; i <= 5; i++) credits.submit('gw', frameOf(data('me', 'x', i)), data('me', 'x', i), undefined)
+    expect(sink.written).toHaveLength(3) // the window; two wait, and their credit never comes (lost)
+    await sleep(400) // real checks ran, but on the sink's clock no time passed: not stalled yet
+    expect([sink.written.length, credits.resyncs]).toEqual([3, 0])
+    sink.nowMs = 200
+    await waitFor(() => credits.resyncs > 0, 5_000)
+    expect(sink.written.map((w) => w.data.messageId)).toEqual([1, 2, 3, 4, 5])
+    expect(credits.resyncs).toBe(1)
+    // Nothing waits any more: no further resync.
+    await sleep(400)
+    expect(credits.resyncs).toBe(1)
+    expect(credits.waiting).toEqual({ frames: 0, bytes: 0, flows: 1 })
   })
 })
 
