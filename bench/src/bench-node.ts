@@ -50,6 +50,15 @@ export interface Usage {
 }
 
 const CIRCUIT_ADDRESS_WAIT_MS = 20_000
+/**
+ * A receiver that has had no message for this long has had all it will get: the longest pause
+ * between two messages on loopback is a garbage collection or a descheduled process (well under
+ * a second even on a loaded 2-core machine), so 10 s is a 10× margin, and a run that lost
+ * messages ends in 10 s instead of waiting out its whole time budget (half an hour for 128 MiB).
+ */
+export const COLLECT_STALL_MS = 10_000
+/** How often a waiting receiver checks for that stall. */
+const STALL_CHECK_MS = 500
 const ROUTE_WAIT_MS = 30_000
 
 export class BenchNode {
@@ -63,6 +72,8 @@ export class BenchNode {
   private receivedBytes = 0
   private latenciesUs: number[] | undefined
   private endNs = 0n
+  /** When the last message (or the arming) was, for the stall deadline (performance.now() ms). */
+  private progressMs = performance.now()
   private onDone: (() => void) | undefined
   private failure: Error | undefined
   // usage
@@ -128,6 +139,7 @@ export class BenchNode {
     const now = nowNs()
     this.received++
     this.receivedBytes += bytes
+    this.progressMs = performance.now()
     this.latenciesUs?.push(Number(now - stampNs) / 1000)
     if (this.received === this.expected) {
       this.endNs = now
@@ -147,15 +159,29 @@ export class BenchNode {
     this.receivedBytes = 0
     this.latenciesUs = params.latencies ? [] : undefined
     this.failure = undefined
+    this.progressMs = performance.now()
   }
 
-  /** Receiver: resolves once the armed count has arrived. */
-  async collect(params: { timeoutMs: number }): Promise<Received> {
+  /**
+   * Receiver: resolves once the armed count has arrived. Fails, saying how many arrived, after
+   * `timeoutMs` in all or once no message has come for `stallMs` (COLLECT_STALL_MS by default):
+   * never waits forever for messages that were refused or lost on the way.
+   */
+  async collect(params: { timeoutMs: number; stallMs?: number }): Promise<Received> {
+    const stallMs = params.stallMs ?? COLLECT_STALL_MS
     if (this.received < this.expected && this.failure === undefined) {
+      const startedMs = performance.now()
       await new Promise<void>((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`receiver: ${this.received} of ${this.expected} messages after ${params.timeoutMs} ms`)), params.timeoutMs)
+        const check = setInterval(() => {
+          const now = performance.now()
+          const why = now - startedMs >= params.timeoutMs ? `after ${params.timeoutMs} ms` : now - this.progressMs >= stallMs ? `and none for ${stallMs} ms` : undefined
+          if (why === undefined) return
+          clearInterval(check)
+          this.onDone = undefined
+          reject(new Error(`receiver: ${this.received} of ${this.expected} messages (${this.expected - this.received} missing) ${why}`))
+        }, Math.min(STALL_CHECK_MS, stallMs, params.timeoutMs))
         this.onDone = () => {
-          clearTimeout(timer)
+          clearInterval(check)
           resolve()
         }
       })
@@ -163,6 +189,11 @@ export class BenchNode {
     }
     if (this.failure !== undefined) throw this.failure
     return { endNs: this.endNs, messages: this.received, bytes: this.receivedBytes, latenciesUs: this.latenciesUs ?? [] }
+  }
+
+  /** Sender: its sends refused on the way so far, by reason (empty for a path without Phoenix). */
+  refusals(): Record<string, number> {
+    return this.overlay?.refusals() ?? {}
   }
 
   /** Sender: opens the path (a stream, or waits for the route) and sends one smallest message through it. */
@@ -299,5 +330,5 @@ export function sleep(ms: number): Promise<void> {
 }
 
 /** The node's methods the driver may call, by name (the IPC protocol). */
-export type NodeMethods = Pick<BenchNode, 'start' | 'arm' | 'collect' | 'open' | 'send' | 'mark' | 'report' | 'stop' | 'crowd' | 'waitRoutes' | 'memory'>
+export type NodeMethods = Pick<BenchNode, 'start' | 'arm' | 'collect' | 'open' | 'send' | 'mark' | 'report' | 'stop' | 'crowd' | 'waitRoutes' | 'memory' | 'refusals'>
 export type MethodName = keyof NodeMethods

@@ -30,7 +30,23 @@ export async function openPath(nodes: readonly NodeHandle[], target: Target): Pr
   await receiver.call('arm', { messages: 1, latencies: false })
   const first = receiver.call('collect', { timeoutMs: 30_000 })
   await nodes[0]!.call('open', target)
-  await first
+  await explained(nodes[0]!, first)
+}
+
+/**
+ * What the receiver collected; if it came up short, the error says why as far as the sender
+ * knows: how many of its sends were refused on the way, by reason (a receiver whose inbox was
+ * full says `receiver-too-slow`), or that it heard of none (lost without a word: a bug).
+ */
+export async function explained<T>(sender: NodeHandle, collected: Promise<T>): Promise<T> {
+  try {
+    return await collected
+  } catch (error) {
+    const refusals = await sender.call('refusals').catch(() => ({}))
+    const heard = Object.entries(refusals).map(([reason, count]) => `${count} ${reason}`)
+    const why = heard.length > 0 ? `the sender heard of ${heard.join(', ')}` : 'the sender heard of no refusal'
+    throw new Error(`${(error as Error).message}; ${why}`)
+  }
 }
 
 /**
@@ -45,8 +61,10 @@ export async function measureThroughput(nodes: readonly NodeHandle[], messageByt
   await Promise.all(nodes.map((n, i) => n.call('mark', { rssSampleMs: options.sampleRss === true ? RSS_SAMPLE_MS : 0, ...(profile?.node === i ? { profileFile: profile.file } : {}) })))
   await receiver.call('arm', { messages, latencies: false })
   const collected = receiver.call('collect', { timeoutMs: 30_000 + (bytes / RATE_FLOOR_BYTES_PER_S) * 1000 })
+  // Handled at once: if the receiver gives up while the sender still sends, the rejection waits here.
+  collected.catch(() => undefined)
   const { startNs } = await sender.call('send', { messageBytes, messages })
-  const got = await collected
+  const got = await explained(sender, collected)
   const usage = await Promise.all(nodes.map((n) => n.call('report')))
   if (got.bytes !== bytes) throw new Error(`receiver got ${got.bytes} bytes, expected ${bytes}`)
   const seconds = Number(got.endNs - startNs) / 1e9
@@ -86,8 +104,9 @@ export async function measureLatency(nodes: readonly NodeHandle[], messageBytes:
   for (let i = 0; i < messages; i++) {
     await receiver.call('arm', { messages: 1, latencies: true })
     const collected = receiver.call('collect', { timeoutMs: 30_000 })
+    collected.catch(() => undefined)
     await sender.call('send', { messageBytes, messages: 1 })
-    samplesUs.push(...(await collected).latenciesUs)
+    samplesUs.push(...(await explained(sender, collected)).latenciesUs)
     await new Promise((resolve) => setTimeout(resolve, gapMs))
   }
   return { samplesUs, medianUs: quantile(samplesUs, 0.5), p99Us: quantile(samplesUs, 0.99) }

@@ -6,8 +6,11 @@
  * - `createPhoenixLibp2p({ listen, hubs, names, discovery })` → `{ libp2p, phoenix }`;
  * - `phoenix.send(name, payload)` (no acknowledgement; resolves once handed to the next hop);
  *   a send refused with an error whose `code` is `'QUEUE_FULL'` is retried after a short wait
- *   (that is the overlay's backpressure toward a local sender);
+ *   (that is the overlay's backpressure toward a local sender), for at most QUEUE_FULL_GIVE_UP_MS;
  * - `phoenix.messages()`: an async iterator of `{ from, name, payload, hops }`;
+ * - the `undeliverable` event (`{ reason }`): a send that a node on the way refused (a receiver
+ *   whose inbox is full says `receiver-too-slow`); counted by reason, so a run that comes up
+ *   short says why instead of waiting for messages that will never come;
  * - `phoenix.resolve(name)?.nhops`: to wait until the route has the expected length;
  * - `libp2p.getMultiaddrs()`, `libp2p.peerId`, `libp2p.stop()`.
  */
@@ -24,6 +27,8 @@ export interface OverlayNode {
   onMessages(onMessage: (payload: Uint8Array, hops: number) => void, onError: (error: Error) => void): void
   /** Hops to the node named `name`, or undefined while there is no route. */
   hopsTo(name: string): number | undefined
+  /** Sends of ours refused on the way since the node started, by reason (the `undeliverable` events). */
+  refusals(): Record<string, number>
   stop(): Promise<void>
 }
 
@@ -36,20 +41,32 @@ export interface OverlayNodeOptions {
 
 /** How long a sender waits before retrying a send refused for a full queue. */
 const QUEUE_FULL_RETRY_MS = 1
+/**
+ * A send still refused QUEUE_FULL after this long fails: the first hop has not taken one frame
+ * of ours in 10 s, so its credit or its link is stuck (on loopback a window drains in
+ * milliseconds); the run says so instead of retrying forever.
+ */
+const QUEUE_FULL_GIVE_UP_MS = 10_000
 
 export async function startOverlayNode(options: OverlayNodeOptions): Promise<OverlayNode> {
   const { libp2p, phoenix } = await createPhoenixLibp2p({ listen: options.listen, hubs: options.hubs, names: options.names, discovery: false })
   let stopped = false
+  const refusals: Record<string, number> = {}
+  phoenix.addEventListener('undeliverable', (event) => {
+    refusals[event.detail.reason] = (refusals[event.detail.reason] ?? 0) + 1
+  })
   return {
     peerId: libp2p.peerId.toString(),
     addresses: libp2p.getMultiaddrs().map((ma) => ma.toString()),
     async send(name, payload) {
+      const refusedSinceMs = performance.now()
       for (;;) {
         try {
           await phoenix.send(name, payload)
           return
         } catch (error) {
           if ((error as { code?: unknown }).code !== 'QUEUE_FULL') throw error
+          if (performance.now() - refusedSinceMs > QUEUE_FULL_GIVE_UP_MS) throw new Error(`sender: refused QUEUE_FULL for ${QUEUE_FULL_GIVE_UP_MS} ms, giving up: ${(error as Error).message}`)
           await new Promise((resolve) => setTimeout(resolve, QUEUE_FULL_RETRY_MS))
         }
       }
@@ -65,6 +82,9 @@ export async function startOverlayNode(options: OverlayNodeOptions): Promise<Ove
     },
     hopsTo(name) {
       return phoenix.resolve(name)?.nhops
+    },
+    refusals() {
+      return { ...refusals }
     },
     async stop() {
       stopped = true

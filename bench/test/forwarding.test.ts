@@ -6,7 +6,9 @@ import { fileURLToPath } from 'node:url'
 import { Uint8ArrayList } from 'uint8arraylist'
 import { afterAll, describe, expect, it } from 'vitest'
 import { makeMessage, MessageReader } from '../src/framing.ts'
-import { quantile } from '../src/measure.ts'
+import { BenchNode } from '../src/bench-node.ts'
+import { explained, quantile } from '../src/measure.ts'
+import type { NodeHandle } from '../src/rpc.ts'
 import { PATH_IDS } from '../src/paths.ts'
 import type { Goal, MemoryRow, Summary } from '../src/report.ts'
 
@@ -44,6 +46,25 @@ describe('quantile', () => {
     expect(quantile(xs, 0.99)).toBe(99)
     expect(quantile([7], 0.99)).toBe(7)
     expect(quantile([], 0.5)).toBeNaN()
+  })
+})
+
+describe('a receiver that comes up short', () => {
+  it('gives up once no message has come for its stall time, saying how many are missing, instead of waiting out the whole budget', { timeout: 15_000 }, async () => {
+    const receiver = new BenchNode()
+    receiver.arm({ messages: 3, latencies: false })
+    const startedMs = performance.now()
+    // The total budget (60 s) is longer than this test may take: only the stall deadline ends it.
+    await expect(receiver.collect({ timeoutMs: 60_000, stallMs: 300 })).rejects.toThrow('receiver: 0 of 3 messages (3 missing) and none for 300 ms')
+    expect(performance.now() - startedMs).toBeLessThan(5_000)
+  })
+
+  it('says what the sender heard of the missing messages: refusals by reason, or none', async () => {
+    const sender = (refusals: Record<string, number>) => ({ call: async (method: string) => (method === 'refusals' ? refusals : undefined) }) as unknown as NodeHandle
+    const short = () => Promise.reject(new Error('receiver: 7 of 10 messages (3 missing) and none for 10000 ms'))
+    await expect(explained(sender({ 'receiver-too-slow': 3 }), short())).rejects.toThrow('receiver: 7 of 10 messages (3 missing) and none for 10000 ms; the sender heard of 3 receiver-too-slow')
+    await expect(explained(sender({}), short())).rejects.toThrow('; the sender heard of no refusal')
+    await expect(explained(sender({}), Promise.resolve(5))).resolves.toBe(5)
   })
 })
 

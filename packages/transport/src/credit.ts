@@ -18,8 +18,8 @@ export interface CreditSink {
   hasRoom(peer: string, bytes: number): boolean
   /** Queues a data frame toward `peer` (it had room); false if the link is gone. */
   write(peer: string, frame: Uint8Array, data: DataFrame): boolean
-  /** Returns credit to `peer` (a previous hop). */
-  returnCredit(peer: string, flows: FlowCredit[]): void
+  /** Returns credit to `peer` (a previous hop); false if its link could not take the frame now (its control queue is full). */
+  returnCredit(peer: string, flows: FlowCredit[]): boolean
   /** A frame that waited here for credit cannot go on (its flow was evicted, its link is gone): tell its source. */
   refuse(data: DataFrame, from: string | undefined, reason: 'queue-full' | 'neighbour-down'): void
   now(): number
@@ -76,6 +76,12 @@ export class FlowCredits {
   private readonly pumping = new Set<string>()
   private readonly pumpAgain = new Set<string>()
   evictions = 0
+  /** Credit frames a link could not take at once (kept owed, returned once it drains). */
+  creditRefused = 0
+  /** Flows that re-synchronised: out of credit for `flowStallMs` with frames waiting (resyncStalled). */
+  resyncs = 0
+  /** Runs resyncStalled while some flow waits for credit; cleared once none does. */
+  private stallTimer: ReturnType<typeof setInterval> | undefined
 
   constructor(
     private readonly limits: CreditLimits,
@@ -126,6 +132,7 @@ export class FlowCredits {
     }
     flow.waiting.push({ frame, data, from, receivedBytes })
     flow.waitingBytes += frame.length
+    this.watchStalls()
     return 'queued'
   }
 
@@ -154,11 +161,15 @@ export class FlowCredits {
     if (held <= bytes) flows.held.delete(key)
     else flows.held.set(key, held - bytes)
     flows.owed.set(key, (flows.owed.get(key) ?? 0) + bytes)
-    this.owing.add(from)
-    if (!this.returnScheduled) {
-      this.returnScheduled = true
-      setImmediate(() => this.returnOwed())
-    }
+    this.scheduleReturn(from)
+  }
+
+  /** Credit owed to `peer` goes out on the next turn of the event loop, with everything else owed by then. */
+  private scheduleReturn(peer: string): void {
+    this.owing.add(peer)
+    if (this.returnScheduled) return
+    this.returnScheduled = true
+    setImmediate(() => this.returnOwed())
   }
 
   /** Counts a data frame from `from` that is handled at once (delivered here, or refused): its credit is owed right away. */
@@ -172,7 +183,13 @@ export class FlowCredits {
   /** One credit frame per neighbour we owe, per turn of the event loop (split at creditFlowsMax). */
   private returnOwed(): void {
     this.returnScheduled = false
-    for (const peer of this.owing) {
+    // Taken before any credit goes out: a credit frame's write may drain its link at once, and the
+    // pump that follows may pass frames and owe more credit (release). That must land in a fresh
+    // set with its own turn scheduled; cleared afterwards, it would be stranded until that
+    // neighbour sent again, and a neighbour out of credit never does (a flow stalled for good).
+    const owing = [...this.owing]
+    this.owing.clear()
+    for (const peer of owing) {
       const flows = this.peers.get(peer)
       if (flows === undefined) continue
       const credits: FlowCredit[] = []
@@ -182,9 +199,25 @@ export class FlowCredits {
       }
       flows.owed.clear()
       this.forgetIfIdle(peer, flows)
-      for (let at = 0; at < credits.length; at += WIRE_LIMITS.creditFlowsMax) this.sink.returnCredit(peer, credits.slice(at, at + WIRE_LIMITS.creditFlowsMax))
+      for (let at = 0; at < credits.length; at += WIRE_LIMITS.creditFlowsMax) {
+        const part = credits.slice(at, at + WIRE_LIMITS.creditFlowsMax)
+        if (this.sink.returnCredit(peer, part)) continue
+        // Never dropped: credit lost with the link up stalls its flow for good. It stays owed and
+        // goes when the link has room again (`linkDrained`); the link closing forgets it with the rest.
+        this.creditRefused++
+        const kept = this.flows(peer)
+        for (const { source, destination, bytes } of part) {
+          const key = `${source}\n${destination}`
+          kept.owed.set(key, (kept.owed.get(key) ?? 0) + bytes)
+        }
+      }
     }
-    this.owing.clear()
+  }
+
+  /** `peer`'s link emptied its queue: credit it could not take before goes now, then waiting frames move. */
+  linkDrained(peer: string): void {
+    if ((this.peers.get(peer)?.owed.size ?? 0) > 0) this.scheduleReturn(peer)
+    this.pump(peer)
   }
 
   /** Credit returned by `peer` (a next hop): frames of those flows may go on. */
@@ -249,6 +282,49 @@ export class FlowCredits {
       }
     }
     this.forgetIfIdle(peer, flows)
+  }
+
+  /**
+   * Checks for stalled flows twice per `flowStallMs` (a stall is then seen within 1.5 × flowStallMs)
+   * while any frame waits; the timer does not keep the process alive and stops once nothing waits.
+   */
+  private watchStalls(): void {
+    if (this.stallTimer !== undefined) return
+    this.stallTimer = setInterval(() => this.resyncStalled(), this.limits.flowStallMs / 2)
+    this.stallTimer.unref?.()
+  }
+
+  /**
+   * Self-repair: credit lost while its link stays up (a bug, or a credit frame that never came)
+   * would stall a flow for good, since its credit otherwise comes back only when the link closes
+   * or the flow is evicted. A flow with frames waiting, its window exhausted and no credit back
+   * for `flowStallMs` (10 s, beyond any sender's ack timeout: such a flow is stuck, not slow) is
+   * taken to have nothing outstanding and sends again. Bounded: a next hop that does hold our
+   * window (its receiver really stopped) takes at most its window plus one frame of the flow
+   * from us and refuses the rest `queue-full`, loudly; so a flow that resyncs for nothing costs
+   * at most that, once per `flowStallMs`.
+   */
+  resyncStalled(): void {
+    const now = this.sink.now()
+    const window = this.limits.flowWindowBytes
+    let waiting = 0
+    for (const [peer, flows] of [...this.peers]) {
+      let resynced = false
+      for (const flow of flows.out.values()) {
+        if (flow.waiting.length === 0) continue
+        waiting++
+        if (flow.inFlightBytes < window || now - flow.lastProgressMs < this.limits.flowStallMs) continue
+        flow.inFlightBytes = 0
+        flow.lastProgressMs = now
+        this.resyncs++
+        resynced = true
+      }
+      if (resynced) this.pump(peer)
+    }
+    if (waiting === 0) {
+      clearInterval(this.stallTimer)
+      this.stallTimer = undefined
+    }
   }
 
   /** Every neighbour's waiting frames, after a link had room again. */

@@ -30,7 +30,9 @@ export class Router implements FrameHandler {
       hasRoom: (peer, bytes) => neighbours.get(peer)?.link.hasRoomFor(bytes) ?? true,
       write: (peer, frame, data) => neighbours.send(peer, frame, data),
       returnCredit: (peer, flows) => {
-        if (!neighbours.send(peer, encodeFrame({ kind: 'credit', credit: { flows } }))) parts.metrics.count('credit_return_dropped')
+        const sent = neighbours.send(peer, encodeFrame({ kind: 'credit', credit: { flows } }))
+        if (!sent) parts.metrics.count('credit_return_deferred')
+        return sent
       },
       refuse: (data, from, reason) => this.bounce(data, reason, from),
       now: () => performance.now(),
@@ -190,7 +192,7 @@ export class Router implements FrameHandler {
   }
 
   linkDrained(peer: string): void {
-    this.credit.pump(peer)
+    this.credit.linkDrained(peer)
   }
 
   /** Frames that waited for credit toward `peer` are bounced like those its link never wrote. */

@@ -378,6 +378,7 @@ export class PhoenixNode extends TypedEventEmitter<PhoenixEvents> implements Pho
       credit_waiting_bytes: waiting.bytes,
       credit_flows: waiting.flows,
       credit_flows_evicted: session.router.credit.evictions,
+      credit_flows_resynced: session.router.credit.resyncs,
       routes_reachable: session.core.routes().filter((r) => r.reachable).length,
       neighbours: session.neighbours.size,
       outbound_frames_queued: queued,

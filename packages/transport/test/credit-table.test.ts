@@ -19,14 +19,22 @@ class Recorder implements CreditSink {
   readonly refused: { data: DataFrame; reason: string }[] = []
   nowMs = 0
   room = true
-  hasRoom = () => this.room
+  hasRoom: (peer: string, bytes: number) => boolean = () => this.room
   write = (peer: string, _frame: Uint8Array, d: DataFrame) => (this.written.push({ peer, data: d }), true)
-  returnCredit = (peer: string, flows: FlowCredit[]) => void this.returned.push({ peer, flows })
+  returnCredit = (peer: string, flows: FlowCredit[]) => (this.returned.push({ peer, flows }), true)
   refuse = (d: DataFrame, _from: string | undefined, reason: string) => void this.refused.push({ data: d, reason })
   now = () => this.nowMs
 }
 
 const turn = () => new Promise((r) => setImmediate(r))
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+async function waitFor(condition: () => boolean, withinMs: number): Promise<void> {
+  const deadline = performance.now() + withinMs
+  while (!condition()) {
+    if (performance.now() > deadline) throw new Error(`not within ${withinMs} ms`)
+    await sleep(10)
+  }
+}
 const limits = { flowWindowBytes: 3 * FRAME_BYTES, ownWaitingBytesMax: 2 * FRAME_BYTES, flowsMaxPerNeighbour: 2, flowStallMs: 1_000 }
 
 describe('per-flow credit, one node (credit.ts)', () => {
@@ -91,6 +99,64 @@ describe('per-flow credit, one node (credit.ts)', () => {
     // A link that closes hands back what waited toward it, to be bounced.
     expect(credits.linkClosed('gw').map((w) => w.data.destination).sort()).toEqual(['b', 'c'])
     expect(credits.waiting).toEqual({ frames: 0, bytes: 0, flows: 0 })
+  })
+  it('credit owed while credit is being returned goes back too: a link that drains as credit is written to it moves frames at once, and their previous hop is owed', async () => {
+    // Node M between A and B: a flow A→B and a flow B→A. Returning credit to B drains B's link at
+    // once (the write left its queue empty), and the pump that follows passes A's frame that
+    // waited for room toward B: A is owed for it in the middle of returning credit.
+    const sink = new Recorder()
+    const blocked = new Set<string>()
+    sink.hasRoom = (peer: string) => !blocked.has(peer)
+    const credits = new FlowCredits(limits, sink)
+    sink.returnCredit = (peer: string, flows: FlowCredit[]) => {
+      sink.returned.push({ peer, flows })
+      if (peer === 'B' && blocked.delete('B')) credits.pump('B')
+      return true
+    }
+    expect(credits.submit('B', frameOf(data('sa', 'db', 1)), data('sa', 'db', 1), 'A')).toBe('sent')
+    blocked.add('B')
+    expect(credits.submit('B', frameOf(data('sa', 'db', 2)), data('sa', 'db', 2), 'A')).toBe('queued')
+    expect(credits.submit('A', frameOf(data('sb', 'da', 1)), data('sb', 'da', 1), 'B')).toBe('sent')
+    await turn()
+    await turn()
+    expect(sink.written.filter((w) => w.peer === 'B')).toHaveLength(2)
+    const returnedTo = (peer: string) => sink.returned.filter((r) => r.peer === peer).flatMap((r) => r.flows).reduce((sum, f) => sum + f.bytes, 0)
+    // Both of A's frames left M, so A has both frames' credit back (without it, A's flow stalls for good).
+    const bytesOf = (source: string, destination: string) => frameOf(data(source, destination, 1)).length
+    expect(returnedTo('A')).toBe(2 * bytesOf('sa', 'db'))
+    expect(returnedTo('B')).toBe(bytesOf('sb', 'da'))
+  })
+  it('credit a link cannot take now (its control queue is full) stays owed and goes once the link drains, never dropped', async () => {
+    const sink = new Recorder()
+    const credits = new FlowCredits(limits, sink)
+    let full = true
+    sink.returnCredit = (peer: string, flows: FlowCredit[]) => !full && (sink.returned.push({ peer, flows }), true)
+    const d = data('sr', 'd', 1)
+    expect(credits.submit('next', frameOf(d), d, 'prev')).toBe('sent')
+    await turn()
+    expect(sink.returned).toEqual([])
+    expect(credits.creditRefused).toBe(1)
+    full = false
+    credits.linkDrained('prev')
+    await turn()
+    expect(sink.returned).toEqual([{ peer: 'prev', flows: [{ source: 'sr', destination: 'd', bytes: FRAME_BYTES }] }])
+  })
+  it('self-repair: a flow out of credit with frames waiting and no credit back for flowStallMs sends again, once per stall', async () => {
+    const sink = new Recorder()
+    // flowStallMs 200 ms of the sink's clock; the check runs every 100 ms of real time.
+    const credits = new FlowCredits({ ...limits, flowStallMs: 200 }, sink)
+    for (let i = 1; i <= 5; i++) credits.submit('gw', frameOf(data('me', 'x', i)), data('me', 'x', i), undefined)
+    expect(sink.written).toHaveLength(3) // the window; two wait, and their credit never comes (lost)
+    await sleep(400) // real checks ran, but on the sink's clock no time passed: not stalled yet
+    expect([sink.written.length, credits.resyncs]).toEqual([3, 0])
+    sink.nowMs = 200
+    await waitFor(() => credits.resyncs > 0, 5_000)
+    expect(sink.written.map((w) => w.data.messageId)).toEqual([1, 2, 3, 4, 5])
+    expect(credits.resyncs).toBe(1)
+    // Nothing waits any more: no further resync.
+    await sleep(400)
+    expect(credits.resyncs).toBe(1)
+    expect(credits.waiting).toEqual({ frames: 0, bytes: 0, flows: 1 })
   })
 })
 
