@@ -228,7 +228,7 @@ function adopt(p: CoreParts, entry: RouteEntry, from: Neighbour, advert: RouteAd
   if (entry.reachable && p.discovery) wantDial(p, entry)
   // A record of a neighbour relayed by someone else still routes directly to the neighbour.
   const neighbour = p.neighbours.get(entry.destination)
-  if (p.mode === 'optimized' && from !== neighbour && neighbour !== undefined) p.table.routeDirectly(neighbour.id, neighbour.index, nowMs)
+  if (p.mode === 'optimized' && from !== neighbour && neighbour !== undefined) p.table.routeDirectly(neighbour.id, neighbour.index, nowMs, (id) => p.neighbours.get(id)?.index)
 }
 
 /** Discovery: the addresses of a destination we are not connected to are worth a dial. */
