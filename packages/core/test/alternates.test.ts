@@ -140,6 +140,24 @@ describe('several next hops per destination (alternates.ts)', () => {
     expect(sent.get('w2') ?? []).not.toContain('d')
   })
 
+  it('a neighbour that another neighbour advertises at 1 hop holds that one directly, and does not get our offer of it', () => {
+    const x = new PhoenixCore({ id: 'x', addresses: ['addr:x'] })
+    const advert = (destination: NodeId, nhops: number): RouteAdvert => ({ destination, seq: 2, nhops, names: [], addresses: [`addr:${destination}`], trans: -1 })
+    const message = (entries: RouteAdvert[]): UpdateMessage => ({ neighbourSlots: [], transSets: [], entries, hello: { receiverSeq: undefined } })
+    const sentOf = (d: NodeId): NodeId[] => {
+      const to: NodeId[] = []
+      for (let i = 0; i < 10 && x.hasWork(0); i++) for (const e of x.step(0).effects) if (e.type === 'send' && e.message.entries.some((a) => a.destination === d)) to.push(e.to)
+      return to.sort()
+    }
+    for (const n of ['d', 'z', 'v']) x.connectionUp(n, 0)
+    x.receive('z', message([advert('z', 0)]), 0)
+    x.receive('v', message([advert('v', 0)]), 0)
+    // d's own record, then (d has connected to z) its route to z at 1 hop.
+    x.receive('d', message([advert('d', 0), advert('z', 1)]), 0)
+    // d's record goes to v, not to z, which holds it directly.
+    expect(sentOf('d')).toEqual(['v'])
+  })
+
   it('refuses ecmpNextHopsMax 0, naming the limit', () => {
     expect(() => new PhoenixCore({ id: 'x', limits: { ecmpNextHopsMax: 0 } })).toThrow(PhoenixError)
     expect(() => new PhoenixCore({ id: 'x', limits: { ecmpNextHopsMax: 0 } })).toThrow(/ecmpNextHopsMax/)
