@@ -83,6 +83,18 @@ export class Alternates {
   }
 
   /**
+   * Which of `entry`'s next hops need not get our offer of `offerHops` at the same seq (several
+   * next hops only; read before a change resets them): each advertised it at `nhops − 1`, so it
+   * is covered if that is strictly better. When we connect to a destination our 2-hop route's next
+   * hops are directly connected to it too: without this, each got our worse offer of 2, which was
+   * most of the cost of equal offers in a subnet whose hosts all connect to each other
+   * (packages/core/README.md, "Cost"). Empty with one next hop: the paper's rule covers them.
+   */
+  heldBetterThan(entry: RouteEntry, offerHops: number): readonly NodeId[] {
+    return this.enabled && entry.nhops - 1 < offerHops ? this.of(entry) : []
+  }
+
+  /**
    * A fresher advert from `from`: if it is a retraction (odd seq) from one of several alternates,
    * that alternate is removed and the route kept (returns true: do not adopt). Otherwise false:
    * the freshness rule applies as usual.

@@ -132,6 +132,7 @@ function applyMessage(p: CoreParts, from: Neighbour, message: UpdateMessage, now
   }
   for (const advert of message.entries) {
     applyAdvert(p, from, advert, sets, nowMs)
+    if (advert.nhops === 1 && !isUnreachableSeq(advert.seq) && p.mode === 'optimized') heardConnected(p, from, advert.destination)
     if (advert.destination === from.id && p.mode === 'optimized') heardFromOwner(p, from, advert.seq)
   }
   // Our names claimed before we heard anyone are established now (names.ts).
@@ -178,6 +179,22 @@ function heardFromOwner(p: CoreParts, owner: Neighbour, seq: number): void {
   entry.trans = p.table.holders.without(entry.trans, owner.index)
   entry.rcpt = p.table.holders.without(entry.rcpt, owner.index)
   p.table.dirty.add(entry)
+}
+
+/**
+ * alternates.ts: neighbour `from` advertised `other` at 1 hop, so the two are connected. If
+ * `other` is our neighbour too, it holds `from` at 1 hop, better than any offer of ours: covered
+ * (`from`, as the owner of its record, sees that its neighbours hold its newest one). With
+ * several next hops nothing else tells us, and each would get our worse offer: the bulk of the
+ * cost in a subnet whose hosts all connect to each other (packages/core/README.md, "Cost"). With
+ * one next hop the paper's rule covers it already, and nothing changes (the simulator).
+ */
+function heardConnected(p: CoreParts, from: Neighbour, other: NodeId): void {
+  if (!p.table.alternates.enabled) return
+  const neighbour = p.neighbours.get(other)
+  const entry = p.table.get(from.id)
+  if (neighbour === undefined || entry === undefined || !entry.reachable) return
+  p.table.noteHolder(entry, neighbour.index, 1, undefined)
 }
 
 function applyAdvert(p: CoreParts, from: Neighbour, advert: RouteAdvert, sets: MessageSets, nowMs: number): void {
@@ -228,7 +245,7 @@ function adopt(p: CoreParts, entry: RouteEntry, from: Neighbour, advert: RouteAd
   if (entry.reachable && p.discovery) wantDial(p, entry)
   // A record of a neighbour relayed by someone else still routes directly to the neighbour.
   const neighbour = p.neighbours.get(entry.destination)
-  if (p.mode === 'optimized' && from !== neighbour && neighbour !== undefined) p.table.routeDirectly(neighbour.id, neighbour.index, nowMs)
+  if (p.mode === 'optimized' && from !== neighbour && neighbour !== undefined) p.table.routeDirectly(neighbour.id, neighbour.index, nowMs, (id) => p.neighbours.get(id)?.index)
 }
 
 /** Discovery: the addresses of a destination we are not connected to are worth a dial. */

@@ -171,7 +171,7 @@ export class PhoenixCore {
     // configuration, or a connection list given offline, would make us wait a round trip for
     // nothing, behind a peer that may be busy (measured: 10% slower offline convergence).
     if (this.discovery && this.table.get(peer)?.reachable === true) this.neighbours.setFlag(neighbour, 'ownWaitsForHello', true)
-    this.table.routeDirectly(peer, index, nowMs)
+    this.table.routeDirectly(peer, index, nowMs, (id) => this.neighbours.get(id)?.index)
   }
 
   /** The connection to `peer` closed (crash, leave, network). Routes through it become unreachable. */

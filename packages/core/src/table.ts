@@ -186,11 +186,14 @@ export class RouteTable {
    * advertise itself, and it may not (see the hello). Loop-free: the next hop is the destination.
    * If the route changes, it is advertised to the neighbours that may need it. As on any change,
    * whoever got our longer route needs this one (trans := ∅). Not those in rcpt if they hold it at
-   * 2 hops or fewer: 1 + 1 is all we can offer (typically the hub's other neighbours).
+   * 2 hops or fewer: 1 + 1 is all we can offer (typically the hub's other neighbours). With
+   * several next hops only those holding it at 1 (`Alternates.covers`), which our 2-hop route's
+   * next hops do: `indexOf` gives their node indexes (our neighbours').
    */
-  routeDirectly(peer: NodeId, index: number, nowMs: number): void {
+  routeDirectly(peer: NodeId, index: number, nowMs: number, indexOf: (neighbour: NodeId) => number | undefined): void {
     const entry = this.entries.get(peer)
     if (entry === undefined || !entry.reachable || (entry.fwd === peer && entry.nhops === 1)) return
+    const atOneHop = this.alternates.heldBetterThan(entry, CORE_CONSTANTS.directRouteHolderHopsMax) // alternates.ts: before the reset
     entry.fwd = peer
     entry.nhops = 1
     this.alternates.reset(entry) // alternates.ts
@@ -199,6 +202,11 @@ export class RouteTable {
     const keep = this.alternates.covers(entry.rcptHopsMax, CORE_CONSTANTS.directRouteHolderHopsMax) // alternates.ts
     if (!keep) entry.rcptHopsMax = 0
     entry.rcpt = this.holders.union(keep ? entry.rcpt : EMPTY_SET, index, undefined)
+    for (const holder of atOneHop) {
+      const at = indexOf(holder)
+      if (at !== undefined) entry.rcpt = this.holders.union(entry.rcpt, at, undefined)
+    }
+    if (atOneHop.length > 0) entry.rcptHopsMax = Math.max(entry.rcptHopsMax, 1)
     this.dirty.add(entry)
   }
 

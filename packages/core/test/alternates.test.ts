@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { PhoenixCore, PhoenixError, type CoreLimits, type NodeId } from '../src/index.ts'
+import { PhoenixCore, PhoenixError, type CoreLimits, type Effect, type NodeId, type RouteAdvert, type UpdateMessage } from '../src/index.ts'
 import { TestNet, addressOf } from '../src/testing/index.ts'
 import { fnv1a, mix32 } from '../src/alternates.ts'
 
@@ -107,6 +107,55 @@ describe('several next hops per destination (alternates.ts)', () => {
     A0.receive('B1', { neighbourSlots: [], transSets: [], entries: [{ destination: 'b1', seq: seq + 1, nhops: 0, names: [], addresses: [], trans: -1 }] }, net.nowMs)
     A0.step(net.nowMs)
     expect(A0.route('b1')).toMatchObject({ reachable: false, seq: seq + 1 })
+  })
+
+  it('on connecting to a destination, its 2-hop next hops (connected to it too) do not get our worse offer of 2', () => {
+    // x holds d at 2 hops through w1 and w2 (both hold it at 1), and x's neighbour v holds it at 3.
+    const x = new PhoenixCore({ id: 'x', addresses: ['addr:x'] })
+    const sentTo = (effects: Effect[]): Map<NodeId, NodeId[]> => {
+      const out = new Map<NodeId, NodeId[]>()
+      for (const e of effects) if (e.type === 'send') out.set(e.to, [...(out.get(e.to) ?? []), ...e.message.entries.map((a) => a.destination)])
+      return out
+    }
+    const step = (): Map<NodeId, NodeId[]> => {
+      const effects: Effect[] = []
+      for (let i = 0; i < 10 && x.hasWork(0); i++) effects.push(...x.step(0).effects)
+      return sentTo(effects)
+    }
+    const advert = (destination: NodeId, nhops: number): RouteAdvert => ({ destination, seq: 2, nhops, names: [], addresses: [`addr:${destination}`], trans: -1 })
+    const message = (entries: RouteAdvert[]): UpdateMessage => ({ neighbourSlots: [], transSets: [], entries, hello: { receiverSeq: undefined } })
+    for (const n of ['w1', 'w2', 'v']) x.connectionUp(n, 0)
+    x.receive('w1', message([advert('w1', 0), advert('d', 1)]), 0)
+    x.receive('w2', message([advert('w2', 0), advert('d', 1)]), 0)
+    x.receive('v', message([advert('v', 0), advert('d', 2)]), 0)
+    step()
+    expect(x.route('d')).toMatchObject({ nhops: 2, alternates: ['w1', 'w2'] })
+    x.connectionUp('d', 0)
+    x.receive('d', message([advert('d', 0)]), 0)
+    const sent = step()
+    expect(x.route('d')).toMatchObject({ nhops: 1, alternates: ['d'] })
+    // v holds d at 3: our direct route is news to it. w1 and w2 hold it at 1, as good as d's own.
+    expect(sent.get('v')).toContain('d')
+    expect(sent.get('w1') ?? []).not.toContain('d')
+    expect(sent.get('w2') ?? []).not.toContain('d')
+  })
+
+  it('a neighbour that another neighbour advertises at 1 hop holds that one directly, and does not get our offer of it', () => {
+    const x = new PhoenixCore({ id: 'x', addresses: ['addr:x'] })
+    const advert = (destination: NodeId, nhops: number): RouteAdvert => ({ destination, seq: 2, nhops, names: [], addresses: [`addr:${destination}`], trans: -1 })
+    const message = (entries: RouteAdvert[]): UpdateMessage => ({ neighbourSlots: [], transSets: [], entries, hello: { receiverSeq: undefined } })
+    const sentOf = (d: NodeId): NodeId[] => {
+      const to: NodeId[] = []
+      for (let i = 0; i < 10 && x.hasWork(0); i++) for (const e of x.step(0).effects) if (e.type === 'send' && e.message.entries.some((a) => a.destination === d)) to.push(e.to)
+      return to.sort()
+    }
+    for (const n of ['d', 'z', 'v']) x.connectionUp(n, 0)
+    x.receive('z', message([advert('z', 0)]), 0)
+    x.receive('v', message([advert('v', 0)]), 0)
+    // d's own record, then (d has connected to z) its route to z at 1 hop.
+    x.receive('d', message([advert('d', 0), advert('z', 1)]), 0)
+    // d's record goes to v, not to z, which holds it directly.
+    expect(sentOf('d')).toEqual(['v'])
   })
 
   it('refuses ecmpNextHopsMax 0, naming the limit', () => {
