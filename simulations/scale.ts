@@ -167,7 +167,7 @@ async function parent(): Promise<void> {
           if (baseline === undefined) await save(csvFile, rows)
         } else {
           const ours = rows.get(`${scenario}@${nodes}`)!
-          process.stderr.write(`  ratio (this / baseline): wall ${(ours.wallS / r.wallS).toFixed(2)}, peak RSS ${(ours.peakRssMiB / r.peakRssMiB).toFixed(2)}\n`)
+          process.stderr.write(`  ratio (this / baseline): wall ${(ours.wallS / r.wallS).toFixed(2)}, CPU ${(ours.cpuS / r.cpuS).toFixed(2)} (${ours.cpuS.toFixed(1)} s / ${r.cpuS.toFixed(1)} s), peak RSS ${(ours.peakRssMiB / r.peakRssMiB).toFixed(2)}\n`)
         }
         if (r.status !== 'ok') stopped.add(tree)
       }

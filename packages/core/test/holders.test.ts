@@ -1,6 +1,6 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { HolderSets, NodeSet } from '../src/index.ts'
+import { HolderSets, NodeSet, PhoenixCore, SharedNumbering, type Effect, type RouteAdvert } from '../src/index.ts'
 
 const setOf = (members: readonly number[], width = 32): NodeSet => {
   const s = new NodeSet(width)
@@ -86,5 +86,35 @@ describe('HolderSets: the memo of recent operations', () => {
 
   it('a memo size that is not a power of two is refused', () => {
     expect(() => new HolderSets(10, 3)).toThrow(/memoSlots/)
+  })
+})
+
+describe('HolderSets: a send round to neighbours whose hello is awaited', () => {
+  const advert = (destination: string, seq: number, nhops: number): RouteAdvert => ({ destination, seq, nhops, names: [], addresses: [], trans: -1 })
+  const drain = (core: PhoenixCore): void => {
+    for (let i = 0; i < 100 && core.hasWork(0); i++) core.step(0)
+  }
+
+  it('interns one set for our record, not one per awaited neighbour (each of N bits: O(N) per neighbour in a clique)', () => {
+    const peers = Array.from({ length: 40 }, (_, i) => `p${i}`)
+    const numbering = new SharedNumbering(100)
+    const u = new PhoenixCore({ id: 'u', addresses: ['addr:u'] }, numbering)
+    // A hub brings every peer's record: we hold routes to them, so our record waits for their hellos.
+    u.connectionUp('h', 0)
+    u.receive('h', { neighbourSlots: [], transSets: [], entries: [], hello: { receiverSeq: undefined } }, 0)
+    u.receive('h', { neighbourSlots: [], transSets: [], entries: [advert('h', 2, 0), ...peers.map((p) => advert(p, 2, 1))] }, 0)
+    drain(u)
+    for (const p of peers) u.connectionUp(p, 0)
+    const before = numbering.holders.size
+    drain(u)
+    // One decision per peer's entry (each has its own rcpt) and a few for our record; before the
+    // batched removal our record added one more set per awaited peer (80 here, not 42).
+    expect(numbering.holders.size - before).toBeLessThanOrEqual(peers.length + 4)
+    // Our record went to none of them (it waits for their hellos) and goes to each whose hello says it lacks it.
+    u.receive('p0', { neighbourSlots: [], transSets: [], entries: [], hello: { receiverSeq: undefined } }, 0)
+    const sent: Effect[] = []
+    for (let i = 0; i < 100 && u.hasWork(0); i++) sent.push(...u.step(0).effects)
+    expect(sent.some((e) => e.type === 'send' && e.to === 'p0' && e.message.entries.some((a) => a.destination === 'u'))).toBe(true)
+    expect(sent.some((e) => e.type === 'send' && e.to === 'p1' && e.message.entries.some((a) => a.destination === 'u'))).toBe(false)
   })
 })
