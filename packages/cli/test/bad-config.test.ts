@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:net'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startSshd, type TestSshd } from '../../transport/test/sshd.ts'
-import { phoenix, startNode, tempDir, type Run, type Started } from './helpers.ts'
+import { freePort, phoenix, startNode, tempDir, type Run, type Started } from './helpers.ts'
 
 /**
  * Bad configurations of sites (issue "Real sites"): each gives one line naming the option (or the
@@ -92,11 +92,3 @@ describe('bad site configuration: one line naming the option and the cause', () 
     }
   }, 120_000)
 })
-
-async function freePort(): Promise<number> {
-  const server = createServer()
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as { port: number }
-  await new Promise((resolve) => server.close(resolve))
-  return port
-}

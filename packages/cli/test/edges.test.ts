@@ -1,20 +1,11 @@
 import { randomBytes } from 'node:crypto'
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
-import { createServer } from 'node:net'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { CONTROL_BODY_BYTES_MAX } from '../src/constants.ts'
-import { phoenix, startNode, tempDir, type Run, type Started } from './helpers.ts'
+import { freePort, phoenix, startNode, tempDir, type Run, type Started } from './helpers.ts'
 
 /** A port nothing listens on right now. */
-async function freePort(): Promise<number> {
-  const server = createServer()
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as { port: number }
-  await new Promise((resolve) => server.close(resolve))
-  return port
-}
-
 /** The command failed with exactly one line on stderr, and that line is `expected`. */
 function failsWith(run: Run, expected: string | RegExp): void {
   expect(run.code).toBe(1)

@@ -1,17 +1,8 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { HolderSets, NodeSet, PhoenixCore, SharedNumbering, type Effect, type RouteAdvert } from '../src/index.ts'
+import { membersOf, setOf } from './nodesets.ts'
 
-const setOf = (members: readonly number[], width = 32): NodeSet => {
-  const s = new NodeSet(width)
-  for (const m of members) s.add(m)
-  return s
-}
-const membersOf = (s: NodeSet): number[] => {
-  const out: number[] = []
-  s.forEach((i) => out.push(i))
-  return out
-}
 const sorted = (xs: Iterable<number>): number[] => [...new Set(xs)].sort((p, q) => p - q)
 // Up to 100 crosses three words and bit 31 of each (the sign bit of an int32).
 const members = fc.array(fc.integer({ min: 0, max: 100 }), { maxLength: 30 })

@@ -1,18 +1,8 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { NodeSet, forEachBit } from '../src/index.ts'
+import { membersOf, setOf } from './nodesets.ts'
 
-/** A NodeSet of `members`, and the same members as a plain Set (the model). */
-const setOf = (members: readonly number[]): NodeSet => {
-  const s = new NodeSet()
-  for (const m of members) s.add(m)
-  return s
-}
-const membersOf = (s: NodeSet): number[] => {
-  const out: number[] = []
-  s.forEach((i) => out.push(i))
-  return out
-}
 // Indices up to 100 cross three 32-bit words, and bit 31 of each (the sign bit of an int32).
 const members = fc.array(fc.integer({ min: 0, max: 100 }), { maxLength: 30 })
 
