@@ -219,6 +219,10 @@ function applyAdvert(p: CoreParts, from: Neighbour, advert: RouteAdvert, sets: M
     // names: a record claiming a held name is refused whole (names.ts).
     if (!p.police.mayIntroduce(from.id, advert.destination, advert.names.length) || !admitClaims(p, advert)) return
     entry = table.insert(advert.destination, advert.seq, from.id)
+    if (entry === undefined) {
+      p.traffic.destinationsRefused++ // no node number left for it (columns.ts): as with a full table
+      return
+    }
     if (advert.destination === from.id) entry.introducedBy = undefined
     else p.police.introduced(from.id)
     adopt(p, entry, from, advert, candidateHops, sets, true, nowMs)
@@ -250,7 +254,7 @@ function adopt(p: CoreParts, entry: RouteEntry, from: Neighbour, advert: RouteAd
 
 /** Discovery: the addresses of a destination we are not connected to are worth a dial. */
 function wantDial(p: CoreParts, entry: RouteEntry): void {
-  if (entry === p.table.own || p.neighbours.has(entry.destination)) return
+  if (p.table.isOwn(entry) || p.neighbours.has(entry.destination)) return
   for (const address of entry.addresses) {
     if (p.book.learn(address, entry.destination)) p.book.want(address)
   }

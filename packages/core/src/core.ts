@@ -136,7 +136,7 @@ export class PhoenixCore {
     const addresses = this.police.checkAddresses(config.addresses ?? [], 'config.addresses')
     const names = this.police.checkNames(config.names ?? [], 'config.names')
     this.holders = new NameHolders(this.id, limits.nameRefusalsMax, timing.nameContentionMs, timing.nameReclaimDelayMs)
-    this.table = new RouteTable(this.id, initialSeq, names, addresses, config.records, this.holders, numbering?.holders, limits.ecmpNextHopsMax)
+    this.table = new RouteTable(this.id, nodeIndex, initialSeq, names, addresses, config.records, this.holders, numbering?.holders, limits.ecmpNextHopsMax)
     for (const hub of this.police.checkAddresses(config.hubs ?? [], 'config.hubs', Number.POSITIVE_INFINITY)) this.learnHub(hub)
     const { book, table, neighbours, police, traffic, discovery, holders } = this
     this.parts = { id: this.id, mode, discovery, limits, timing, table, neighbours, nodeIndex, book, police, names: holders, traffic, numbering }
@@ -407,7 +407,7 @@ export class PhoenixCore {
   /** Every entry but this node's own, reachable or not. */
   routes(): RouteView[] {
     const out: RouteView[] = []
-    for (const entry of this.table.values()) if (entry !== this.table.own) out.push(view(entry, this.table.alternates.of(entry)))
+    for (const entry of this.table.values()) if (!this.table.isOwn(entry)) out.push(view(entry, this.table.alternates.of(entry)))
     return out
   }
 

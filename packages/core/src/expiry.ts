@@ -24,7 +24,7 @@ export class Expiry {
   /** Entries that changed since the last send round and are unreachable now start their retention. */
   noteUnreachable(table: RouteTable): void {
     for (const entry of table.dirty) {
-      if (!entry.reachable && entry !== table.own && entry.changedAtMs < this.unreachableSinceMs) this.unreachableSinceMs = entry.changedAtMs
+      if (!entry.reachable && !table.isOwn(entry) && entry.changedAtMs < this.unreachableSinceMs) this.unreachableSinceMs = entry.changedAtMs
     }
   }
 
@@ -35,13 +35,13 @@ export class Expiry {
     const scanAtMs = table.nextExpiryScanAtMs
     const expired = table.expire(nowMs, p.timing.unreachableRetentionMs)
     if (table.nextExpiryScanAtMs !== scanAtMs) this.unreachableSinceMs = table.oldestUnreachableMs
-    for (const { entry, names } of expired) {
-      if (entry.introducedBy !== undefined) p.police.forgotten(entry.introducedBy, names)
+    for (const { destination, introducedBy, names } of expired) {
+      if (introducedBy !== undefined) p.police.forgotten(introducedBy, names)
       // No longer remembered: its addresses are not kept dialled any more.
-      p.book.forgetLost(entry.destination)
+      p.book.forgetLost(destination)
       p.traffic.entriesExpired++
-      const index = nodeIndex.get(entry.destination)
-      if (index !== undefined && !neighbours.has(entry.destination)) forgotten.push(index)
+      const index = nodeIndex.get(destination)
+      if (index !== undefined && !neighbours.has(destination)) forgotten.push(index)
     }
     if (forgotten.length === 0) return
     table.forgetIndices(forgotten)

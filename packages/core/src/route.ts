@@ -1,4 +1,5 @@
-import { EMPTY_SET, type NodeSet } from './nodeset.ts'
+import type { RouteColumns } from './columns.ts'
+import type { NodeSet } from './nodeset.ts'
 import { isUnreachableSeq, seqNewer } from './seq.ts'
 import type { NodeId, PhysicalAddress } from './types.ts'
 
@@ -6,32 +7,137 @@ export const NO_SIGNATURE = new Uint8Array(0)
 
 /** nhops of an unreachable entry. */
 export const UNREACHABLE_HOPS = Number.POSITIVE_INFINITY
+/** The stored nhops of an unreachable entry (columns.ts): no real route is this long. */
+export const HOPS_NONE = 0xffff
 
-/** R_u[v]: what node u knows about destination v. */
+/**
+ * R_u[v]: what node u knows about destination v, as a view of its row in the table's columns
+ * (columns.ts), made on demand: it holds nothing but the row, so two views of one row are the same
+ * entry (compare `row`, not the objects), and a view outlives nothing — once the table forgets the
+ * destination its row may be reused.
+ */
 export class RouteEntry {
-  fwd: NodeId | undefined = undefined
-  nhops: number = UNREACHABLE_HOPS
-  seq = 0
-  names: readonly string[] = []
-  addresses: readonly PhysicalAddress[] = []
-  /** The destination's signature over the record (names, addresses, even part of seq); empty when unsigned. */
-  signature: Uint8Array = NO_SIGNATURE
-  /** Nodes this entry (as it is now) has been sent to, or who are known to hold it. Shared copy-on-write. */
-  trans: NodeSet = EMPTY_SET
-  /** Nodes that received, or will soon receive, an entry at least as good from someone else. Shared copy-on-write. */
-  rcpt: NodeSet = EMPTY_SET
-  /** Members of rcpt hold this sequence number at no more than this many hops (what a shorter route of ours could still improve). */
-  rcptHopsMax = 0
-  /** The neighbour that first told us of this destination (per-neighbour limits count against it). */
-  introducedBy: NodeId | undefined = undefined
-  /** When fwd/nhops/seq last changed: how long an unreachable entry has been kept. */
-  changedAtMs = 0
+  constructor(
+    private readonly columns: RouteColumns,
+    /** The destination's row (its node index). */
+    readonly row: number,
+  ) {}
 
-  constructor(readonly destination: NodeId) {}
+  get destination(): NodeId {
+    return this.columns.idOf(this.row)
+  }
 
   get reachable(): boolean {
-    return !isUnreachableSeq(this.seq)
+    return !isUnreachableSeq(this.columns.seq[this.row]!)
   }
+
+  /** Next hop; undefined when unreachable. */
+  get fwd(): NodeId | undefined {
+    const at = this.columns.fwd[this.row]!
+    return at < 0 ? undefined : this.columns.idOf(at)
+  }
+
+  set fwd(id: NodeId | undefined) {
+    this.columns.fwd[this.row] = id === undefined ? -1 : this.columns.rowOfNextHop(id)
+  }
+
+  get nhops(): number {
+    const hops = this.columns.nhops[this.row]!
+    return hops === HOPS_NONE ? UNREACHABLE_HOPS : hops
+  }
+
+  set nhops(hops: number) {
+    this.columns.nhops[this.row] = encodeHops(hops)
+  }
+
+  get seq(): number {
+    return this.columns.seq[this.row]!
+  }
+
+  set seq(seq: number) {
+    this.columns.seq[this.row] = seq
+  }
+
+  get names(): readonly string[] {
+    return this.columns.names[this.row]!
+  }
+
+  set names(names: readonly string[]) {
+    this.columns.names[this.row] = names
+  }
+
+  get addresses(): readonly PhysicalAddress[] {
+    return this.columns.addresses[this.row]!
+  }
+
+  set addresses(addresses: readonly PhysicalAddress[]) {
+    this.columns.addresses[this.row] = addresses
+  }
+
+  /** The destination's signature over the record (names, addresses, even part of seq); empty when unsigned. */
+  get signature(): Uint8Array {
+    return this.columns.signature[this.row]!
+  }
+
+  set signature(signature: Uint8Array) {
+    this.columns.signature[this.row] = signature
+  }
+
+  /** Nodes this entry (as it is now) has been sent to, or who are known to hold it. Interned (holders.ts). */
+  get trans(): NodeSet {
+    return this.columns.trans[this.row]!
+  }
+
+  set trans(set: NodeSet) {
+    this.columns.trans[this.row] = set
+  }
+
+  /** Nodes that received, or will soon receive, an entry at least as good from someone else. Interned (holders.ts). */
+  get rcpt(): NodeSet {
+    return this.columns.rcpt[this.row]!
+  }
+
+  set rcpt(set: NodeSet) {
+    this.columns.rcpt[this.row] = set
+  }
+
+  /** Members of rcpt hold this sequence number at no more than this many hops (what a shorter route of ours could still improve). */
+  get rcptHopsMax(): number {
+    const hops = this.columns.rcptHopsMax[this.row]!
+    return hops === HOPS_NONE ? UNREACHABLE_HOPS : hops
+  }
+
+  set rcptHopsMax(hops: number) {
+    this.columns.rcptHopsMax[this.row] = encodeHops(hops)
+  }
+
+  /** The neighbour that first told us of this destination (per-neighbour limits count against it). */
+  get introducedBy(): NodeId | undefined {
+    return this.columns.introducedBy[this.row]
+  }
+
+  set introducedBy(id: NodeId | undefined) {
+    this.columns.introducedBy[this.row] = id
+  }
+
+  /** When fwd/nhops/seq last changed: how long an unreachable entry has been kept. */
+  get changedAtMs(): number {
+    return this.columns.changedAtMs[this.row]!
+  }
+
+  set changedAtMs(ms: number) {
+    this.columns.changedAtMs[this.row] = ms
+  }
+}
+
+/** The longest route a row stores: an advert carries at most `advertHopsMax` (255) hops, so a row holds at most 256. */
+const HOPS_STORED_MAX = HOPS_NONE - 1
+
+/** Stored form of a hop count: Infinity (unreachable) as HOPS_NONE. */
+function encodeHops(hops: number): number {
+  if (hops === UNREACHABLE_HOPS) return HOPS_NONE
+  if (!(Number.isInteger(hops) && hops >= 0 && hops <= HOPS_STORED_MAX)) throw new RangeError(`a stored hop count is an integer in [0, ${HOPS_STORED_MAX}], got ${hops}`)
+  return hops
 }
 
 /**

@@ -58,8 +58,8 @@ class SendRound {
   private readonly wireFormByContent = new Map<string, Uint8Array>()
   /** With a shared numbering: the same set in that numbering, restricted to our neighbours like the wire form. */
   private readonly sharedForm = new Map<Uint8Array, NodeSet>()
-  /** An entry goes to many neighbours in one round: one advert object per (entry, trans index). */
-  private readonly advertCache = new Map<RouteEntry, RouteAdvert>()
+  /** An entry goes to many neighbours in one round: one advert object per (entry, trans index), by the entry's row. */
+  private readonly advertCache = new Map<number, RouteAdvert>()
   private slotTable: readonly string[] = []
 
   constructor(private readonly p: CoreParts) {}
@@ -83,7 +83,7 @@ class SendRound {
       if (byRcpt === undefined) decided.set(entry.trans, (byRcpt = new Map()))
       let decision = byRcpt.get(entry.rcpt)
       if (decision === undefined) byRcpt.set(entry.rcpt, (decision = this.decide(entry)))
-      if (entry === table.own && neighbours.count('ownWaitsForHello') > 0) {
+      if (table.isOwn(entry) && neighbours.count('ownWaitsForHello') > 0) {
         entry.trans = this.ownWaitingForHellos(entry, decision)
         continue
       }
@@ -235,10 +235,10 @@ class SendRound {
   }
 
   private advertFor(entry: RouteEntry, transIndex: number): RouteAdvert {
-    const cached = this.advertCache.get(entry)
+    const cached = this.advertCache.get(entry.row)
     if (cached !== undefined && cached.trans === transIndex) return cached
     const advert = advertOf(entry, transIndex)
-    this.advertCache.set(entry, advert)
+    this.advertCache.set(entry.row, advert)
     return advert
   }
 }

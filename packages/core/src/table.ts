@@ -1,8 +1,10 @@
 import { Alternates } from './alternates.ts'
+import { DirtyEntries, RouteColumns } from './columns.ts'
 import { CORE_CONSTANTS } from './constants.ts'
 import { invariant } from './errors.ts'
 import { HolderSets } from './holders.ts'
 import type { NameConflict, NameHolders } from './names.ts'
+import type { NodeIndex } from './nodeindex.ts'
 import { EMPTY_SET, NodeSet } from './nodeset.ts'
 import { type RecordAuthority, recordPayload } from './records.ts'
 import { NO_SIGNATURE, RouteEntry, UNREACHABLE_HOPS } from './route.ts'
@@ -14,9 +16,10 @@ export interface TransSource {
   trans(index: number): NodeSet | undefined
 }
 
-/** An entry forgotten by `RouteTable.expire`, with how many names its record carried. */
+/** An entry forgotten by `RouteTable.expire`: its destination, who introduced it, and how many names its record carried. */
 export interface ExpiredEntry {
-  readonly entry: RouteEntry
+  readonly destination: NodeId
+  readonly introducedBy: NodeId | undefined
   readonly names: number
 }
 
@@ -29,10 +32,11 @@ export interface ExpiredEntry {
  * `apply.ts` (received updates) and `core.ts` (connections).
  */
 export class RouteTable {
-  private readonly entries = new Map<NodeId, RouteEntry>()
+  /** The entries, one row each (columns.ts); `RouteEntry` is a view of a row. */
+  private readonly columns: RouteColumns
   readonly own: RouteEntry
   /** Entries that changed since the last send round. */
-  readonly dirty = new Set<RouteEntry>()
+  readonly dirty: DirtyEntries
   /** A neighbour joined since the last send round: every entry must be considered for it. */
   allDirty = false
   private nextExpiryScanMs = 0
@@ -43,6 +47,8 @@ export class RouteTable {
 
   constructor(
     readonly id: NodeId,
+    /** The core's node numbering (or a simulator's shared one): a destination's row is its index. */
+    nodeIndex: NodeIndex,
     initialSeq: number,
     names: readonly string[],
     addresses: readonly PhysicalAddress[],
@@ -55,40 +61,54 @@ export class RouteTable {
     ecmpNextHopsMax = 1,
   ) {
     this.alternates = new Alternates(ecmpNextHopsMax)
-    this.own = new RouteEntry(id)
+    this.columns = new RouteColumns(nodeIndex)
+    this.dirty = new DirtyEntries(this.columns)
+    const ownRow = this.columns.insert(id)
+    invariant(ownRow !== undefined, 'our own id is numbered')
+    this.own = this.columns.view(ownRow)
     this.own.fwd = id
     this.own.nhops = 0
     this.own.seq = initialSeq
     this.own.addresses = addresses
     this.own.names = names
-    this.entries.set(id, this.own)
     this.indexNames(this.own, [])
     this.signOwnRecord()
   }
 
   get size(): number {
-    return this.entries.size
+    return this.columns.size
   }
 
+  /** The entry for `destination`: a view made on demand (route.ts). */
   get(destination: NodeId): RouteEntry | undefined {
-    return this.entries.get(destination)
+    const row = this.columns.rowOf(destination)
+    return row === undefined ? undefined : this.columns.view(row)
   }
 
   has(destination: NodeId): boolean {
-    return this.entries.has(destination)
+    return this.columns.rowOf(destination) !== undefined
   }
 
-  values(): IterableIterator<RouteEntry> {
-    return this.entries.values()
+  /** Whether `entry` is our own (views are made on demand: compare rows, not objects). */
+  isOwn(entry: RouteEntry): boolean {
+    return entry.row === this.own.row
   }
 
-  /** A new destination, first heard of from neighbour `from` (limits count against it). */
-  insert(destination: NodeId, seq: number, from: NodeId): RouteEntry {
-    invariant(!this.entries.has(destination), 'a destination is inserted once')
-    const entry = new RouteEntry(destination)
+  /** Every entry, in the order the destinations were first inserted (what a whole-table send follows). */
+  *values(): IterableIterator<RouteEntry> {
+    for (const row of this.columns.rows()) yield this.columns.view(row)
+  }
+
+  /**
+   * A new destination, first heard of from neighbour `from` (limits count against it); undefined
+   * when the node index has no number left for it (the caller refuses it as with a full table).
+   */
+  insert(destination: NodeId, seq: number, from: NodeId): RouteEntry | undefined {
+    const row = this.columns.insert(destination)
+    if (row === undefined) return undefined
+    const entry = this.columns.view(row)
     entry.seq = seq
     entry.introducedBy = from
-    this.entries.set(destination, entry)
     return entry
   }
 
@@ -171,12 +191,12 @@ export class RouteTable {
    * may come back with an empty table, a restart), and routes through it are lost.
    */
   neighbourGone(peer: NodeId, index: number, nowMs: number): void {
-    for (const entry of this.entries.values()) {
+    for (const entry of this.values()) {
       entry.trans = this.holders.without(entry.trans, index)
       entry.rcpt = this.holders.without(entry.rcpt, index)
       // alternates.ts: a surviving alternate takes over with no change of (seq, nhops).
       if (this.alternates.neighbourGone(entry, peer)) continue
-      if (entry.fwd === peer && entry.reachable && entry !== this.own) this.invalidate(entry, nowMs)
+      if (entry.fwd === peer && entry.reachable && !this.isOwn(entry)) this.invalidate(entry, nowMs)
     }
   }
 
@@ -191,7 +211,7 @@ export class RouteTable {
    * next hops do: `indexOf` gives their node indexes (our neighbours').
    */
   routeDirectly(peer: NodeId, index: number, nowMs: number, indexOf: (neighbour: NodeId) => number | undefined): void {
-    const entry = this.entries.get(peer)
+    const entry = this.get(peer)
     if (entry === undefined || !entry.reachable || (entry.fwd === peer && entry.nhops === 1)) return
     const atOneHop = this.alternates.heldBetterThan(entry, CORE_CONSTANTS.directRouteHolderHopsMax) // alternates.ts: before the reset
     entry.fwd = peer
@@ -251,17 +271,17 @@ export class RouteTable {
     const cutoff = nowMs - retentionMs
     const expired: ExpiredEntry[] = []
     let oldestKept = Number.POSITIVE_INFINITY
-    for (const [destination, entry] of this.entries) {
-      if (entry === this.own || entry.reachable) continue
+    for (const entry of this.values()) {
+      if (this.isOwn(entry) || entry.reachable) continue
       if (entry.changedAtMs > cutoff || this.dirty.has(entry) || this.allDirty) {
         oldestKept = Math.min(oldestKept, entry.changedAtMs)
         continue
       }
-      this.entries.delete(destination)
-      expired.push({ entry, names: entry.names.length })
+      expired.push({ destination: entry.destination, introducedBy: entry.introducedBy, names: entry.names.length })
       const previous = entry.names
       entry.names = []
       this.indexNames(entry, previous)
+      this.columns.remove(entry.row)
     }
     this.oldestUnreachableMs = oldestKept
     return expired
@@ -274,7 +294,7 @@ export class RouteTable {
 
   /** Scrubs node indices about to be freed from every set, so a node given a reused index is not taken to hold entries it never got. */
   forgetIndices(indices: readonly number[]): void {
-    for (const entry of this.entries.values()) {
+    for (const entry of this.values()) {
       for (const index of indices) {
         entry.trans = this.holders.without(entry.trans, index)
         entry.rcpt = this.holders.without(entry.rcpt, index)
@@ -289,7 +309,7 @@ export class RouteTable {
    */
   resolve(name: string): { owner: NodeId; nextHop: NodeId; nhops: number } | undefined {
     const holder = this.nameHolders.holder(name)
-    const entry = holder === undefined ? undefined : this.entries.get(holder)
+    const entry = holder === undefined ? undefined : this.get(holder)
     if (entry === undefined || !entry.reachable) return undefined
     invariant(entry.fwd !== undefined, 'a reachable entry has a next hop')
     return { owner: entry.destination, nextHop: entry.fwd, nhops: entry.nhops }
@@ -310,7 +330,7 @@ export class RouteTable {
       return { action: 'deliver' }
     }
     if (!Number.isInteger(hopLimit) || hopLimit <= 0) return { action: 'drop', reason: 'hop-limit' }
-    const entry = this.entries.get(destination)
+    const entry = this.get(destination)
     // alternates.ts: one of several equal next hops, per flow.
     const nextHop = entry !== undefined && entry.reachable ? this.alternates.choose(entry, this.id, flowKey) : undefined
     if (nextHop !== undefined) return { action: 'forward', nextHop, hopLimit: hopLimit - 1 }
@@ -320,12 +340,12 @@ export class RouteTable {
 
   /** Checks what the table must always hold (for `PhoenixCore.checkInvariants`). */
   checkInvariants(left: boolean, isNeighbour: (id: NodeId) => boolean, isKnownIndex: (index: number) => boolean, destinationsMax: number): void {
-    invariant(this.entries.size <= destinationsMax + 1, `at most destinationsMax (${destinationsMax}) destinations besides our own`)
-    invariant(this.entries.get(this.id) === this.own && this.own.fwd === this.id, 'our own entry is in the table and points at us')
+    invariant(this.size <= destinationsMax + 1, `at most destinationsMax (${destinationsMax}) destinations besides our own`)
+    invariant(this.columns.rowOf(this.id) === this.own.row && this.own.fwd === this.id, 'our own entry is in the table and points at us')
     if (!left) invariant(this.own.nhops === 0 && !isUnreachableSeq(this.own.seq), 'our own entry is 0 hops away with an even sequence number')
     const checkedSets = new Set<NodeSet>()
-    for (const entry of this.entries.values()) {
-      if (entry !== this.own) this.checkEntry(entry, isNeighbour)
+    for (const entry of this.values()) {
+      if (!this.isOwn(entry)) this.checkEntry(entry, isNeighbour)
       this.alternates.checkEntry(entry, isNeighbour)
       for (const set of [entry.trans, entry.rcpt]) {
         if (checkedSets.has(set)) continue
@@ -333,8 +353,8 @@ export class RouteTable {
         set.forEach((index) => invariant(isKnownIndex(index), `trans/rcpt of ${entry.destination} name only known nodes (index ${index})`))
       }
     }
-    for (const entry of this.dirty) invariant(this.entries.get(entry.destination) === entry, `dirty entry ${entry.destination} is in the table`)
-    this.nameHolders.checkInvariants((node, name) => this.entries.get(node)?.names.includes(name) === true)
+    for (const entry of this.dirty) invariant(this.columns.has(entry.row), `dirty entry ${entry.row} is in the table`)
+    this.nameHolders.checkInvariants((node, name) => this.get(node)?.names.includes(name) === true)
   }
 
   private checkEntry(entry: RouteEntry, isNeighbour: (id: NodeId) => boolean): void {

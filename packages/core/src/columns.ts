@@ -1,0 +1,249 @@
+import { invariant } from './errors.ts'
+import type { NodeIndex } from './nodeindex.ts'
+import { EMPTY_SET, type NodeSet } from './nodeset.ts'
+import { HOPS_NONE, NO_SIGNATURE, RouteEntry } from './route.ts'
+import type { NodeId, PhysicalAddress } from './types.ts'
+
+/** Rows a table starts with; it doubles from there. */
+const ROWS_INITIAL = 16
+const PRESENT = 1
+const DIRTY = 2
+const NONE = -1
+const NO_NAMES: readonly string[] = Object.freeze([])
+
+/**
+ * The routing table's storage, one row per destination, in columns: a number of each entry in a
+ * typed array over the node index (`NodeIndex`: a core's own numbering, or the simulator's shared
+ * one), and a reference per entry where the value is an object several entries share (an interned
+ * trans/rcpt set, the record's names and addresses as they arrived). One object per entry cost
+ * ~1 KB each with what hung off it (a heap snapshot at 500 processes: `RouteEntry` objects of 115
+ * bytes, about four boxed doubles each such as nhops = Infinity or a fractional time, and a
+ * Map's backing store); a row here is ~80 bytes and allocates nothing when it changes.
+ * `RouteEntry` is a view of one row, made on demand (route.ts).
+ *
+ * Rows are node indices: the table needs no map of its own (`NodeIndex` has it, shared by every
+ * core of a simulator), and a next hop is stored as its index. Insertion order, which decides the
+ * order of a whole-table send and of `routes()`, is kept in a list of its own, as is the order in
+ * which entries became dirty.
+ *
+ * trans and rcpt stay references to `HolderSets`' interned sets, not numbers: a holder table
+ * starts afresh when full, so a number would outlive its set, and the set must be kept alive by
+ * someone anyway (8 bytes a reference against 4).
+ */
+export class RouteColumns {
+  /** Rows allocated: every column has this many. Grows by doubling, up to the node index's limit. */
+  private capacity = 0
+  /** Present rows (the table's size). */
+  private present = 0
+  /** Flags per row: PRESENT, DIRTY. */
+  private flags = new Uint8Array(0)
+  seq = new Uint32Array(0)
+  /** Hops to the destination; HOPS_NONE when unreachable. */
+  nhops = new Uint16Array(0)
+  /** What members of rcpt hold (see `RouteEntry.rcptHopsMax`); HOPS_NONE for Infinity. */
+  rcptHopsMax = new Uint16Array(0)
+  /** The next hop's node index; NONE when unreachable. A next hop is a neighbour: its index lives as long as the route. */
+  fwd = new Int32Array(0)
+  changedAtMs = new Float64Array(0)
+  /** Where the row sits in `order`. */
+  private orderAt = new Int32Array(0)
+  /** Who introduced the destination; an id, not an index: it outlives the introducer's own entry (police.ts counts against it). */
+  introducedBy: (NodeId | undefined)[] = []
+  trans: NodeSet[] = []
+  rcpt: NodeSet[] = []
+  names: (readonly string[])[] = []
+  addresses: (readonly PhysicalAddress[])[] = []
+  signature: Uint8Array[] = []
+  /**
+   * Rows in insertion order, NONE where a row was removed; compacted on insert once half is holes,
+   * so it holds at most twice the present rows. Map iteration order was insertion order, and a
+   * send round's messages follow it: keeping it keeps results byte-identical.
+   */
+  private order = new Int32Array(0)
+  private orderLength = 0
+  private orderHoles = 0
+  /** Dirty rows in the order they became dirty (a Set's order before); at most one per present row, emptied every send round. */
+  private readonly dirtyList: number[] = []
+
+  constructor(readonly index: NodeIndex) {}
+
+  get size(): number {
+    return this.present
+  }
+
+  /** The row of `destination` if it is in the table. */
+  rowOf(destination: NodeId): number | undefined {
+    const row = this.index.get(destination)
+    return row !== undefined && row < this.capacity && (this.flags[row]! & PRESENT) !== 0 ? row : undefined
+  }
+
+  has(row: number): boolean {
+    return row < this.capacity && (this.flags[row]! & PRESENT) !== 0
+  }
+
+  /** The node at `row` (a destination, or a next hop's index). */
+  idOf(row: number): NodeId {
+    const id = this.index.id(row)
+    invariant(id !== undefined, 'a row names a numbered node')
+    return id
+  }
+
+  /** The row of a next hop: a neighbour, numbered when its connection came up (so this only looks it up; `checkInvariants` checks it is a neighbour). */
+  rowOfNextHop(id: NodeId): number {
+    const row = this.index.intern(id)
+    invariant(row !== undefined, 'a next hop is numbered')
+    return row
+  }
+
+  view(row: number): RouteEntry {
+    return new RouteEntry(this, row)
+  }
+
+  /** A new row for `destination`, blank (unreachable, seq 0, no sets); undefined when the node index is full. */
+  insert(destination: NodeId): number | undefined {
+    const row = this.index.intern(destination)
+    if (row === undefined) return undefined
+    invariant(!this.has(row), 'a destination is inserted once')
+    if (row >= this.capacity) this.grow(row + 1)
+    this.flags[row] = PRESENT
+    this.seq[row] = 0
+    this.nhops[row] = HOPS_NONE
+    this.rcptHopsMax[row] = 0
+    this.fwd[row] = NONE
+    this.changedAtMs[row] = 0
+    this.introducedBy[row] = undefined
+    this.trans[row] = EMPTY_SET
+    this.rcpt[row] = EMPTY_SET
+    this.names[row] = NO_NAMES
+    this.addresses[row] = NO_NAMES
+    this.signature[row] = NO_SIGNATURE
+    if (this.orderHoles > 0 && this.orderHoles * 2 >= this.orderLength) this.compactOrder()
+    if (this.orderLength === this.order.length) this.order = grownInt32(this.order, Math.max(ROWS_INITIAL, this.orderLength * 2), NONE)
+    this.orderAt[row] = this.orderLength
+    this.order[this.orderLength++] = row
+    this.present++
+    return row
+  }
+
+  /** Forgets `row` (not dirty: the caller keeps dirty rows). Its columns keep their values until the row is inserted again. */
+  remove(row: number): void {
+    invariant(this.has(row) && (this.flags[row]! & DIRTY) === 0, 'only a present, clean row is removed')
+    this.flags[row] = 0
+    this.order[this.orderAt[row]!] = NONE
+    this.orderHoles++
+    this.present--
+    this.trans[row] = EMPTY_SET
+    this.rcpt[row] = EMPTY_SET
+  }
+
+  /** Present rows in insertion order. Removing the current row while iterating is allowed; inserting is not. */
+  *rows(): IterableIterator<number> {
+    for (let i = 0; i < this.orderLength; i++) {
+      const row = this.order[i]!
+      if (row !== NONE) yield row
+    }
+  }
+
+  markDirty(row: number): void {
+    if ((this.flags[row]! & DIRTY) !== 0) return
+    invariant((this.flags[row]! & PRESENT) !== 0, 'a dirty entry is in the table')
+    this.flags[row] = this.flags[row]! | DIRTY
+    this.dirtyList.push(row)
+  }
+
+  isDirty(row: number): boolean {
+    return row < this.capacity && (this.flags[row]! & DIRTY) !== 0
+  }
+
+  get dirtyCount(): number {
+    return this.dirtyList.length
+  }
+
+  /** Dirty rows, in the order they became dirty. */
+  dirtyRows(): readonly number[] {
+    return this.dirtyList
+  }
+
+  clearDirty(): void {
+    for (const row of this.dirtyList) this.flags[row] = this.flags[row]! & ~DIRTY
+    this.dirtyList.length = 0
+  }
+
+  private compactOrder(): void {
+    let to = 0
+    for (let i = 0; i < this.orderLength; i++) {
+      const row = this.order[i]!
+      if (row === NONE) continue
+      this.orderAt[row] = to
+      this.order[to++] = row
+    }
+    this.order.fill(NONE, to, this.orderLength)
+    this.orderLength = to
+    this.orderHoles = 0
+  }
+
+  /**
+   * Room for rows below `needed`, by doubling. The limit is the node index's (`NodeIndex` hands out
+   * no row past its max: destinationsMax + 2 · neighboursMax for a core's own numbering, the
+   * simulator's nodesMax for a shared one), so a table never holds more rows than nodes it may number.
+   */
+  private grow(needed: number): void {
+    let capacity = Math.max(ROWS_INITIAL, this.capacity)
+    while (capacity < needed) capacity *= 2
+    this.flags = grownUint8(this.flags, capacity)
+    this.seq = grown(this.seq, new Uint32Array(capacity))
+    this.nhops = grown(this.nhops, new Uint16Array(capacity))
+    this.rcptHopsMax = grown(this.rcptHopsMax, new Uint16Array(capacity))
+    this.fwd = grownInt32(this.fwd, capacity, NONE)
+    this.changedAtMs = grown(this.changedAtMs, new Float64Array(capacity))
+    this.orderAt = grownInt32(this.orderAt, capacity, NONE)
+    for (const column of [this.introducedBy, this.names, this.addresses, this.signature, this.trans, this.rcpt] as unknown[][]) {
+      for (let row = this.capacity; row < capacity; row++) column.push(undefined)
+    }
+    this.capacity = capacity
+  }
+}
+
+function grown<T extends Uint32Array | Uint16Array | Float64Array>(old: T, next: T): T {
+  next.set(old)
+  return next
+}
+
+function grownUint8(old: Uint8Array, capacity: number): Uint8Array<ArrayBuffer> {
+  const next = new Uint8Array(capacity)
+  next.set(old)
+  return next
+}
+
+function grownInt32(old: Int32Array, capacity: number, fill: number): Int32Array<ArrayBuffer> {
+  const next = new Int32Array(capacity).fill(fill)
+  next.set(old)
+  return next
+}
+
+/** The entries changed since the last send round, in the order they changed: a Set's interface over the columns' dirty rows. */
+export class DirtyEntries {
+  constructor(private readonly columns: RouteColumns) {}
+
+  get size(): number {
+    return this.columns.dirtyCount
+  }
+
+  add(entry: RouteEntry): void {
+    this.columns.markDirty(entry.row)
+  }
+
+  has(entry: RouteEntry): boolean {
+    return this.columns.isDirty(entry.row)
+  }
+
+  clear(): void {
+    this.columns.clearDirty()
+  }
+
+  /** Views of the dirty entries, one made per step; an entry made dirty while iterating is visited too. */
+  *[Symbol.iterator](): IterableIterator<RouteEntry> {
+    const rows = this.columns.dirtyRows()
+    for (let i = 0; i < rows.length; i++) yield this.columns.view(rows[i]!)
+  }
+}
