@@ -1,3 +1,4 @@
+import { AddressRows, type AddressState } from './address-rows.ts'
 import { CORE_CONSTANTS } from './constants.ts'
 import { PhoenixError } from './errors.ts'
 import type { NodeId, PhysicalAddress } from './types.ts'
@@ -8,16 +9,6 @@ import type { NodeId, PhysicalAddress } from './types.ts'
  * are dialled when discovery wants them and backed off up to dialBackoffMaxMs when they fail.
  */
 export type Redial = 'hub' | 'lost'
-
-interface AddressState {
-  owner: NodeId | undefined
-  redial: Redial | undefined
-  consecutiveFailures: number
-  /** Earliest time a new dial may start; 0 = not backed off. */
-  retryAtMs: number
-  dialStartedAtMs: number | undefined
-  queued: boolean
-}
 
 export interface DiscoveryTiming {
   readonly dialBackoffInitialMs: number
@@ -32,7 +23,8 @@ export interface DiscoveryTiming {
  * a forbidden address is retried at a decreasing rate, never in a tight loop.
  */
 export class AddressBook {
-  private readonly addresses = new Map<PhysicalAddress, AddressState>()
+  /** Each address's state, in columns (address-rows.ts). */
+  private readonly addresses: AddressRows
   /**
    * Addresses by owner, so a lost neighbour's addresses are found without a walk of the book. An
    * owner with one address (nearly all) holds the address itself, not a Set of one: the book has
@@ -58,7 +50,9 @@ export class AddressBook {
     private readonly maxAddresses: number,
     private readonly maxInFlight: number,
     private readonly timing: DiscoveryTiming,
-  ) {}
+  ) {
+    this.addresses = new AddressRows(maxAddresses)
+  }
 
   get size(): number {
     return this.addresses.size
@@ -76,8 +70,7 @@ export class AddressBook {
         this.addressesRefused++
         return false
       }
-      state = { owner: undefined, redial: undefined, consecutiveFailures: 0, retryAtMs: 0, dialStartedAtMs: undefined, queued: false }
-      this.addresses.set(address, state)
+      state = this.addresses.add(address)
     }
     if (owner !== undefined) this.setOwner(address, state, owner)
     return true
