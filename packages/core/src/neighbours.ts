@@ -15,6 +15,9 @@ export interface UpdateBudget {
   atMs: number
 }
 
+/** The bit of each flag in `Neighbour.flags`. */
+const FLAG_BITS = { ownWaitsForHello: 1, helloDue: 2, needsWholeTable: 4 } as const
+
 /**
  * One open connection and everything we know about the peer through it. It is created by
  * `connectionUp` and dropped whole by `connectionDown`: nothing of a closed connection survives
@@ -24,8 +27,8 @@ export interface UpdateBudget {
 export class Neighbour {
   /** Optimized mode: its first update on this connection (carrying its hello) is not applied yet. */
   awaitingHello: boolean
-  /** Flags the table counts; change them through `NeighbourTable` only. */
-  private flags = { ownWaitsForHello: false, helloDue: false, needsWholeTable: false }
+  /** Flags the table counts (bits of `FLAG_BITS`, in the object: no second object per connection); change them through `NeighbourTable` only. */
+  private flags = 0
   /**
    * The sequence number of its own record as it last advertised it to us on this connection
    * (optimized mode). It is told about itself only when we hold a newer number than this (it
@@ -51,29 +54,29 @@ export class Neighbour {
     mode: RoutingMode,
   ) {
     this.awaitingHello = mode === 'optimized'
-    this.flags.helloDue = mode === 'optimized'
-    this.flags.needsWholeTable = mode === 'naive'
+    this.flags = mode === 'optimized' ? FLAG_BITS.helloDue : FLAG_BITS.needsWholeTable
   }
 
   /** Our own record waits for its hello: it probably holds it already (see `PhoenixCore.connectionUp`). */
   get ownWaitsForHello(): boolean {
-    return this.flags.ownWaitsForHello
+    return (this.flags & FLAG_BITS.ownWaitsForHello) !== 0
   }
 
   /** We owe it our first update on this connection (it carries our hello, even if empty). */
   get helloDue(): boolean {
-    return this.flags.helloDue
+    return (this.flags & FLAG_BITS.helloDue) !== 0
   }
 
   /** Naive mode: it still needs our whole table. */
   get needsWholeTable(): boolean {
-    return this.flags.needsWholeTable
+    return (this.flags & FLAG_BITS.needsWholeTable) !== 0
   }
 
   /** For `NeighbourTable` only, which keeps the counts of each flag. */
   setFlag(flag: 'ownWaitsForHello' | 'helloDue' | 'needsWholeTable', value: boolean): boolean {
-    const changed = this.flags[flag] !== value
-    this.flags[flag] = value
+    const bit = FLAG_BITS[flag]
+    const changed = ((this.flags & bit) !== 0) !== value
+    this.flags = value ? this.flags | bit : this.flags & ~bit
     return changed
   }
 }

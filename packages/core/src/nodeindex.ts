@@ -11,7 +11,8 @@ export class NodeIndex {
   private readonly idAt: (NodeId | undefined)[] = []
   private readonly free: number[] = []
 
-  constructor(private readonly max: number) {}
+  /** `max`: how many ids may be numbered at once (the bound of every table indexed by node). */
+  constructor(readonly max: number) {}
 
   get size(): number {
     return this.indexOf.size
