@@ -99,7 +99,9 @@ function runChild(tree: string, scenario: string, nodes: number, timeoutS: numbe
   // A larger young generation: a run allocates short-lived objects (messages, adverts, views) by
   // the gigabyte, and with the default 16 MiB semi-space each scavenge copies what a few hundred
   // events still hold (at 1,000 processes, three subnets: 15% less CPU with 64 MiB, measured).
-  const args = [`--max-semi-space-size=${SEMI_SPACE_MIB}`, '--import', 'tsx', fileURLToPath(import.meta.url), '--child', '--tree', tree, '--scenario-file', join(here, 'scenarios', `${scenario}.json`), '--nodes', String(nodes)]
+  // The old generation may grow to the resident-set limit (V8's default is ~4 GiB whatever the
+  // machine has): a run past it is stopped by the watch below, not by an out-of-memory crash.
+  const args = [`--max-semi-space-size=${SEMI_SPACE_MIB}`, `--max-old-space-size=${Math.round(rssLimitMiB)}`, '--import', 'tsx', fileURLToPath(import.meta.url), '--child', '--tree', tree, '--scenario-file', join(here, 'scenarios', `${scenario}.json`), '--nodes', String(nodes)]
   return new Promise((done) => {
     const started = performance.now()
     const proc = spawn(process.execPath, args, { cwd: here, stdio: ['ignore', 'pipe', 'inherit'] })

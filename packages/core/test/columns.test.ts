@@ -1,0 +1,139 @@
+import fc from 'fast-check'
+import { describe, expect, it } from 'vitest'
+import { AddressRows } from '../src/address-rows.ts'
+import { RouteColumns } from '../src/columns.ts'
+import { NodeIndex } from '../src/nodeindex.ts'
+import { UNREACHABLE_HOPS } from '../src/route.ts'
+
+/** One step against the columns and against a model (a Map in insertion order, a dirty list). */
+type Op = { kind: 'insert' | 'remove' | 'release' | 'dirty'; node: number } | { kind: 'clear' }
+
+const ops = fc.array(
+  fc.oneof(
+    fc.record({ kind: fc.constantFrom('insert' as const, 'remove' as const, 'release' as const, 'dirty' as const), node: fc.integer({ min: 0, max: 5 }) }),
+    fc.constant({ kind: 'clear' as const }),
+  ),
+  // A few nodes, many steps: the same node is removed and inserted again, behind others.
+  { minLength: 20, maxLength: 200 },
+)
+
+function apply(columns: RouteColumns, index: NodeIndex, model: Map<string, true>, dirty: string[], op: Op): void {
+  if (op.kind === 'clear') {
+    columns.clearDirty()
+    dirty.length = 0
+    return
+  }
+  const id = `n${op.node}`
+  const row = columns.rowOf(id)
+  if (op.kind === 'insert' && row === undefined) {
+    expect(columns.insert(id)).toBeDefined()
+    model.set(id, true)
+  } else if ((op.kind === 'remove' || op.kind === 'release') && row !== undefined && !columns.isDirty(row)) {
+    columns.remove(row)
+    model.delete(id)
+    // Expiry frees the node's number too: the row may come back for another node.
+    if (op.kind === 'release') index.release(id)
+  } else if (op.kind === 'dirty' && row !== undefined) {
+    columns.markDirty(row)
+    if (!dirty.includes(id)) dirty.push(id)
+  }
+}
+
+describe('RouteColumns: the routing table in columns', () => {
+  it('iterates in insertion order and marks dirty in the order of change, whatever rows are removed, reused or compacted (a Map and a Set did before)', () => {
+    fc.assert(
+      fc.property(ops, (steps) => {
+        const index = new NodeIndex(64)
+        const columns = new RouteColumns(index)
+        const model = new Map<string, true>()
+        const dirty: string[] = []
+        for (const op of steps) {
+          apply(columns, index, model, dirty, op)
+          expect([...columns.rows()].map((row) => columns.idOf(row))).toEqual([...model.keys()])
+          expect(columns.dirtyRows().map((row) => columns.idOf(row))).toEqual(dirty)
+          expect(columns.size).toBe(model.size)
+        }
+      }),
+    )
+  })
+
+  it('stores an unreachable hop count (Infinity) as its sentinel and reads it back as Infinity; refuses what it cannot store', () => {
+    const index = new NodeIndex(8)
+    const columns = new RouteColumns(index)
+    const entry = columns.view(columns.insert('d')!)
+    expect(entry.nhops).toBe(UNREACHABLE_HOPS)
+    entry.nhops = 256
+    expect(entry.nhops).toBe(256)
+    entry.rcptHopsMax = UNREACHABLE_HOPS
+    expect(entry.rcptHopsMax).toBe(UNREACHABLE_HOPS)
+    entry.nhops = UNREACHABLE_HOPS
+    expect(columns.nhops[entry.row]).toBe(0xffff)
+    expect(() => (entry.nhops = 0xffff)).toThrow(/hop count/)
+    expect(() => (entry.nhops = 1.5)).toThrow(/hop count/)
+  })
+
+  it('two views of one row are one entry: a write through either is seen by both; a next hop is kept as its node number', () => {
+    const index = new NodeIndex(8)
+    const columns = new RouteColumns(index)
+    index.intern('hop')
+    const row = columns.insert('d')!
+    const a = columns.view(row)
+    const b = columns.view(row)
+    a.seq = 2 ** 32 - 2
+    a.fwd = 'hop'
+    a.changedAtMs = 12.25
+    expect([b.seq, b.fwd, b.changedAtMs, b.reachable]).toEqual([2 ** 32 - 2, 'hop', 12.25, true])
+    expect(columns.fwd[row]).toBe(index.get('hop'))
+    b.fwd = undefined
+    expect(a.fwd).toBeUndefined()
+  })
+
+  it('holds no more rows than its node numbering may hand out: a destination past it is refused (undefined), not stored', () => {
+    const index = new NodeIndex(3)
+    const columns = new RouteColumns(index)
+    expect(['a', 'b', 'c'].map((id) => columns.insert(id))).toEqual([0, 1, 2])
+    expect(columns.insert('d')).toBeUndefined()
+    expect(columns.size).toBe(3)
+  })
+})
+
+describe('AddressRows: the address book in columns', () => {
+  it('keeps each field of each address apart: flags, failures, times (no dial in flight as undefined), owner', () => {
+    const rows = new AddressRows(40)
+    const states = Array.from({ length: 40 }, (_, i) => rows.add(`/a/${i}`))
+    states.forEach((s, i) => {
+      s.queued = i % 2 === 0
+      s.redial = i % 3 === 0 ? 'hub' : i % 3 === 1 ? 'lost' : undefined
+      s.consecutiveFailures = i
+      s.retryAtMs = i + 0.5
+      s.dialStartedAtMs = i % 4 === 0 ? undefined : i / 4
+      s.owner = i % 5 === 0 ? undefined : `n${i}`
+    })
+    states.forEach((_, i) => {
+      const s = rows.get(`/a/${i}`)!
+      expect([s.queued, s.redial, s.consecutiveFailures, s.retryAtMs, s.dialStartedAtMs, s.owner]).toEqual([
+        i % 2 === 0,
+        i % 3 === 0 ? 'hub' : i % 3 === 1 ? 'lost' : undefined,
+        i,
+        i + 0.5,
+        i % 4 === 0 ? undefined : i / 4,
+        i % 5 === 0 ? undefined : `n${i}`,
+      ])
+    })
+    // Setting the redial reason keeps the queued flag, and the other way round.
+    const s = rows.get('/a/0')!
+    s.redial = 'lost'
+    expect(s.queued).toBe(true)
+    s.queued = false
+    expect(s.redial).toBe('lost')
+    expect(rows.get('/a/none')).toBeUndefined()
+  })
+
+  it('holds at most its limit (the book checks it first): one more is an invariant violation', () => {
+    const rows = new AddressRows(2)
+    rows.add('/x')
+    rows.add('/y')
+    expect(() => rows.add('/z')).toThrow(/within the book limit/)
+    expect(rows.size).toBe(2)
+  })
+})
