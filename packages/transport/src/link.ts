@@ -1,10 +1,31 @@
 import type { Logger, Stream } from '@libp2p/interface'
 import { LengthPrefixedDecoder } from '@libp2p/utils'
-import { WIRE_LIMITS, encodeFrame, isDataFrameBytes, type ProbeFrame } from '@phoenix-overlay/wire'
+import { WIRE_LIMITS, encodeFrame, type ProbeFrame } from '@phoenix-overlay/wire'
 import * as varint from 'uint8-varint'
 import { Uint8ArrayList } from 'uint8arraylist'
 import { drained } from './drain.ts'
 import { Liveness, type LivenessTiming } from './liveness.ts'
+
+/** An encoded frame: one piece, or (a frame that arrived in several pieces, passed on as it came) a list of them. */
+export type FrameBytes = Uint8Array | Uint8ArrayList
+
+/** The frame as one Uint8Array if it is in one piece (or empty), without copying; else undefined. */
+export function onePiece(frame: FrameBytes): Uint8Array | undefined {
+  if (frame instanceof Uint8Array) return frame
+  const pieces = frame[Symbol.iterator]()
+  const first = pieces.next()
+  if (first.done === true) return new Uint8Array(0)
+  return pieces.next().done === true ? first.value : undefined
+}
+
+/** The first piece of a frame. */
+export function firstPiece(frame: FrameBytes): Uint8Array | undefined {
+  if (frame instanceof Uint8Array) return frame
+  const first = frame[Symbol.iterator]().next()
+  return first.done === true ? undefined : first.value
+}
+
+const firstByte = (frame: FrameBytes): number | undefined => (frame instanceof Uint8Array ? frame[0] : frame.byteLength > 0 ? frame.get(0) : undefined)
 
 export interface LinkLimits {
   readonly outboundBytesMax: number
@@ -38,7 +59,7 @@ export class NeighbourLink {
   private closed = false
   private readonly decoder: LengthPrefixedDecoder
   /** Frames decoded but not yet accepted by `onFrame` (it returned false): retried on resume. */
-  private readonly held: Uint8Array[] = []
+  private readonly held: FrameBytes[] = []
   /** Wakes the writer waiting for a 'drain' (the link closed meanwhile). */
   private wakeWriter: (() => void) | undefined
   private readonly liveness: Liveness | undefined
@@ -52,7 +73,7 @@ export class NeighbourLink {
     private readonly limits: LinkLimits,
     private readonly log: Logger,
     /** Handles one frame; false = cannot take it now (pause and retry it on `resume`). */
-    private readonly onFrame: (frame: Uint8Array) => boolean,
+    private readonly onFrame: (frame: FrameBytes) => boolean,
     private readonly onClose: (link: NeighbourLink, reason: string) => void,
     /** The byte stream cannot be split into frames (bad length prefix): the neighbour misbehaves. */
     private readonly onBadFraming: (link: NeighbourLink, reason: string) => void,
@@ -99,10 +120,10 @@ export class NeighbourLink {
    * false if its queue is full (the caller decides what that means). `tag` comes back from
    * `takeUnsent` if the link closes before the frame was handed to the stream.
    */
-  send(frame: Uint8Array, tag?: unknown): boolean {
+  send(frame: FrameBytes, tag?: unknown): boolean {
     if (this.closed) return false
-    const queue = isDataFrameBytes(frame) ? this.data : this.control
-    if (!this.fits(queue, frame.length)) return false
+    const queue = firstByte(frame) === DATA_FRAME_FIRST_BYTE ? this.data : this.control
+    if (!this.fits(queue, frame.byteLength)) return false
     queue.push(frame, tag)
     void this.flush()
     return true
@@ -166,12 +187,12 @@ export class NeighbourLink {
     for (const queue of [this.control, this.data]) {
       while (queue.length > 0) {
         const frame = queue.peek()
-        const prefix = varint.encode(frame.length)
-        const size = prefix.length + frame.length
+        const prefix = varint.encode(frame.byteLength)
+        const size = prefix.length + frame.byteLength
         if (tags.length > 0 && bytes.byteLength + smallBytes + size > BATCH_BYTES_MAX) break
         tags.push(queue.shift())
-        if (frame.length < COPY_BELOW_BYTES) {
-          small.push(prefix, frame)
+        if (frame.byteLength < COPY_BELOW_BYTES) {
+          small.push(prefix, ...(frame instanceof Uint8Array ? [frame] : frame))
           smallBytes += size
         } else {
           flushSmall()
@@ -220,7 +241,9 @@ export class NeighbourLink {
     try {
       for (const frame of this.decoder.decode(data)) {
         if (this.closed) return
-        const bytes = frame.subarray()
+        // A frame that arrived in several pieces stays in them (joining them copies it): the
+        // handler passes a data frame on as it is and joins the rest.
+        const bytes: FrameBytes = onePiece(frame as FrameBytes) ?? (frame as FrameBytes)
         if (this.held.length > 0 || !this.onFrame(bytes)) {
           this.held.push(bytes)
           this.stream.pause()
@@ -280,6 +303,9 @@ export class NeighbourLink {
  * Bytes handed to the stream in one write at most (one frame larger than this goes alone): what
  * the stream may hold beyond our queue while it waits for a 'drain', and four Noise messages.
  */
+/** The first byte of every data frame: the tag of `Frame.data` (field 2, length-delimited); see isDataFrameBytes in the wire package. */
+const DATA_FRAME_FIRST_BYTE = 0x12
+
 export const BATCH_BYTES_MAX = 256 * 1024
 /** Frames shorter than this are copied into their batch (with the prefixes) instead of handed on as pieces. */
 const COPY_BELOW_BYTES = 16 * 1024
@@ -297,7 +323,7 @@ function concatenate(pieces: readonly Uint8Array[], totalBytes: number): Uint8Ar
 
 /** One outbound queue of a link: encoded frames (without their length prefixes), and beside each its tag. */
 class FrameQueue {
-  private readonly frames: Uint8Array[] = []
+  private readonly frames: FrameBytes[] = []
   /**
    * Beside each queued frame, what its sender asked to hear about if it is never written (a data
    * frame, to bounce it `neighbour-down`); undefined for frames nobody needs back (updates, probes).
@@ -309,13 +335,13 @@ class FrameQueue {
     return this.frames.length
   }
 
-  push(frame: Uint8Array, tag: unknown): void {
+  push(frame: FrameBytes, tag: unknown): void {
     this.frames.push(frame)
     this.tags.push(tag)
-    this.bytes += frame.length
+    this.bytes += frame.byteLength
   }
 
-  peek(): Uint8Array {
+  peek(): FrameBytes {
     const frame = this.frames[0]
     if (frame === undefined) throw new Error('invariant: peek at an empty frame queue')
     return frame
@@ -325,7 +351,7 @@ class FrameQueue {
   shift(): unknown {
     const frame = this.frames.shift()
     if (frame === undefined) throw new Error('invariant: shift from an empty frame queue')
-    this.bytes -= frame.length
+    this.bytes -= frame.byteLength
     return this.tags.shift()
   }
 
