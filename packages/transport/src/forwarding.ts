@@ -47,9 +47,10 @@ export class Router implements FrameHandler {
     if (!link.isOpen) return true
     let frame: Frame
     try {
-      // A frame in several pieces: a data frame goes on in them, its header read from the first.
-      const piecewise = received instanceof Uint8Array ? undefined : this.dataInPieces(received)
-      if (piecewise !== undefined) frame = { kind: 'data', data: piecewise }
+      // A data frame: its header read (from its first piece, if it came in several), its payload
+      // left where it is. Anything else, or a data frame that cannot be read so, is decoded whole.
+      const data = this.dataHeaderFirst(received)
+      if (data !== undefined) frame = { kind: 'data', data }
       else frame = decodeFrame(received instanceof Uint8Array ? received : received.subarray())
     } catch (error) {
       this.neighbours.drop(link, 'wire', `undecodable frame: ${error instanceof WireError ? error.message : String(error)}`)
@@ -91,15 +92,17 @@ export class Router implements FrameHandler {
   }
 
   /**
-   * A data frame in a frame list: its header decoded from the first piece, its payload joined
-   * (copied) only if something reads it (delivery here, or a re-encoding); undefined if the
-   * header is not all in the first piece (then the frame is joined and decoded whole).
+   * A data frame's header decoded from its first piece (`decodeDataHeader`), the payload a view
+   * of the frame; for a frame in several pieces the payload is joined (copied) only if something
+   * reads it (delivery here, or a re-encoding). Undefined if it is not a data frame or its header
+   * is not all in the first piece (then the frame is joined and decoded whole).
    */
-  private dataInPieces(received: Exclude<FrameBytes, Uint8Array>): DataFrame | undefined {
+  private dataHeaderFirst(received: FrameBytes): DataFrame | undefined {
     const first = firstPiece(received)
     if (first === undefined) return undefined
     const decoded = decodeDataHeader(first, received.byteLength)
     if (decoded === undefined) return undefined
+    if (received instanceof Uint8Array) return { ...decoded.header, payload: received.subarray(decoded.payloadStart) }
     let payload: Uint8Array | undefined
     return {
       ...decoded.header,

@@ -1,9 +1,9 @@
 import type { Logger, Stream } from '@libp2p/interface'
-import { LengthPrefixedDecoder } from '@libp2p/utils'
 import { WIRE_LIMITS, encodeFrame, type ProbeFrame } from '@phoenix-overlay/wire'
 import * as varint from 'uint8-varint'
 import { Uint8ArrayList } from 'uint8arraylist'
 import { drained } from './drain.ts'
+import { FrameDecoder } from './frame-decoder.ts'
 import { Liveness, type LivenessTiming } from './liveness.ts'
 
 /** An encoded frame: one piece, or (a frame that arrived in several pieces, passed on as it came) a list of them. */
@@ -57,7 +57,7 @@ export class NeighbourLink {
   private unsent: unknown[] = []
   private writing = false
   private closed = false
-  private readonly decoder: LengthPrefixedDecoder
+  private readonly decoder: FrameDecoder
   /** Frames decoded but not yet accepted by `onFrame` (it returned false): retried on resume. */
   private readonly held: FrameBytes[] = []
   /** Wakes the writer waiting for a 'drain' (the link closed meanwhile). */
@@ -83,7 +83,7 @@ export class NeighbourLink {
     liveness?: LinkLiveness,
   ) {
     // One delivery can carry a whole flow-control window; the decoder keeps that plus a partial frame.
-    this.decoder = new LengthPrefixedDecoder({ maxDataLength: WIRE_LIMITS.frameBytesMax, maxBufferSize: limits.inboundBytesMax + WIRE_LIMITS.frameBytesMax })
+    this.decoder = new FrameDecoder(WIRE_LIMITS.frameBytesMax, limits.inboundBytesMax + WIRE_LIMITS.frameBytesMax)
     stream.maxReadBufferLength = limits.inboundBytesMax
     stream.addEventListener('message', (event) => this.receive(event.data))
     stream.addEventListener('close', (event) => this.shutDown(event.error?.message ?? 'stream closed'))
@@ -243,7 +243,7 @@ export class NeighbourLink {
         if (this.closed) return
         // A frame that arrived in several pieces stays in them (joining them copies it): the
         // handler passes a data frame on as it is and joins the rest.
-        const bytes: FrameBytes = onePiece(frame as FrameBytes) ?? (frame as FrameBytes)
+        const bytes: FrameBytes = onePiece(frame) ?? frame
         if (this.held.length > 0 || !this.onFrame(bytes)) {
           this.held.push(bytes)
           this.stream.pause()
