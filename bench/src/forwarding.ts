@@ -15,7 +15,7 @@ import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { measureLatency, measureThroughput, openPath, RSS_SAMPLE_MS } from './measure.ts'
 import { nodesOf, PATH_IDS, PATHS, setUpPath, type PathId } from './paths.ts'
-import { makePlan, sizeLabel, type Plan, type SizePlan } from './plan.ts'
+import { makePlan, SIZE_BYTES, sizeLabel, type Plan, type SizePlan } from './plan.ts'
 import { summarizeProfile, type ProfileSummary } from './profile.ts'
 import { writeForwardingReport, type MemoryRow, type Row, type Variant } from './report.ts'
 import { localNode, spawnNode, type NodeHandle } from './rpc.ts'
@@ -31,13 +31,16 @@ const { values } = parseArgs({
     'no-memory': { type: 'boolean', default: false },
     profile: { type: 'boolean', default: false },
     paths: { type: 'string' },
+    sizes: { type: 'string' },
   },
 })
 const rounds = values.rounds === undefined ? undefined : Number(values.rounds)
 if (rounds !== undefined && !(Number.isInteger(rounds) && rounds > 0)) throw new Error(`--rounds must be a positive integer, got ${JSON.stringify(values.rounds)}`)
 const paths = values.paths?.split(',').map((p) => p.trim())
 for (const p of paths ?? []) if (!(PATH_IDS as readonly string[]).includes(p)) throw new Error(`--paths: unknown path ${JSON.stringify(p)}; known: ${PATH_IDS.join(', ')}`)
-const plan = makePlan({ quick: values.quick, ...(rounds !== undefined ? { rounds } : {}), ...(paths !== undefined ? { paths: paths as PathId[] } : {}) })
+const sizes = values.sizes?.split(',').map((s) => Number(s.trim()))
+for (const s of sizes ?? []) if (!SIZE_BYTES.includes(s)) throw new Error(`--sizes: unknown message size ${JSON.stringify(s)}; known: ${SIZE_BYTES.join(', ')}`)
+const plan = makePlan({ quick: values.quick, ...(rounds !== undefined ? { rounds } : {}), ...(paths !== undefined ? { paths: paths as PathId[] } : {}), ...(sizes !== undefined ? { sizes } : {}) })
 const outDir = resolve(values.out ?? join(benchDir, values.quick ? 'results-quick' : 'results'))
 mkdirSync(outDir, { recursive: true })
 const log = (line: string) => process.stderr.write(`${line}\n`)

@@ -52,10 +52,13 @@ const quick: SizePlan[] = [
   { messageBytes: MiB, budgetBytes: 4 * MiB, latencyMessages: 3, gapMs: 5 },
 ]
 
+/** The message sizes a run can measure (`--sizes` picks among them). */
+export const SIZE_BYTES: readonly number[] = full.map((s) => s.messageBytes)
+
 const RELAY_KINDS: PathId[] = ['it-pipe', 'pause-resume', 'circuit-relay-v2', 'phoenix-1']
 
-export function makePlan(options: { quick: boolean; rounds?: number; paths?: readonly PathId[] }): Plan {
-  const sizes = options.quick ? quick : full
+export function makePlan(options: { quick: boolean; rounds?: number; paths?: readonly PathId[]; sizes?: readonly number[] }): Plan {
+  const sizes = (options.quick ? quick : full).filter((s) => options.sizes === undefined || options.sizes.includes(s.messageBytes))
   return {
     rounds: options.rounds ?? (options.quick ? 1 : 3),
     paths: options.paths ?? PATH_IDS,

@@ -1,4 +1,5 @@
 import { FLOW_CREDIT_BYTES, WIRE_LIMITS, type DataFrame, type FlowCredit } from '@phoenix-overlay/wire'
+import type { FrameBytes } from './link.ts'
 
 /** Per-flow credit's bounds (TRANSPORT_LIMITS; see FLOW_CREDIT_BYTES in the wire package for the protocol's window). */
 export interface CreditLimits {
@@ -17,7 +18,7 @@ export interface CreditSink {
   /** Room in the data queue toward `peer` for a frame of `bytes`. */
   hasRoom(peer: string, bytes: number): boolean
   /** Queues a data frame toward `peer` (it had room); false if the link is gone. */
-  write(peer: string, frame: Uint8Array, data: DataFrame): boolean
+  write(peer: string, frame: FrameBytes, data: DataFrame): boolean
   /** Returns credit to `peer` (a previous hop); false if its link could not take the frame now (its control queue is full). */
   returnCredit(peer: string, flows: FlowCredit[]): boolean
   /** A frame that waited here for credit cannot go on (its flow was evicted, its link is gone): tell its source. */
@@ -27,7 +28,7 @@ export interface CreditSink {
 
 /** A data frame waiting here for credit toward its next hop. */
 interface Waiting {
-  readonly frame: Uint8Array
+  readonly frame: FrameBytes
   readonly data: DataFrame
   /** The previous hop (owed credit once the frame leaves); undefined for our own sends. */
   readonly from: string | undefined
@@ -109,7 +110,7 @@ export class FlowCredits {
    * (`flow-full`) when the previous hop sent beyond its credit or our own sender has
    * `ownWaitingBytesMax` waiting; `table-full` when a new flow finds no room (after evicting a stalled one, if any).
    */
-  submit(nextHop: string, frame: Uint8Array, data: DataFrame, from: string | undefined, receivedBytes = frame.length): Admission {
+  submit(nextHop: string, frame: FrameBytes, data: DataFrame, from: string | undefined, receivedBytes = frame.byteLength): Admission {
     const key = flowKey(data)
     const window = this.limits.flowWindowBytes
     const inbound = from === undefined ? undefined : this.flows(from)
@@ -126,12 +127,12 @@ export class FlowCredits {
     }
     if (from === undefined && flow.waitingBytes >= this.limits.ownWaitingBytesMax) return 'flow-full'
     inbound?.held.set(key, (held ?? 0) + receivedBytes)
-    if (flow.waiting.length === 0 && flow.inFlightBytes < window && this.sink.hasRoom(nextHop, frame.length)) {
+    if (flow.waiting.length === 0 && flow.inFlightBytes < window && this.sink.hasRoom(nextHop, frame.byteLength)) {
       this.pass(nextHop, flow, { frame, data, from, receivedBytes })
       return 'sent'
     }
     flow.waiting.push({ frame, data, from, receivedBytes })
-    flow.waitingBytes += frame.length
+    flow.waitingBytes += frame.byteLength
     this.watchStalls()
     return 'queued'
   }
@@ -145,9 +146,9 @@ export class FlowCredits {
   private pass(nextHop: string, flow: OutFlow, item: Waiting): void {
     flow.lastProgressMs = this.sink.now()
     // Counted before the write: the link may call back (linkDrained, a pump) before it returns.
-    flow.inFlightBytes += item.frame.length
+    flow.inFlightBytes += item.frame.byteLength
     if (!this.sink.write(nextHop, item.frame, item.data)) {
-      flow.inFlightBytes -= item.frame.length
+      flow.inFlightBytes -= item.frame.byteLength
       this.sink.refuse(item.data, item.from, 'neighbour-down')
     }
     if (item.from !== undefined) this.release(item.from, flow.key, item.receivedBytes)
@@ -271,9 +272,9 @@ export class FlowCredits {
         }
         if (flow.inFlightBytes >= window) continue
         const next = flow.waiting[0]!
-        if (!this.sink.hasRoom(peer, next.frame.length)) return
+        if (!this.sink.hasRoom(peer, next.frame.byteLength)) return
         flow.waiting.shift()
-        flow.waitingBytes -= next.frame.length
+        flow.waitingBytes -= next.frame.byteLength
         this.pass(peer, flow, next)
         // To the back of the round: the next pump starts with the flows that waited longest.
         flows.out.delete(flow.key)

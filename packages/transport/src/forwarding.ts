@@ -1,9 +1,9 @@
 import { PhoenixError, isUnreachableSeq } from '@phoenix-overlay/core'
-import { WireError, decodeFrame, encodeFrame, rewriteDataHopLimit, type AckFrame, type DataFrame, type Frame, type UndeliverableFrame, type UndeliverableReason } from '@phoenix-overlay/wire'
+import { WireError, decodeDataHeader, decodeFrame, encodeFrame, rewriteDataHopLimit, type AckFrame, type DataFrame, type Frame, type UndeliverableFrame, type UndeliverableReason } from '@phoenix-overlay/wire'
 import type { CoreDriver } from './core-driver.ts'
 import { FlowCredits, type CreditSink } from './credit.ts'
 import { PhoenixTransportError } from './errors.ts'
-import type { NeighbourLink } from './link.ts'
+import { firstPiece, type FrameBytes, type NeighbourLink } from './link.ts'
 import type { FrameHandler, Neighbours } from './neighbours.ts'
 import type { NodeParts } from './parts.ts'
 
@@ -42,12 +42,16 @@ export class Router implements FrameHandler {
     this.credit = new FlowCredits({ flowWindowBytes, flowsMaxPerNeighbour, ownWaitingBytesMax: outboundBytesMaxPerNeighbour, flowStallMs: parts.timing.flowStallMs }, sink)
   }
 
-  onFrame(link: NeighbourLink, bytes: Uint8Array): boolean {
+  onFrame(link: NeighbourLink, received: FrameBytes): boolean {
     const core = this.driver.core
     if (!link.isOpen) return true
     let frame: Frame
     try {
-      frame = decodeFrame(bytes)
+      // A data frame: its header read (from its first piece, if it came in several), its payload
+      // left where it is. Anything else, or a data frame that cannot be read so, is decoded whole.
+      const data = this.dataHeaderFirst(received)
+      if (data !== undefined) frame = { kind: 'data', data }
+      else frame = decodeFrame(received instanceof Uint8Array ? received : received.subarray())
     } catch (error) {
       this.neighbours.drop(link, 'wire', `undecodable frame: ${error instanceof WireError ? error.message : String(error)}`)
       return true
@@ -70,26 +74,8 @@ export class Router implements FrameHandler {
         this.driver.schedule()
         return true
       }
-      case 'data': {
-        // Without credit, hop-by-hop backpressure: while the queue toward the next hop is full,
-        // stop reading from this neighbour (the frame is retried when that queue drains), which
-        // stalls every flow on this link (head-of-line blocking). With credit the frame arrived
-        // with room promised for it: it goes on, waits in its flow's queue, or is refused.
-        if (!this.credit.enabled) {
-          const decision = core.forward(frame.data.destination, frame.data.hopLimit, frame.data.name, flowKeyOf(frame.data))
-          if (!this.leaving && decision.action === 'forward') {
-            const next = this.neighbours.get(decision.nextHop)
-            if (next !== undefined && !next.link.hasRoomFor(bytes.length)) return false
-          }
-        }
-        // In place only into bytes decrypted for us (an encrypted connection: nobody else holds
-        // them); a plaintext stream (an in-memory one in tests) may share its sender's buffer.
-        const ours = this.neighbours.get(link.peer)?.connection.encryption !== undefined
-        const queued = this.routeData(frame.data, link.peer, ours ? bytes : undefined, bytes.length)
-        // Delivered, refused or dropped here: it left us, its credit goes back at once.
-        if (this.credit.enabled && !queued) this.credit.consumed(link.peer, frame.data, bytes.length)
-        return true
-      }
+      case 'data':
+        return this.onData(link, frame.data, received)
       case 'credit': {
         const unmatched = this.credit.granted(link.peer, frame.credit.flows)
         if (unmatched > 0) this.parts.metrics.count('credit_unmatched', unmatched)
@@ -106,11 +92,56 @@ export class Router implements FrameHandler {
   }
 
   /**
+   * A data frame's header decoded from its first piece (`decodeDataHeader`), the payload a view
+   * of the frame; for a frame in several pieces the payload is joined (copied) only if something
+   * reads it (delivery here, or a re-encoding). Undefined if it is not a data frame or its header
+   * is not all in the first piece (then the frame is joined and decoded whole).
+   */
+  private dataHeaderFirst(received: FrameBytes): DataFrame | undefined {
+    const first = firstPiece(received)
+    if (first === undefined) return undefined
+    const decoded = decodeDataHeader(first, received.byteLength)
+    if (decoded === undefined) return undefined
+    if (received instanceof Uint8Array) return { ...decoded.header, payload: received.subarray(decoded.payloadStart) }
+    let payload: Uint8Array | undefined
+    return {
+      ...decoded.header,
+      get payload(): Uint8Array {
+        payload ??= received.subarray(decoded.payloadStart)
+        return payload
+      },
+    }
+  }
+
+  /** A data frame from `link`: false if it cannot be taken now (credit off, the next hop's queue full). */
+  private onData(link: NeighbourLink, data: DataFrame, bytes: FrameBytes): boolean {
+    const core = this.driver.core
+    // Without credit, hop-by-hop backpressure: while the queue toward the next hop is full,
+    // stop reading from this neighbour (the frame is retried when that queue drains), which
+    // stalls every flow on this link (head-of-line blocking). With credit the frame arrived
+    // with room promised for it: it goes on, waits in its flow's queue, or is refused.
+    if (!this.credit.enabled) {
+      const decision = core.forward(data.destination, data.hopLimit, data.name, flowKeyOf(data))
+      if (!this.leaving && decision.action === 'forward') {
+        const next = this.neighbours.get(decision.nextHop)
+        if (next !== undefined && !next.link.hasRoomFor(bytes.byteLength)) return false
+      }
+    }
+    // In place only into bytes decrypted for us (an encrypted connection: nobody else holds
+    // them); a plaintext stream (an in-memory one in tests) may share its sender's buffer.
+    const ours = this.neighbours.get(link.peer)?.connection.encryption !== undefined
+    const queued = this.routeData(data, link.peer, ours ? bytes : undefined, bytes.byteLength)
+    // Delivered, refused or dropped here: it left us, its credit goes back at once.
+    if (this.credit.enabled && !queued) this.credit.consumed(link.peer, data, bytes.byteLength)
+    return true
+  }
+
+  /**
    * A data frame here (`fromPeer` undefined: our own send): deliver it if it is for us, else
    * pass it on or say why not. Our own send throws instead of bouncing to ourselves. True if
    * credit took it (it went on toward the next hop or waits there); false if it was handled here.
    */
-  routeData(data: DataFrame, fromPeer: string | undefined, received?: Uint8Array, receivedBytes?: number): boolean {
+  routeData(data: DataFrame, fromPeer: string | undefined, received?: FrameBytes, receivedBytes?: number): boolean {
     if (this.leaving && fromPeer !== undefined) return this.bounce(data, 'leaving', fromPeer)
     const decision = this.driver.core.forward(data.destination, data.hopLimit, data.name, flowKeyOf(data))
     if (decision.action === 'deliver') return this.deliver(data, fromPeer)
@@ -129,9 +160,9 @@ export class Router implements FrameHandler {
     if (this.credit.enabled && fromPeer === undefined && this.credit.ownFlowFull(decision.nextHop, data)) return this.refused('flow-full', decision.nextHop, data, fromPeer)
     // Zero-copy forwarding: the received frame goes on with only its hop limit rewritten in
     // place (wire/hop-limit.ts); re-encoded (the payload copied) only when that cannot be done.
-    const inPlace = received !== undefined ? rewriteDataHopLimit(received, decision.hopLimit) : undefined
-    if (inPlace !== undefined) this.parts.metrics.count('forwarded_in_place')
-    const frame = inPlace ?? encodeFrame({ kind: 'data', data: { ...data, hopLimit: decision.hopLimit } })
+    const inPlace = received !== undefined ? rewrittenInPlace(received, decision.hopLimit) : undefined
+    if (inPlace !== undefined) this.parts.metrics.count(inPlace instanceof Uint8Array ? 'forwarded_in_place' : 'forwarded_in_pieces')
+    const frame = inPlace ?? encodeFrame({ kind: 'data', data: { ...data, payload: data.payload, hopLimit: decision.hopLimit } })
     if (this.credit.enabled) return this.submit(decision.nextHop, frame, data, fromPeer, receivedBytes)
     if (!this.neighbours.send(decision.nextHop, frame, data)) {
       this.parts.metrics.count('dropped_queue_full')
@@ -145,7 +176,7 @@ export class Router implements FrameHandler {
   }
 
   /** A data frame for the next hop, under per-flow credit: true if it went or waits for credit. */
-  private submit(nextHop: string, frame: Uint8Array, data: DataFrame, fromPeer: string | undefined, receivedBytes: number | undefined): boolean {
+  private submit(nextHop: string, frame: FrameBytes, data: DataFrame, fromPeer: string | undefined, receivedBytes: number | undefined): boolean {
     const { metrics } = this.parts
     const admission = this.credit.submit(nextHop, frame, data, fromPeer, receivedBytes)
     if (admission === 'sent' || admission === 'queued') {
@@ -251,4 +282,11 @@ export function flowKeyOf(data: DataFrame): string {
 
 function withHopLimit(frame: ControlFrame, hopLimit: number): ControlFrame {
   return frame.kind === 'ack' ? { kind: 'ack', ack: { ...frame.ack, hopLimit } } : { kind: 'undeliverable', undeliverable: { ...frame.undeliverable, hopLimit } }
+}
+
+/** The received frame with its hop limit rewritten in place (in its first piece), or undefined if that cannot be done. */
+function rewrittenInPlace(received: FrameBytes, hopLimit: number): FrameBytes | undefined {
+  if (received instanceof Uint8Array) return rewriteDataHopLimit(received, hopLimit)
+  const first = firstPiece(received)
+  return first !== undefined && rewriteDataHopLimit(first, hopLimit, received.byteLength) !== undefined ? received : undefined
 }

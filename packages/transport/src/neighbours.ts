@@ -3,7 +3,7 @@ import { multiaddr, type Multiaddr } from '@multiformats/multiaddr'
 import type { DataFrame } from '@phoenix-overlay/wire'
 import type { PeerDropped } from './api.ts'
 import type { CoreDriver } from './core-driver.ts'
-import { NeighbourLink } from './link.ts'
+import { NeighbourLink, type FrameBytes } from './link.ts'
 import { StreamTap } from './stream-tap.ts'
 import { SSH_DIAL_TIMEOUT_MS, type DialPlan } from './dial-path.ts'
 import { describeError, type NodeParts } from './parts.ts'
@@ -21,7 +21,7 @@ export interface Neighbour {
 /** How frames from a neighbour are handled (forwarding.ts). */
 export interface FrameHandler {
   /** Handles one frame; false = cannot take it now (the link pauses and retries on resume). */
-  onFrame(link: NeighbourLink, bytes: Uint8Array): boolean
+  onFrame(link: NeighbourLink, bytes: FrameBytes): boolean
   /** Data frames that were queued toward a neighbour whose connection closed. */
   bounceUnsent(frames: readonly DataFrame[], peer: string): void
   /** The link to `peer` emptied its outbound queue (frames waiting for room may go). */
@@ -65,7 +65,7 @@ export class Neighbours {
   }
 
   /** Queues a frame toward `peer`; false if there is no link, its queue is full, or our side is closed. */
-  send(peer: string, frame: Uint8Array, data?: DataFrame): boolean {
+  send(peer: string, frame: FrameBytes, data?: DataFrame): boolean {
     const neighbour = this.byPeer.get(peer)
     return neighbour !== undefined && !neighbour.tap.writeClosed && neighbour.link.send(frame, data)
   }

@@ -5,7 +5,7 @@ import { defaultLogger } from '@libp2p/logger'
 import { tcp } from '@libp2p/tcp'
 import { createLibp2p, type Libp2p } from 'libp2p'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { NeighbourLink } from '../src/link.ts'
+import { BATCH_BYTES_MAX, NeighbourLink } from '../src/link.ts'
 
 const PROTOCOL = '/phoenix-test/backpressure/1.0.0'
 const FRAME_BYTES = 64 * 1024
@@ -26,7 +26,7 @@ describe('a link toward a receiver that stops reading', () => {
     await Promise.all([sender.stop(), receiver.stop()])
   })
 
-  it('keeps its queue within outboundBytesMax and the stream’s write buffer within one frame, after drains have come and gone', async () => {
+  it('keeps its queue within outboundBytesMax and the stream’s write buffer within one batch, after drains have come and gone', async () => {
     // The receiver reads the first 4 MiB (so the sender's stream sees many 'drain' events: the
     // first one is what used to turn `onDrain()` into a no-op), then stops reading for good.
     let read = 0
@@ -73,8 +73,8 @@ describe('a link toward a receiver that stops reading', () => {
     // Backpressure holds: the link refuses frames once its queue is full ...
     expect(refused).toBeGreaterThan(0)
     expect(peakQueueBytes).toBeLessThanOrEqual(limits.outboundBytesMax)
-    // ... and the stream holds at most the frame it was writing when the window ran out (plus its prefix).
-    expect(peakStreamBytes).toBeLessThanOrEqual(FRAME_BYTES + 8)
+    // ... and the stream holds at most the batch it was writing when the window ran out (BATCH_BYTES_MAX).
+    expect(peakStreamBytes).toBeLessThanOrEqual(BATCH_BYTES_MAX)
     // What left the process is bounded by what the receiver read plus its windows and the sockets' buffers.
     expect(offered).toBeLessThan(read + limits.outboundBytesMax + 32 * MiB)
     link.abort('test over')

@@ -1,6 +1,7 @@
 import { defaultLogger } from '@libp2p/logger'
 import type { Stream } from '@libp2p/interface'
 import { encodeFrame, type DataFrame, type FlowCredit } from '@phoenix-overlay/wire'
+import type { Uint8ArrayList } from 'uint8arraylist'
 import { describe, expect, it } from 'vitest'
 import { FlowCredits, type CreditSink } from '../src/credit.ts'
 import { NeighbourLink } from '../src/link.ts'
@@ -161,31 +162,51 @@ describe('per-flow credit, one node (credit.ts)', () => {
 })
 
 describe('a link', () => {
-  it('hands the stream the frame itself, its length prefix beside it: the payload is not copied', () => {
+  it('hands the stream a large frame itself, its length prefix beside it: the payload is not copied', async () => {
     const stream = new FakeStream()
     const handed: unknown[] = []
     const send = stream.send.bind(stream)
     stream.send = (bytes) => (handed.push(bytes), send(bytes))
     const link = new NeighbourLink('peer', stream as unknown as Stream, { outboundBytesMax: 1024 * 1024, outboundFramesMax: 16, inboundBytesMax: 1024 * 1024 }, defaultLogger().forComponent('test:link'), () => true, () => {}, () => {})
-    const frame = frameOf(data('me', 'far', 1))
+    const frame = frameOf({ ...data('me', 'far', 1), payload: new Uint8Array(64 * 1024) })
     expect(link.send(frame)).toBe(true)
+    await Promise.resolve()
     expect(handed).toHaveLength(1)
     expect([...(handed[0] as Iterable<Uint8Array>)].at(-1)).toBe(frame)
     link.abort('done')
   })
 
 
+  it('writes the frames queued in one turn in one stream write, in order, small ones copied into one buffer', async () => {
+    const stream = new FakeStream()
+    const handed: (Uint8Array | Uint8ArrayList)[] = []
+    const send = stream.send.bind(stream)
+    stream.send = (bytes) => (handed.push(bytes), send(bytes))
+    const link = new NeighbourLink('peer', stream as unknown as Stream, { outboundBytesMax: 1024 * 1024, outboundFramesMax: 64, inboundBytesMax: 1024 * 1024 }, defaultLogger().forComponent('test:link'), () => true, () => {}, () => {})
+    const ids = Array.from({ length: 20 }, (_, i) => i + 1)
+    for (const id of ids) expect(link.send(frameOf(data('me', 'far', id)))).toBe(true)
+    await turn()
+    expect(handed).toHaveLength(1)
+    expect([...(handed[0] as Uint8ArrayList)]).toHaveLength(1)
+    expect(framesWritten(stream).map((f) => (f.kind === 'data' ? f.data.messageId : -1))).toEqual(ids)
+    link.abort('done')
+  })
+
   it('writes a routing update queued behind megabytes of data next: control frames go before data', async () => {
     const stream = new FakeStream()
     stream.stalled = true
     const link = new NeighbourLink('peer', stream as unknown as Stream, { outboundBytesMax: 64 * 1024 * 1024, outboundFramesMax: 65_536, inboundBytesMax: 1024 * 1024 }, defaultLogger().forComponent('test:link'), () => true, () => {}, () => {})
     for (let i = 0; i < 100; i++) expect(link.send(frameOf({ ...data('me', 'far', i), payload: new Uint8Array(64 * 1024) }))).toBe(true)
+    await turn()
+    // The first batch is in the stream, which stalled; the rest of the data waits.
+    const first = framesWritten(stream).length
+    expect(first).toBeGreaterThan(0)
+    expect(first).toBeLessThan(100)
     expect(link.send(encodeFrame({ kind: 'update', update: { neighbourSlots: [], transSets: [], entries: [] } }))).toBe(true)
     stream.drain()
     await turn()
     const kinds = framesWritten(stream).map((f) => f.kind)
-    // The first data frame was in the stream already; the update comes right after it.
-    expect(kinds.slice(0, 3)).toEqual(['data', 'update', 'data'])
+    expect(kinds.slice(0, first + 2)).toEqual([...Array<string>(first).fill('data'), 'update', 'data'])
     expect(kinds).toHaveLength(101)
     link.abort('done')
   })

@@ -104,9 +104,12 @@ describe('a relay survives its traffic (issue 11, items 5 and 6)', () => {
     const source = await fake.connect()
     const stalled = await fake.connect()
     await settle()
-    stalled.stream.stalled = true // from now on: the first frame written fills the stream
+    stalled.stream.stalled = true // from now on: the first write fills the stream
     const frames = Array.from({ length: 10 }, (_, i): Frame => ({ kind: 'data', data: { source: source.peer, destination: stalled.peer, name: '', hopLimit: 8, messageId: 100 + i, ackRequested: true, payload: new Uint8Array(64) } }))
-    source.stream.deliver(concat(frames.map(prefixed)))
+    // The first frame alone (the link writes what one delivery queued as one batch), then the rest.
+    source.stream.deliver(prefixed(frames[0]!))
+    await settle()
+    source.stream.deliver(concat(frames.slice(1).map(prefixed)))
     await settle()
     // The stream took the first frame and stalled; the other nine wait in the relay's queue.
     const written = framesWritten(stalled.stream).flatMap((f) => (f.kind === 'data' ? [f.data.messageId] : []))
@@ -122,8 +125,8 @@ describe('a relay survives its traffic (issue 11, items 5 and 6)', () => {
   })
 
   it('a relay never bounces a frame the next hop\'s stream already took, however soon the connection closes after it', async () => {
-    // The link writes a frame to the stream synchronously as it is queued: a frame written that
-    // way and followed by nothing else was once counted unsent and bounced at the close, though
+    // The link writes a frame to the stream as soon as it is queued (one microtask later): a frame
+    // written that way and followed by nothing else was once counted unsent and bounced at the close, though
     // the next hop had it (a message received and reported lost).
     const { fake } = await pausedNode()
     const source = await fake.connect()

@@ -1,7 +1,7 @@
 import type { RouteAdvert, UpdateMessage } from '@phoenix-overlay/core'
 import { WIRE_LIMITS, type WireLimits } from './constants.ts'
 import { utf8Bytes } from './utf8.ts'
-import { Frame as FrameMessage, Undeliverable as UndeliverableMessage, type RouteAdvert as AdvertMessage, type Update as UpdateWire } from './frames.generated.ts'
+import { Data as DataMessage, Frame as FrameMessage, Undeliverable as UndeliverableMessage, type RouteAdvert as AdvertMessage, type Update as UpdateWire } from './frames.generated.ts'
 
 export interface DataFrame {
   source: string
@@ -13,6 +13,8 @@ export interface DataFrame {
   ackRequested: boolean
   payload: Uint8Array
 }
+/** A data frame without its payload: what a relay reads of a frame it passes on. */
+export type DataHeader = Omit<DataFrame, 'payload'>
 export interface AckFrame {
   source: string
   destination: string
@@ -154,12 +156,7 @@ export function decodeFrame(bytes: Uint8Array, overrides: Partial<WireLimits> = 
   if (decoded.update !== undefined) return { kind: 'update', update: check.update(decoded.update) }
   if (decoded.data !== undefined) {
     const d = decoded.data
-    check.id('data.source', d.source)
-    check.id('data.destination', d.destination)
-    check.text('data.name', d.name, limits.nameBytesMax, true)
-    check.max('data.hopLimit', d.hopLimit, limits.hopLimitMax)
-    check.max('data.payload bytes', d.payload.length, limits.payloadBytesMax)
-    return { kind: 'data', data: { source: d.source, destination: d.destination, name: d.name, hopLimit: d.hopLimit, messageId: d.messageId, ackRequested: d.ackRequested, payload: d.payload } }
+    return { kind: 'data', data: { ...check.dataHeader(d, d.payload.length), payload: d.payload } }
   }
   if (decoded.ack !== undefined) {
     const a = decoded.ack
@@ -188,6 +185,16 @@ export function decodeFrame(bytes: Uint8Array, overrides: Partial<WireLimits> = 
 
 class Checker {
   constructor(private readonly limits: WireLimits) {}
+
+  dataHeader(d: Omit<DataMessage, 'payload'>, payloadBytes: number): DataHeader {
+    const limits = this.limits
+    this.id('data.source', d.source)
+    this.id('data.destination', d.destination)
+    this.text('data.name', d.name, limits.nameBytesMax, true)
+    this.max('data.hopLimit', d.hopLimit, limits.hopLimitMax)
+    this.max('data.payload bytes', payloadBytes, limits.payloadBytesMax)
+    return { source: d.source, destination: d.destination, name: d.name, hopLimit: d.hopLimit, messageId: d.messageId, ackRequested: d.ackRequested }
+  }
 
   max(field: string, value: number, max: number): void {
     if (value > max) throw new WireError('LIMIT_EXCEEDED', `${field} is ${value}, more than ${max}`)
@@ -226,3 +233,69 @@ class Checker {
   }
 }
 
+
+/** The tag of `Frame.data` (field 2, length-delimited) and of `Data.payload` (field 7, length-delimited). */
+const FRAME_DATA_TAG = 0x12
+const PAYLOAD_TAG = 0x3a
+
+/**
+ * Decodes a data frame's header (every field but the payload) from `head`, the first bytes of a
+ * frame of `frameBytes` bytes whose rest may sit elsewhere (a frame that arrived in several
+ * pieces): a relay reads what it needs without joining the pieces, i.e. without copying the
+ * payload. The payload must be the frame's last field, as `encodeFrame` writes it; it is at
+ * `[payloadStart, frameBytes)`. Undefined when that cannot be read from `head` alone (not a data
+ * frame, a header longer than `head`, fields in another order): then decode the joined frame
+ * with `decodeFrame`. Throws WireError as `decodeFrame` does for a header it can read.
+ */
+export function decodeDataHeader(head: Uint8Array, frameBytes: number, overrides: Partial<WireLimits> = {}): { header: DataHeader; payloadStart: number } | undefined {
+  const limits: WireLimits = { ...WIRE_LIMITS, ...overrides }
+  if (frameBytes > limits.frameBytesMax) throw new WireError('FRAME_TOO_LARGE', `frame is ${frameBytes} bytes, more than frameBytesMax (${limits.frameBytesMax})`)
+  if (head[0] !== FRAME_DATA_TAG) return undefined
+  const length = readVarint(head, 1)
+  if (length === undefined) return undefined
+  const dataStart = 1 + length.width
+  if (dataStart + length.value !== frameBytes) return undefined
+  for (let at = dataStart; at < head.length; ) {
+    const tag = readVarint(head, at)
+    if (tag === undefined) return undefined
+    if (tag.value === PAYLOAD_TAG) {
+      const payload = readVarint(head, at + tag.width)
+      if (payload === undefined) return undefined
+      const payloadStart = at + tag.width + payload.width
+      if (payloadStart + payload.value !== frameBytes) return undefined
+      let fields: DataMessage
+      try {
+        fields = DataMessage.decode(head.subarray(dataStart, at))
+      } catch (error) {
+        throw new WireError('MALFORMED', `cannot decode frame: ${error instanceof Error ? error.message : String(error)}`)
+      }
+      return { header: new Checker(limits).dataHeader(fields, payload.value), payloadStart }
+    }
+    const next = skipField(head, at, tag)
+    if (next === undefined) return undefined
+    at = next
+  }
+  return undefined
+}
+
+/** A varint at `at` within `bytes` (at most 5 bytes): its value and width, or undefined. */
+function readVarint(bytes: Uint8Array, at: number): { value: number; width: number } | undefined {
+  let value = 0
+  for (let i = 0; i < 5 && at + i < bytes.length; i++) {
+    const byte = bytes[at + i]!
+    value += (byte & 0x7f) * 2 ** (7 * i)
+    if ((byte & 0x80) === 0) return { value, width: i + 1 }
+  }
+  return undefined
+}
+
+/** The offset after the field whose tag (already read) is at `at`, if it lies within `bytes`; varint and length-delimited fields only (Data has no others). */
+function skipField(bytes: Uint8Array, at: number, tag: { value: number; width: number }): number | undefined {
+  const next = at + tag.width
+  const wireType = tag.value & 7
+  if (wireType !== 0 && wireType !== 2) return undefined
+  const v = readVarint(bytes, next)
+  if (v === undefined) return undefined
+  const end = wireType === 0 ? next + v.width : next + v.width + v.value
+  return end <= bytes.length ? end : undefined
+}

@@ -50,18 +50,21 @@ function skipField(bytes: Uint8Array, at: number, end: number): number | undefin
 /**
  * Rewrites the hop limit of an encoded data frame (`encodeFrame({ kind: 'data', … })`) to
  * `hopLimit`, in place, reading only the fields before it and never touching the payload.
+ * `frame` may be only the first piece of the frame, of `frameBytes` in all (then undefined if the
+ * hop limit is not in that piece).
  * Returns `frame` itself, now carrying `hopLimit`, or undefined when it cannot be done in place
  * (not a data frame, no hop limit field, a different varint width, or `hopLimit` 0): then
  * re-encode. The result is byte for byte what `encodeFrame` makes of the same frame.
  */
-export function rewriteDataHopLimit(frame: Uint8Array, hopLimit: number): Uint8Array | undefined {
+export function rewriteDataHopLimit(frame: Uint8Array, hopLimit: number, frameBytes: number = frame.length): Uint8Array | undefined {
   if (!Number.isInteger(hopLimit) || hopLimit < 1 || hopLimit > 0xffffffff) return undefined
   if (frame[0] !== FRAME_DATA_TAG) return undefined
   const length = readVarint(frame, 1, frame.length)
   if (length === undefined) return undefined
   const start = 1 + length.width
-  const end = start + length.value
-  if (end !== frame.length) return undefined
+  if (start + length.value !== frameBytes) return undefined
+  // `frame` may be the first piece of a longer frame (`frameBytes`): only its bytes are read.
+  const end = Math.min(start + length.value, frame.length)
   for (let at = start; at < end; ) {
     if (frame[at] === HOP_LIMIT_TAG) {
       const old = readVarint(frame, at + 1, end)

@@ -1,12 +1,14 @@
 export { FLOW_CREDIT_BYTES, WIRE_LIMITS, type WireLimits } from './constants.ts'
 export {
   WireError,
+  decodeDataHeader,
   decodeFrame,
   encodeFrame,
   type AckFrame,
   type CreditFrame,
   type FlowCredit,
   type DataFrame,
+  type DataHeader,
   type Frame,
   type ProbeFrame,
   type UndeliverableFrame,
