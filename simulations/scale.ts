@@ -9,7 +9,10 @@
  *   ... run scale -- --scenarios paper-3-subnets --timeout-s 600                         # one scenario, a run stops after 10 min
  *   ... run scale -- --baseline ../other-checkout                                        # also run another checkout (same sizes) and print ratios
  *   ... run scale -- --report-only                                                       # rewrite the figure and the REPORT.md section from figures/scale.csv
- *   ... run scale -- --rss-limit-mib 8000                                                # stop a run whose resident set passes 8,000 MiB (default 16,384)
+ *   ... run scale -- --rss-limit-mib 8000                                                # stop a run whose resident set passes 8,000 MiB (default 16,384; also its V8 heap limit)
+ *
+ * Each row also records the machine's load average during the run (wall time depends on it) and
+ * the live set at the end (heap and array buffers after a full collection).
  *
  * A run that times out, passes the memory limit or crashes is recorded as such (with the wall time and resident set it reached), and the scenario's larger
  * sizes are skipped. Progress: one line per run on stderr, and the child's own line every 10 s.
@@ -17,6 +20,7 @@
 import { spawn } from 'node:child_process'
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { dirname, join, resolve } from 'node:path'
+import { cpus, loadavg } from 'node:os'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import * as vega from 'vega'
 import * as vegaLite from 'vega-lite'
@@ -36,6 +40,10 @@ interface RunOutcome {
   entries: number
   check: string
   convergenceMs: number
+  /** What the run still holds at its end, after a full GC (V8 heap + array buffers, MiB): the live set, apart from garbage and V8's headroom; 0 where not recorded. */
+  liveMiB?: number
+  /** The machine's 1-minute load average while the run went, lowest–highest (sampled every second by the parent); '' where not recorded. */
+  load?: string
 }
 
 const flag = (name: string): string | undefined => {
@@ -82,6 +90,13 @@ async function child(): Promise<void> {
     check: result.check.method,
     convergenceMs: result.convergenceMs,
   }
+  // Measured after the outcome's times: a full collection is not part of the run.
+  const gc = (globalThis as { gc?: () => void }).gc
+  if (gc !== undefined) {
+    gc()
+    const memory = process.memoryUsage()
+    outcome.liveMiB = (memory.heapUsed + memory.arrayBuffers) / 2 ** 20
+  }
   process.stdout.write(`${JSON.stringify(outcome)}\n`)
 }
 
@@ -101,7 +116,7 @@ function runChild(tree: string, scenario: string, nodes: number, timeoutS: numbe
   // events still hold (at 1,000 processes, three subnets: 15% less CPU with 64 MiB, measured).
   // The old generation may grow to the resident-set limit (V8's default is ~4 GiB whatever the
   // machine has): a run past it is stopped by the watch below, not by an out-of-memory crash.
-  const args = [`--max-semi-space-size=${SEMI_SPACE_MIB}`, `--max-old-space-size=${Math.round(rssLimitMiB)}`, '--import', 'tsx', fileURLToPath(import.meta.url), '--child', '--tree', tree, '--scenario-file', join(here, 'scenarios', `${scenario}.json`), '--nodes', String(nodes)]
+  const args = ['--expose-gc', `--max-semi-space-size=${SEMI_SPACE_MIB}`, `--max-old-space-size=${Math.round(rssLimitMiB)}`, '--import', 'tsx', fileURLToPath(import.meta.url), '--child', '--tree', tree, '--scenario-file', join(here, 'scenarios', `${scenario}.json`), '--nodes', String(nodes)]
   return new Promise((done) => {
     const started = performance.now()
     const proc = spawn(process.execPath, args, { cwd: here, stdio: ['ignore', 'pipe', 'inherit'] })
@@ -112,7 +127,11 @@ function runChild(tree: string, scenario: string, nodes: number, timeoutS: numbe
     // not cover typed arrays' backing stores); what it reached is reported.
     let peakSeen = 0
     let overLimit = false
+    // Wall time depends on what else the machine runs: each row says how loaded it was.
+    const loads: number[] = []
+    const load = (): string => (loads.length === 0 ? '' : `${Math.min(...loads).toFixed(0)}–${Math.max(...loads).toFixed(0)}`)
     const watch = setInterval(() => {
+      loads.push(loadavg()[0]!)
       peakSeen = Math.max(peakSeen, rssMiB(proc.pid))
       if (peakSeen > rssLimitMiB) {
         overLimit = true
@@ -124,8 +143,8 @@ function runChild(tree: string, scenario: string, nodes: number, timeoutS: numbe
       clearInterval(watch)
       const line = out.trim().split('\n').at(-1)
       const wallS = (performance.now() - started) / 1000
-      if (code === 0 && line !== undefined && line.startsWith('{')) done(JSON.parse(line) as RunOutcome)
-      else done({ scenario, nodes, tree, status: overLimit ? 'over memory limit' : wallS >= timeoutS ? 'timeout' : 'crashed', wallS, cpuS: 0, peakRssMiB: peakSeen, entries: 0, check: '', convergenceMs: 0 })
+      if (code === 0 && line !== undefined && line.startsWith('{')) done({ ...(JSON.parse(line) as RunOutcome), load: load() })
+      else done({ scenario, nodes, tree, status: overLimit ? 'over memory limit' : wallS >= timeoutS ? 'timeout' : 'crashed', wallS, cpuS: 0, peakRssMiB: peakSeen, entries: 0, check: '', convergenceMs: 0, load: load() })
     })
   })
 }
@@ -169,7 +188,7 @@ async function parent(): Promise<void> {
           if (baseline === undefined) await save(csvFile, rows)
         } else {
           const ours = rows.get(`${scenario}@${nodes}`)!
-          process.stderr.write(`  ratio (this / baseline): wall ${(ours.wallS / r.wallS).toFixed(2)}, CPU ${(ours.cpuS / r.cpuS).toFixed(2)} (${ours.cpuS.toFixed(1)} s / ${r.cpuS.toFixed(1)} s), peak RSS ${(ours.peakRssMiB / r.peakRssMiB).toFixed(2)}\n`)
+          process.stderr.write(`  ratio (this / baseline): wall ${(ours.wallS / r.wallS).toFixed(2)}, CPU ${(ours.cpuS / r.cpuS).toFixed(2)} (${ours.cpuS.toFixed(1)} s / ${r.cpuS.toFixed(1)} s), peak RSS ${(ours.peakRssMiB / r.peakRssMiB).toFixed(2)}, live at the end ${ours.liveMiB && r.liveMiB ? `${(ours.liveMiB / r.liveMiB).toFixed(2)} (${ours.liveMiB.toFixed(0)} / ${r.liveMiB.toFixed(0)} MiB)` : 'n/a'}; load ${ours.load ?? '?'} / ${r.load ?? '?'}\n`)
         }
         if (r.status !== 'ok') stopped.add(tree)
       }
@@ -184,7 +203,7 @@ async function parent(): Promise<void> {
 async function save(csvFile: string, rows: ReadonlyMap<string, RunOutcome>): Promise<void> {
   const all = [...rows.values()].sort((a, b) => a.scenario.localeCompare(b.scenario) || a.nodes - b.nodes)
   mkdirSync(join(here, 'figures'), { recursive: true })
-  writeFileSync(csvFile, `scenario,nodes,status,wall_s,peak_rss_mib,entries,check,convergence_ms,cpu_s\n${all.map((r) => [r.scenario, r.nodes, r.status, r.wallS.toFixed(1), r.peakRssMiB.toFixed(0), r.entries, r.check, r.convergenceMs, r.cpuS > 0 ? r.cpuS.toFixed(1) : ''].join(',')).join('\n')}\n`)
+  writeFileSync(csvFile, `scenario,nodes,status,wall_s,peak_rss_mib,entries,check,convergence_ms,cpu_s,load,live_mib\n${all.map((r) => [r.scenario, r.nodes, r.status, r.wallS.toFixed(1), r.peakRssMiB.toFixed(0), r.entries, r.check, r.convergenceMs, r.cpuS > 0 ? r.cpuS.toFixed(1) : '', r.load ?? '', r.liveMiB !== undefined && r.liveMiB > 0 ? r.liveMiB.toFixed(0) : ''].join(',')).join('\n')}\n`)
   await writeFigure(all)
   writeReportSection(all)
 }
@@ -192,8 +211,8 @@ async function save(csvFile: string, rows: ReadonlyMap<string, RunOutcome>): Pro
 function readCsv(file: string): RunOutcome[] {
   const [, ...lines] = readFileSync(file, 'utf8').trim().split('\n')
   return lines.map((line) => {
-    const [scenario, nodes, status, wallS, peakRssMiB, entries, check, convergenceMs, cpuS] = line.split(',')
-    return { scenario: scenario!, nodes: Number(nodes), tree: '', status: status as RunOutcome['status'], wallS: Number(wallS), cpuS: Number(cpuS ?? 0) || 0, peakRssMiB: Number(peakRssMiB), entries: Number(entries), check: check!, convergenceMs: Number(convergenceMs) }
+    const [scenario, nodes, status, wallS, peakRssMiB, entries, check, convergenceMs, cpuS, load, liveMiB] = line.split(',')
+    return { scenario: scenario!, nodes: Number(nodes), tree: '', status: status as RunOutcome['status'], wallS: Number(wallS), cpuS: Number(cpuS ?? 0) || 0, peakRssMiB: Number(peakRssMiB), entries: Number(entries), check: check!, convergenceMs: Number(convergenceMs), load: load ?? '', liveMiB: Number(liveMiB ?? 0) || 0 }
   })
 }
 
@@ -226,7 +245,7 @@ async function writeFigure(all: readonly RunOutcome[]): Promise<void> {
 
 
 function writeReportSection(all: readonly RunOutcome[]): void {
-  const lines = all.map((r) => `| ${r.scenario} | ${r.nodes} | ${r.status} | ${r.wallS.toFixed(1)} | ${r.cpuS > 0 ? r.cpuS.toFixed(1) : 'n/a'} | ${r.peakRssMiB.toFixed(0)} | ${r.entries} | ${nsPerEntry(r)} | ${r.check} |`)
+  const lines = all.map((r) => `| ${r.scenario} | ${r.nodes} | ${r.status} | ${r.wallS.toFixed(1)} | ${r.cpuS > 0 ? r.cpuS.toFixed(1) : 'n/a'} | ${r.load !== undefined && r.load !== '' ? r.load : 'n/a'} | ${r.peakRssMiB.toFixed(0)} | ${r.liveMiB !== undefined && r.liveMiB > 0 ? r.liveMiB.toFixed(0) : 'n/a'} | ${r.entries} | ${nsPerEntry(r)} | ${r.check} |`)
   const slopes = [...new Set(all.map((r) => r.scenario))].map((scenario) => {
     const ok = all.filter((r) => r.scenario === scenario && r.status === 'ok')
     const s = (f: (r: RunOutcome) => number) => slope(ok.map((r) => [r.nodes, f(r)] as const))?.toFixed(2) ?? 'n/a'
@@ -240,10 +259,12 @@ in its own Node process (V8 semi-space ${SEMI_SPACE_MIB} MiB), hubs only, wall t
 (the check column: \`reference\` = core's BFS checker on every node; \`twin-classes\` = the exact
 same check with one BFS per class of nodes with identical closed neighbourhoods, every pair).
 ns per entry = wall time / entries sent; CPU s = the process's user + system time (wall time
-depends on what else the machine runs; n/a: not recorded). Figure: [figures/scale.svg](figures/scale.svg).
+depends on what else the machine runs; load = the machine's 1-minute load average during the run,
+lowest–highest, on ${cpus().length} cores; live MiB = what the process still held at the end
+after a full collection, V8 heap and array buffers: the state itself, apart from garbage; n/a: not recorded). Figure: [figures/scale.svg](figures/scale.svg).
 
-| scenario | N | status | wall s | CPU s | peak RSS MiB | entries | ns/entry | check |
-|---|---|---|---|---|---|---|---|---|
+| scenario | N | status | wall s | CPU s | load | peak RSS MiB | live MiB | entries | ns/entry | check |
+|---|---|---|---|---|---|---|---|---|---|---|
 ${lines.join('\n')}
 
 Log-log slopes (least squares over the converged sizes):
