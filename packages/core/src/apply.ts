@@ -125,6 +125,8 @@ function slotMapOf(p: CoreParts, from: Neighbour, table: readonly NodeId[]): Int
 
 function applyMessage(p: CoreParts, from: Neighbour, message: UpdateMessage, nowMs: number): void {
   const sets = new MessageSets(p, from, message)
+  // A co-hub's update carries its plan (fanout.ts): a round waiting for it need wait no longer.
+  p.fanout.heardFrom(from.id)
   if (from.awaitingHello) {
     from.awaitingHello = false
     p.neighbours.setFlag(from, 'ownWaitsForHello', false)

@@ -92,6 +92,14 @@ export const DEFAULT_LIMITS = {
    * 8 covers them while bounding the per-entry list. 1 = single-path DSDV, the paper's protocol.
    */
   ecmpNextHopsMax: 8,
+  /**
+   * Entries one send step builds before its messages go out (fanout.ts); the rest of the round
+   * follows in the next steps, after what arrived meanwhile is applied. A hub that 400 nodes join
+   * owes 160,000 entries: in one step the first joiner waits for the last one's table to be
+   * built. 4,096 is four full messages (entriesPerMessageMax), a few milliseconds of work, and at
+   * least one neighbour's share always goes (a larger one is not split across steps).
+   */
+  sendStepEntriesMax: 1_000_000_000,
 } as const
 
 export type CoreLimits = { -readonly [K in keyof typeof DEFAULT_LIMITS]: number }
@@ -113,6 +121,14 @@ export const DEFAULT_TIMING = {
    * policy (dialling has priority, but sends do not wait for the dials to finish).
    */
   sendHoldForDialsMs: 0,
+  /**
+   * A hub whose own address is among its hubs, connected to other hubs of that list (co-hubs),
+   * serves only the neighbours it owns (a hash of hub and neighbour) and waits up to this long for
+   * its co-hubs' plans before it decides the others' again (fanout.ts): a node connected to k hubs
+   * hears each record about once instead of k times. It must cover a round trip between hubs and
+   * the co-hubs' first send step. 0 = off: every hub serves every neighbour (the paper).
+   */
+  coHubWaitMs: 0,
   /**
    * How long an unreachable (odd-sequence) entry is kept before it is forgotten. It must outlive
    * the propagation of the route loss, or a stale even entry could be accepted again.
