@@ -1,6 +1,7 @@
 import { invariant } from './errors.ts'
 import type { AddressBook } from './discovery.ts'
 import type { Neighbour, NeighbourTable } from './neighbours.ts'
+import type { CoreParts } from './parts.ts'
 import type { RouteEntry } from './route.ts'
 import type { NodeId, PhysicalAddress } from './types.ts'
 
@@ -151,6 +152,20 @@ export function coHubsOf(own: readonly PhysicalAddress[], hubsGiven: readonly Ph
     if (neighbour !== undefined && !out.includes(neighbour)) out.push(neighbour)
   }
   return out
+}
+
+/**
+ * Co-hub `gone` closed. The neighbours it may have owned may be in our trans and rcpt on its
+ * word alone (its plan), for entries it may never have sent them (it crashed first): they are
+ * forgotten as holders everywhere, and every entry is considered for them again. Duplicates for
+ * what they did get, nothing missing.
+ */
+export function coHubGone(p: CoreParts, gone: Neighbour): void {
+  const indices: number[] = []
+  for (const n of p.neighbours.values()) if (ownerHash(gone.id, n.id) < ownerHash(p.id, n.id)) indices.push(n.index)
+  if (indices.length === 0) return
+  p.table.forgetIndices(indices)
+  p.table.allDirty = true
 }
 
 function push(map: Map<Neighbour, RouteEntry[]>, neighbour: Neighbour, entry: RouteEntry): void {
