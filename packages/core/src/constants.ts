@@ -128,8 +128,10 @@ export const DEFAULT_TIMING = {
    * A hub whose own address is among its hubs, connected to other hubs of that list (co-hubs),
    * serves only the neighbours it owns (a hash of hub and neighbour) and waits up to this long for
    * its co-hubs' plans before it decides the others' again (fanout.ts): a node connected to k hubs
-   * hears each record about once instead of k times. It must cover a round trip between hubs and
-   * the co-hubs' first send step. 0 = off: every hub serves every neighbour (the paper).
+   * hears each record about once instead of k times. The wait ends as soon as the plans are in;
+   * this bounds it, so it must cover a co-hub's first send step and the link between hubs (the
+   * paper's scenario: 20 ms was too short at 2,000 processes, 200 ms is not). 0 = off: every hub
+   * serves every neighbour (the paper).
    */
   coHubWaitMs: 0,
   /**

@@ -2,7 +2,7 @@ import { Inbox, applyInbox } from './apply.ts'
 import { DEFAULT_LIMITS, DEFAULT_TIMING, type CoreLimits, type CoreTiming } from './constants.ts'
 import { AddressBook } from './discovery.ts'
 import { Expiry } from './expiry.ts'
-import { Fanout, coHubGone, coHubsOf } from './fanout.ts'
+import { Fanout, coHubsOf } from './fanout.ts'
 import { checkCoreInvariants } from './invariants.ts'
 import { PhoenixError } from './errors.ts'
 import { NameHolders, reclaimNames, type NameConflict } from './names.ts'
@@ -182,17 +182,15 @@ export class PhoenixCore {
   /** The connection to `peer` closed (crash, leave, network). Routes through it become unreachable. */
   connectionDown(peer: NodeId, nowMs: number): void {
     this.enter(nowMs)
-    const wasCoHub = this.parts.coHubs().some((n) => n.id === peer)
+    const coHub = this.parts.coHubs().find((n) => n.id === peer)
     const gone = this.neighbours.remove(peer)
     if (gone === undefined) return
-    this.fanout.neighbourGone(gone) // nothing more of a round goes to it
-    if (wasCoHub) coHubGone(this.parts, gone)
+    this.fanout.neighbourGone(gone, coHub === gone ? this.parts : undefined) // fanout.ts: the round, a co-hub's promises
     // Dial it again until it answers: a hub always, another neighbour while remembered (the
     // addresses of its record, read before the table forgets where it was; discovery on only).
     this.book.connectionLost(peer, this.discovery ? (this.table.get(peer)?.addresses ?? []) : undefined, nowMs)
     this.table.neighbourGone(peer, gone.index, nowMs)
-    // Cut off from everyone: start again from the hubs.
-    if (this.neighbours.size === 0) for (const hub of this.hubs) this.book.want(hub)
+    if (this.neighbours.size === 0) for (const hub of this.hubs) this.book.want(hub) // cut off from everyone: start again from the hubs
   }
 
   /** A dial we asked for failed: refused, timed out, or forbidden by a firewall. */

@@ -1,6 +1,7 @@
 import { invariant } from './errors.ts'
 import type { AddressBook } from './discovery.ts'
 import type { Neighbour, NeighbourTable } from './neighbours.ts'
+import { NodeSet } from './nodeset.ts'
 import type { CoreParts } from './parts.ts'
 import type { RouteEntry } from './route.ts'
 import type { NodeId, PhysicalAddress } from './types.ts'
@@ -35,11 +36,22 @@ export class Fanout {
   private readonly promised = new Map<Neighbour, RouteEntry[]>()
   /** Entries held back for a neighbour a co-hub owns: decided again once the co-hubs' plans are in. */
   private readonly heldBack = new Map<Neighbour, RouteEntry[]>()
-  /** Co-hubs not heard from since this round began. */
-  private readonly awaited = new Set<NodeId>()
+  /** Co-hubs whose plan is not all in yet, and how many entries of it we still expect from each. */
+  private readonly awaited = new Map<NodeId, number>()
+  /**
+   * Entries received from each neighbour since the last round began (a co-hub's plan may come
+   * before ours begins). Bounded by the neighbour table: emptied at every round.
+   */
+  private readonly heard = new Map<NodeId, number>()
   /** The round's wait for its co-hubs ends then at the latest. */
   private waitEndsMs = Number.NEGATIVE_INFINITY
   /** The co-hubs the owner cache was made for (their ids joined), and the cache: neighbour -> owned by a co-hub. */
+  /**
+   * Neighbours a co-hub that closed may have owned (`coHubGone`): the trans sets we receive say
+   * nothing about them any more, since updates still under way may repeat that co-hub's promises.
+   * At most our neighbours; each leaves with its connection.
+   */
+  readonly orphans = new NodeSet()
   private ownersKey = ''
   private readonly ownedElsewhere = new Map<Neighbour, boolean>()
 
@@ -72,24 +84,39 @@ export class Fanout {
     push(this.heldBack, neighbour, entry)
   }
 
-  /** The round begins: if it held anything back, it waits for these co-hubs until `untilMs`. */
-  begin(coHubs: readonly Neighbour[], untilMs: number): void {
+  /**
+   * The round begins. If it held anything back, it waits until `untilMs` at the latest for each
+   * co-hub's plan: as many entries from it as we send it now (`planned`), the co-hubs having
+   * the same records to share out; whatever it sent since our last round counts.
+   */
+  begin(planned: ReadonlyMap<NodeId, number>, untilMs: number): void {
     this.awaited.clear()
-    if (this.heldBack.size === 0) return
-    for (const hub of coHubs) this.awaited.add(hub.id)
-    this.waitEndsMs = untilMs
+    if (this.heldBack.size > 0) {
+      for (const [hub, entries] of planned) {
+        const missing = entries - (this.heard.get(hub) ?? 0)
+        if (missing > 0) this.awaited.set(hub, missing)
+      }
+      this.waitEndsMs = untilMs
+    }
+    this.heard.clear()
   }
 
-  /** An update from `peer` was applied (its plan, if it is a co-hub); a co-hub that closed is not awaited. */
-  heardFrom(peer: NodeId): void {
-    this.awaited.delete(peer)
+  /** `entries` from `peer` were applied: part of its plan, if it is a co-hub. */
+  heardFrom(peer: NodeId, entries: number): void {
+    const awaited = this.awaited.get(peer)
+    if (awaited === undefined) this.heard.set(peer, (this.heard.get(peer) ?? 0) + entries)
+    else if (awaited <= entries) this.awaited.delete(peer)
+    else this.awaited.set(peer, awaited - entries)
   }
 
-  /** `neighbour` is gone: nothing more of this round goes to it. */
-  neighbourGone(neighbour: Neighbour): void {
+  /** `neighbour` is gone: nothing more of this round goes to it. With `coHubOf`, it was a co-hub of that core (`coHubGone`). */
+  neighbourGone(neighbour: Neighbour, coHubOf?: CoreParts): void {
     this.promised.delete(neighbour)
     this.heldBack.delete(neighbour)
     this.awaited.delete(neighbour.id)
+    this.heard.delete(neighbour.id)
+    this.orphans.delete(neighbour.index)
+    if (coHubOf !== undefined) coHubGone(coHubOf, neighbour)
   }
 
   /**
@@ -133,6 +160,17 @@ export class Fanout {
     return owned
   }
 
+  /** `set` (a received trans set, in our numbering) without the orphans: frozen, itself if it names none. */
+  withoutOrphans(set: NodeSet): NodeSet {
+    let out: NodeSet | undefined
+    this.orphans.forEach((index) => {
+      if (!set.has(index)) return
+      out ??= set.clone()
+      out.delete(index)
+    })
+    return out === undefined ? set : out.freeze()
+  }
+
   /** Forgets cached owners of neighbours that are gone (bounded by the neighbour table). */
   prune(neighbours: NeighbourTable): void {
     for (const n of this.ownedElsewhere.keys()) if (neighbours.get(n.id) !== n) this.ownedElsewhere.delete(n)
@@ -158,12 +196,14 @@ export function coHubsOf(own: readonly PhysicalAddress[], hubsGiven: readonly Ph
  * Co-hub `gone` closed. The neighbours it may have owned may be in our trans and rcpt on its
  * word alone (its plan), for entries it may never have sent them (it crashed first): they are
  * forgotten as holders everywhere, and every entry is considered for them again. Duplicates for
- * what they did get, nothing missing.
+ * what they did get, nothing missing; and from now on no trans set we receive counts for them
+ * (`orphans`): the other co-hubs' updates under way still carry the promises they took over.
  */
 export function coHubGone(p: CoreParts, gone: Neighbour): void {
   const indices: number[] = []
   for (const n of p.neighbours.values()) if (ownerHash(gone.id, n.id) < ownerHash(p.id, n.id)) indices.push(n.index)
   if (indices.length === 0) return
+  for (const index of indices) p.fanout.orphans.add(index)
   p.table.forgetIndices(indices)
   p.table.allDirty = true
 }

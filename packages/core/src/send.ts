@@ -24,7 +24,7 @@ export function sendRound(p: CoreParts, nowMs: number): StepResult {
     p.table.allDirty = false
     if (p.mode === 'naive') return round.build()
     p.fanout.sortPromised()
-    p.fanout.begin(round.coHubs, nowMs + p.timing.coHubWaitMs)
+    p.fanout.begin(round.plannedForCoHubs(), nowMs + p.timing.coHubWaitMs)
   }
   if (!p.fanout.waiting(nowMs)) round.takeFromFanout()
   return round.build()
@@ -175,6 +175,13 @@ class SendRound {
       }
     }
     return trans === undefined ? decision.trans : this.p.table.holders.intern(trans)
+  }
+
+  /** Entries each co-hub gets in this step: our plan, and as much of theirs as we wait for. */
+  plannedForCoHubs(): Map<string, number> {
+    const out = new Map<string, number>()
+    for (const hub of this.coHubs) out.set(hub.id, this.perNeighbour.get(hub.slot)?.length ?? 0)
+    return out
   }
 
   /** A decided send: to a co-hub in this step (its plan is what the others wait for), to anyone else when the round reaches it. */
