@@ -32,11 +32,18 @@ export interface Phases {
   convergedMs: number
   dialsStarted: number
   dialsFailed: number
+  /** Of those, dials that failed after their TCP connection was up (a handshake cut or refused, not the firewall). */
+  dialsFailedUpgrade: number
   /** Dials the larger peer id held back (dialDeferMs), and those it then skipped because the other end had connected. */
   dialsDeferred: number
   dialsSkipped: number
   linksMax: number
+  /** The allowed pairs linked last, with when each was first seen linked (ms from the start): the tail of "links". */
+  lastPairs: { pair: string; ms: number }[]
 }
+
+/** Pairs listed in `lastPairs`: enough to see whether a few late dials or the whole set make the tail. */
+const LAST_PAIRS_SHOWN = 6
 
 interface NodeView {
   n: OverlayNode
@@ -67,6 +74,7 @@ export async function profileRun(overlay: Overlay, mode: 'discovery' | 'offline'
   await overlay.go(mode)
   const at: Partial<Record<'firstLinkMs' | 'allKnownMs' | 'linksMs', number>> = {}
   let linksMax = 0
+  const pairUpMs = new Map<string, number>()
   for (;;) {
     const elapsed = performance.now() - t0
     if (elapsed > RUN_TIMEOUT_MS) throw new Error(`${mode}: no convergence within ${RUN_TIMEOUT_MS} ms`)
@@ -81,6 +89,10 @@ export async function profileRun(overlay: Overlay, mode: 'discovery' | 'offline'
     linksMax = Math.max(linksMax, ...vs.map((v) => v.peers.length))
     if (at.firstLinkMs === undefined && vs.every((v) => v.peers.length > 0)) at.firstLinkMs = now
     if (at.allKnownMs === undefined && vs.every((v) => v.reachable >= nodes.length - 1)) at.allKnownMs = now
+    for (const [a, b] of allowed) {
+      const key = `${a.node.id}-${b.node.id}`
+      if (!pairUpMs.has(key) && (peersOf.get(a.peerId)?.has(b.peerId) === true || peersOf.get(b.peerId)?.has(a.peerId) === true)) pairUpMs.set(key, now)
+    }
     if (at.linksMs === undefined && allowed.every(([a, b]) => peersOf.get(a.peerId)?.has(b.peerId) === true || peersOf.get(b.peerId)?.has(a.peerId) === true)) at.linksMs = now
     if (at.linksMs !== undefined) {
       const s = await overlay.snapshot()
@@ -95,9 +107,11 @@ export async function profileRun(overlay: Overlay, mode: 'discovery' | 'offline'
           convergedMs,
           dialsStarted: metrics.reduce((a, m) => a + counter(m, 'dials_started'), 0),
           dialsFailed: metrics.reduce((a, m) => a + counter(m, 'dials_failed'), 0),
+          dialsFailedUpgrade: metrics.reduce((a, m) => a + counter(m, 'dials_failed_upgrade'), 0),
           dialsDeferred: metrics.reduce((a, m) => a + counter(m, 'dials_deferred'), 0),
           dialsSkipped: metrics.reduce((a, m) => a + counter(m, 'dials_skipped_connected'), 0),
           linksMax,
+          lastPairs: [...pairUpMs].sort((x, y) => y[1] - x[1]).slice(0, LAST_PAIRS_SHOWN).map(([pair, ms]) => ({ pair, ms: Math.round(ms) })),
         }
         log(`${mode}: ${JSON.stringify(phases)}`)
         return phases
@@ -131,7 +145,7 @@ if (isMain) {
     const xs = runs.filter((r) => r.mode === mode).map((r) => r[key] as number).sort((a, b) => a - b)
     return xs[Math.floor((xs.length - 1) / 2)]!
   }
-  for (const key of ['firstLinkMs', 'allKnownMs', 'linksMs', 'convergedMs', 'dialsStarted', 'dialsFailed', 'dialsDeferred', 'dialsSkipped'] as const) {
+  for (const key of ['firstLinkMs', 'allKnownMs', 'linksMs', 'convergedMs', 'dialsStarted', 'dialsFailed', 'dialsFailedUpgrade', 'dialsDeferred', 'dialsSkipped'] as const) {
     console.log(`${key.padEnd(14)} discovery ${med('discovery', key).toFixed(0).padStart(7)}  offline ${med('offline', key).toFixed(0).padStart(7)}`)
   }
   console.log(`convergence, discovery / offline: ${(med('discovery', 'convergedMs') / med('offline', 'convergedMs')).toFixed(2)}x (median of ${values.rounds})`)
