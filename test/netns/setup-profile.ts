@@ -178,5 +178,15 @@ if (isMain) {
   for (const key of ['firstLinkMs', 'allKnownMs', 'linksMs', 'convergedMs', 'dialsStarted', 'dialsFailed', 'dialsFailedUpgrade', 'dialsDeferred', 'dialsSkipped', 'nodeCpuS'] as const) {
     console.log(`${key.padEnd(14)} discovery ${med('discovery', key).toFixed(0).padStart(7)}  offline ${med('offline', key).toFixed(0).padStart(7)}`)
   }
-  console.log(`convergence, discovery / offline: ${(med('discovery', 'convergedMs') / med('offline', 'convergedMs')).toFixed(2)}x (median of ${values.rounds})`)
+  // Each round's own ratio (its two runs back to back, on nearly the same machine load), then their median and spread.
+  const rounds = Number(values.rounds)
+  const ratios = (key: 'convergedMs' | 'nodeCpuS') =>
+    Array.from({ length: rounds }, (_, i) => runs.filter((r) => r.mode === 'discovery')[i]![key] / runs.filter((r) => r.mode === 'offline')[i]![key]).map((x) => Math.round(x * 100) / 100)
+  const summary = (xs: number[]) => {
+    const sorted = [...xs].sort((a, b) => a - b)
+    return `median ${sorted[Math.floor((sorted.length - 1) / 2)]!.toFixed(2)}x, range ${sorted[0]!.toFixed(2)}–${sorted.at(-1)!.toFixed(2)} (per round: ${xs.join(', ')})`
+  }
+  console.log(`convergence, discovery / offline: ${summary(ratios('convergedMs'))}`)
+  console.log(`node CPU seconds, discovery / offline: ${summary(ratios('nodeCpuS'))}`)
+  console.log(`load average (1 min) at the runs' starts: ${runs.map((r) => r.load[0]).join(', ')}`)
 }

@@ -80,9 +80,14 @@ export const TRANSPORT_TIMING = {
    * 30-process namespace run both ends dialled, doubling the handshakes on a starved CPU). The
    * smaller end dials at once; the larger dials after this only if no connection came (the
    * smaller may be behind a firewall). Addresses learned from updates only: hubs are dialled at
-   * once. 0 = both dial at once.
+   * once. 0 = both dial at once. 3 s, not 1 s: the smaller's connection must arrive within it, and
+   * on a busy host a handshake takes seconds; with 1 s both ends still dialled, and each such pair
+   * replaced its link (a down and up for the core, and a wave of updates through the overlay):
+   * 40–55 replaced links in a 30-process run, 5 with 3 s, and 2,198 update messages instead of
+   * 3,700–4,800 (test/netns/SETUP-PROFILE.md). What it costs: a pair whose smaller end cannot dial
+   * the larger (a firewall in front of the larger, which is not its hub) links 3 s later.
    */
-  dialDeferMs: 1_000,
+  dialDeferMs: 3_000,
   /**
    * How long a leaving node keeps reading while it waits for each neighbour to close its side
    * (which a neighbour does once it heard the leave and wrote out what it had queued for us).
