@@ -5,7 +5,7 @@
  * split, and the same kill-half-and-restart), written into REPORT.md's "netns" section with a
  * figure. Needs root (network namespaces).
  *
- *   sudo npx tsx simulations/netns-figures.ts [--sizes 10,20,30,45,60] [--prefix relay-f]
+ *   sudo npx tsx simulations/netns-figures.ts [--sizes 10,20,30,45,60] [--prefix NAME-]   (default phx<pid>-; removed at the end or on SIGINT/SIGTERM)
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
@@ -15,9 +15,11 @@ import { parseScenario, simulate, type Scenario } from '@phoenix-overlay/sim'
 import * as vega from 'vega'
 import * as vegaLite from 'vega-lite'
 import { DEFAULT_SUBNETS, runScenario, type ScenarioResult } from '../test/netns/scenario.ts'
+import { cleanUpOnSignals } from '../test/netns/signal-cleanup.ts'
 
 const here = dirname(fileURLToPath(import.meta.url))
-const { values } = parseArgs({ args: process.argv.slice(2).filter((a) => a !== '--'), options: { sizes: { type: 'string', default: '10,20,30,45,60' }, prefix: { type: 'string', default: 'relay-f' } } })
+cleanUpOnSignals()
+const { values } = parseArgs({ args: process.argv.slice(2).filter((a) => a !== '--'), options: { sizes: { type: 'string', default: '10,20,30,45,60' }, prefix: { type: 'string' } } })
 const sizes = values.sizes.split(',').map(Number)
 for (const n of sizes) if (!Number.isInteger(n) || n < 6 || n > 200) throw new Error(`--sizes: each size must be an integer in [6, 200], got ${JSON.stringify(values.sizes)}`)
 const figures = join(here, 'figures')
@@ -74,7 +76,7 @@ for (const n of sizes) {
   console.log(`N=${n} (${counts.join(':')}): namespaces…`)
   let real: ScenarioResult
   try {
-    real = await runScenario(subnets, (line) => console.log(`  ${line}`), { prefix: values.prefix })
+    real = await runScenario(subnets, (line) => console.log(`  ${line}`), values.prefix !== undefined ? { prefix: values.prefix } : {})
   } catch (error) {
     // A size this machine does not hold (convergence past the harness's 120 s): said, not hidden.
     failed.push(`N=${n} (${counts.join(':')}): ${(error as Error).message.split('\n')[0]}`)

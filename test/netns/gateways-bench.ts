@@ -17,6 +17,9 @@
  * resumes within 3 s; 0 acknowledged messages lost; every other send refused with a code.
  */
 import { runGateways } from './gateways-run.ts'
+import { cleanUpOnSignals } from './signal-cleanup.ts'
+
+cleanUpOnSignals()
 
 function option(name: string, fallback: number): number {
   const at = process.argv.indexOf(`--${name}`)

@@ -6,12 +6,14 @@
 import { generateKeyPair, privateKeyToProtobuf } from '@libp2p/crypto/keys'
 import { peerIdFromPrivateKey } from '@libp2p/peer-id'
 import { checkRoutesAgainstBfs, subnetFirewallAllows, type RouteView } from '@phoenix-overlay/core'
+import { rmSync } from 'node:fs'
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { request } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { startInNamespace, type NamespaceProcess } from './processes.ts'
+import { onInterrupt } from './signal-cleanup.ts'
 import type { NetnsNode, Topology } from './topology.ts'
 
 const PHOENIX_BIN = fileURLToPath(new URL('../../packages/cli/bin/phoenix.js', import.meta.url))
@@ -55,10 +57,14 @@ function dialler(a: NetnsNode, b: NetnsNode): NetnsNode {
 
 export class Overlay {
   readonly nodes: OverlayNode[] = []
+  /** Removes the key directory if the run is interrupted (signal-cleanup.ts) before `destroy()`. */
+  private readonly forgetInterrupt: () => void
   private constructor(
     readonly topology: Topology,
     private readonly dir: string,
-  ) {}
+  ) {
+    this.forgetInterrupt = onInterrupt(() => rmSync(dir, { recursive: true, force: true }))
+  }
 
   static async prepare(topology: Topology): Promise<Overlay> {
     const dir = await mkdtemp(join(tmpdir(), 'phoenix-netns-'))
@@ -148,6 +154,7 @@ export class Overlay {
   async destroy(): Promise<void> {
     await this.stopAll()
     await rm(this.dir, { recursive: true, force: true })
+    this.forgetInterrupt()
   }
 
   alive(): OverlayNode[] {

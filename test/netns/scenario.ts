@@ -9,6 +9,7 @@
  */
 import { buildTopology, type SubnetSpec, type Topology } from './topology.ts'
 import { Overlay, type OverlayNode } from './overlay.ts'
+import { cleanUpOnSignals } from './signal-cleanup.ts'
 
 export interface ScenarioResult {
   nodes: number
@@ -80,6 +81,7 @@ export async function runScenario(subnets: SubnetSpec[], log: (line: string) => 
 
 const isMain = process.argv[1] !== undefined && /scenario\.ts$/.test(process.argv[1])
 if (isMain) {
+  cleanUpOnSignals()
   const { parseArgs } = await import('node:util')
   const { values } = parseArgs({ args: process.argv.slice(2).filter((a) => a !== '--'), options: { a: { type: 'string', default: '14' }, b: { type: 'string', default: '10' }, c: { type: 'string', default: '6' } } })
   const subnets = DEFAULT_SUBNETS.map((s) => ({ ...s, size: Number(values[s.name.toLowerCase() as 'a' | 'b' | 'c']) }))

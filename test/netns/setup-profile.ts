@@ -13,11 +13,17 @@
  * Also each node's dial counters (the `/metrics` of the transport): dials started and failed
  * (discovery dials addresses the firewall drops; those fail by timing out).
  *
- *   sudo npx tsx test/netns/setup-profile.ts [--rounds 2] [--a 14 --b 10 --c 6] [--prefix relay-]
+ *   sudo npx tsx test/netns/setup-profile.ts [--rounds 2] [--a 14 --b 10 --c 6] [--prefix NAME-]
+ *
+ * Namespaces are named with `--prefix` (default: phx<pid>-, unique to the run) and removed at the
+ * end, or on SIGINT/SIGTERM (signal-cleanup.ts).
  */
+import { readFileSync } from 'node:fs'
+import { loadavg } from 'node:os'
 import { parseArgs } from 'node:util'
 import { mayConnect, Overlay, type OverlayNode } from './overlay.ts'
 import { DEFAULT_SUBNETS } from './scenario.ts'
+import { cleanUpOnSignals } from './signal-cleanup.ts'
 import { buildTopology } from './topology.ts'
 
 /** Poll period of the phase observer: short enough to place a phase, long enough not to load 30 nodes. */
@@ -32,11 +38,37 @@ export interface Phases {
   convergedMs: number
   dialsStarted: number
   dialsFailed: number
+  /** Of those, dials that failed after their TCP connection was up (a handshake cut or refused, not the firewall). */
+  dialsFailedUpgrade: number
   /** Dials the larger peer id held back (dialDeferMs), and those it then skipped because the other end had connected. */
   dialsDeferred: number
   dialsSkipped: number
   linksMax: number
+  /** The allowed pairs linked last, with when each was first seen linked (ms from the start): the tail of "links". */
+  lastPairs: { pair: string; ms: number }[]
+  /**
+   * CPU seconds all node processes used from the start to convergence (user + system): the work
+   * a run took, which the other load on the machine changes far less than it changes wall time.
+   */
+  nodeCpuS: number
+  /** The 1-minute load average when the run started and when it converged. */
+  load: [number, number]
 }
+
+/** CPU seconds (user + system) a process has used, from /proc; 0 once it is gone. */
+function cpuSeconds(pid: number | undefined): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')
+    return (Number(fields[11]) + Number(fields[12])) / 100 // utime, stime in clock ticks (USER_HZ = 100 on Linux)
+  } catch {
+    return 0
+  }
+}
+
+const nodesCpuSeconds = (nodes: readonly OverlayNode[]) => nodes.reduce((a, n) => a + cpuSeconds(n.process?.child.pid), 0)
+
+/** Pairs listed in `lastPairs`: enough to see whether a few late dials or the whole set make the tail. */
+const LAST_PAIRS_SHOWN = 6
 
 interface NodeView {
   n: OverlayNode
@@ -63,10 +95,13 @@ export async function profileRun(overlay: Overlay, mode: 'discovery' | 'offline'
   await overlay.startAll(mode, true)
   const nodes = overlay.alive()
   const allowed = nodes.flatMap((a) => nodes.filter((b) => a.node.id < b.node.id && mayConnect(a.node, b.node)).map((b) => [a, b] as const))
+  const cpu0 = nodesCpuSeconds(nodes)
+  const load0 = loadavg()[0]!
   const t0 = performance.now()
   await overlay.go(mode)
   const at: Partial<Record<'firstLinkMs' | 'allKnownMs' | 'linksMs', number>> = {}
   let linksMax = 0
+  const pairUpMs = new Map<string, number>()
   for (;;) {
     const elapsed = performance.now() - t0
     if (elapsed > RUN_TIMEOUT_MS) throw new Error(`${mode}: no convergence within ${RUN_TIMEOUT_MS} ms`)
@@ -81,6 +116,10 @@ export async function profileRun(overlay: Overlay, mode: 'discovery' | 'offline'
     linksMax = Math.max(linksMax, ...vs.map((v) => v.peers.length))
     if (at.firstLinkMs === undefined && vs.every((v) => v.peers.length > 0)) at.firstLinkMs = now
     if (at.allKnownMs === undefined && vs.every((v) => v.reachable >= nodes.length - 1)) at.allKnownMs = now
+    for (const [a, b] of allowed) {
+      const key = `${a.node.id}-${b.node.id}`
+      if (!pairUpMs.has(key) && (peersOf.get(a.peerId)?.has(b.peerId) === true || peersOf.get(b.peerId)?.has(a.peerId) === true)) pairUpMs.set(key, now)
+    }
     if (at.linksMs === undefined && allowed.every(([a, b]) => peersOf.get(a.peerId)?.has(b.peerId) === true || peersOf.get(b.peerId)?.has(a.peerId) === true)) at.linksMs = now
     if (at.linksMs !== undefined) {
       const s = await overlay.snapshot()
@@ -95,9 +134,13 @@ export async function profileRun(overlay: Overlay, mode: 'discovery' | 'offline'
           convergedMs,
           dialsStarted: metrics.reduce((a, m) => a + counter(m, 'dials_started'), 0),
           dialsFailed: metrics.reduce((a, m) => a + counter(m, 'dials_failed'), 0),
+          dialsFailedUpgrade: metrics.reduce((a, m) => a + counter(m, 'dials_failed_upgrade'), 0),
           dialsDeferred: metrics.reduce((a, m) => a + counter(m, 'dials_deferred'), 0),
           dialsSkipped: metrics.reduce((a, m) => a + counter(m, 'dials_skipped_connected'), 0),
           linksMax,
+          nodeCpuS: Math.round((nodesCpuSeconds(nodes) - cpu0) * 10) / 10,
+          load: [load0, loadavg()[0]!].map((l) => Math.round(l * 10) / 10) as [number, number],
+          lastPairs: [...pairUpMs].sort((x, y) => y[1] - x[1]).slice(0, LAST_PAIRS_SHOWN).map(([pair, ms]) => ({ pair, ms: Math.round(ms) })),
         }
         log(`${mode}: ${JSON.stringify(phases)}`)
         return phases
@@ -109,9 +152,10 @@ export async function profileRun(overlay: Overlay, mode: 'discovery' | 'offline'
 
 const isMain = process.argv[1] !== undefined && /setup-profile\.ts$/.test(process.argv[1])
 if (isMain) {
-  const { values } = parseArgs({ args: process.argv.slice(2).filter((a) => a !== '--'), options: { rounds: { type: 'string', default: '2' }, a: { type: 'string', default: '14' }, b: { type: 'string', default: '10' }, c: { type: 'string', default: '6' }, prefix: { type: 'string', default: 'relay-' } } })
+  cleanUpOnSignals()
+  const { values } = parseArgs({ args: process.argv.slice(2).filter((a) => a !== '--'), options: { rounds: { type: 'string', default: '2' }, a: { type: 'string', default: '14' }, b: { type: 'string', default: '10' }, c: { type: 'string', default: '6' }, prefix: { type: 'string' } } })
   const subnets = DEFAULT_SUBNETS.map((s) => ({ ...s, size: Number(values[s.name.toLowerCase() as 'a' | 'b' | 'c']) }))
-  const topology = await buildTopology(subnets, { prefix: values.prefix })
+  const topology = await buildTopology(subnets, values.prefix !== undefined ? { prefix: values.prefix } : {})
   const overlay = await Overlay.prepare(topology)
   const log = (line: string) => console.log(line)
   const runs: Phases[] = []
@@ -131,8 +175,18 @@ if (isMain) {
     const xs = runs.filter((r) => r.mode === mode).map((r) => r[key] as number).sort((a, b) => a - b)
     return xs[Math.floor((xs.length - 1) / 2)]!
   }
-  for (const key of ['firstLinkMs', 'allKnownMs', 'linksMs', 'convergedMs', 'dialsStarted', 'dialsFailed', 'dialsDeferred', 'dialsSkipped'] as const) {
+  for (const key of ['firstLinkMs', 'allKnownMs', 'linksMs', 'convergedMs', 'dialsStarted', 'dialsFailed', 'dialsFailedUpgrade', 'dialsDeferred', 'dialsSkipped', 'nodeCpuS'] as const) {
     console.log(`${key.padEnd(14)} discovery ${med('discovery', key).toFixed(0).padStart(7)}  offline ${med('offline', key).toFixed(0).padStart(7)}`)
   }
-  console.log(`convergence, discovery / offline: ${(med('discovery', 'convergedMs') / med('offline', 'convergedMs')).toFixed(2)}x (median of ${values.rounds})`)
+  // Each round's own ratio (its two runs back to back, on nearly the same machine load), then their median and spread.
+  const rounds = Number(values.rounds)
+  const ratios = (key: 'convergedMs' | 'nodeCpuS') =>
+    Array.from({ length: rounds }, (_, i) => runs.filter((r) => r.mode === 'discovery')[i]![key] / runs.filter((r) => r.mode === 'offline')[i]![key]).map((x) => Math.round(x * 100) / 100)
+  const summary = (xs: number[]) => {
+    const sorted = [...xs].sort((a, b) => a - b)
+    return `median ${sorted[Math.floor((sorted.length - 1) / 2)]!.toFixed(2)}x, range ${sorted[0]!.toFixed(2)}–${sorted.at(-1)!.toFixed(2)} (per round: ${xs.join(', ')})`
+  }
+  console.log(`convergence, discovery / offline: ${summary(ratios('convergedMs'))}`)
+  console.log(`node CPU seconds, discovery / offline: ${summary(ratios('nodeCpuS'))}`)
+  console.log(`load average (1 min) at the runs' starts: ${runs.map((r) => r.load[0]).join(', ')}`)
 }

@@ -20,11 +20,13 @@
  * it (also on a failed build), including processes in the namespaces and the SSH key directory.
  */
 import { spawnSync } from 'node:child_process'
+import { rmSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir, userInfo } from 'node:os'
 import { join } from 'node:path'
 import { sshdMissing, sshKeyPair, startSshd, type KeyPair, type TestSshd } from '../../packages/transport/test/sshd.ts'
-import { applyNftables, destroyByPrefix, missingPrerequisite, sh, type NetnsNode } from './topology.ts'
+import { onInterrupt } from './signal-cleanup.ts'
+import { addNamespace, applyNftables, destroyByPrefix, missingPrerequisite, sh, type NetnsNode } from './topology.ts'
 
 export type SiteInbound = 'ssh' | 'ports' | 'none'
 export type SiteLan = 'ipv4' | 'dual' | 'ipv6'
@@ -163,9 +165,12 @@ export async function buildSites(specs: readonly SiteSpec[], options: { prefix?:
   const router = `${prefix}r`
   const nodes: SiteNode[] = []
   let ssh: SiteSsh | undefined
+  // The SSH keys' directory, if the run is interrupted before destroy() (signal-cleanup.ts).
+  const forgetInterrupt = onInterrupt(() => ssh !== undefined && rmSync(ssh.dir, { recursive: true, force: true }))
   const destroy = async () => {
     await destroyByPrefix(prefix)
     if (ssh !== undefined) await rm(ssh.dir, { recursive: true, force: true })
+    forgetInterrupt()
   }
   const node = (id: string) => nodes.find((n) => n.id === id) ?? fail(`no node ${id}`)
   const publicAddresses = (id: string) => node(id).addresses.filter((a) => a.class !== 'private-ipv4')
@@ -208,7 +213,7 @@ function fail(message: string): never {
 }
 
 async function buildRouter(router: string): Promise<void> {
-  await sh(['ip', 'netns', 'add', router])
+  await addNamespace(router)
   const inRouter = (...args: string[]) => sh(['ip', 'netns', 'exec', router, ...args])
   await sh(['ip', '-n', router, 'link', 'set', 'lo', 'up'])
   await inRouter('sysctl', '-qw', 'net.ipv4.ip_forward=1')
@@ -231,7 +236,7 @@ async function buildHost(router: string, spec: SiteSpec, k: number, pub: number 
   const id = `${spec.name}${i}`
   const namespace = `${prefix}${id}`
   const { addresses, router4, router6 } = lanPlan(spec, k, pub, i)
-  await sh(['ip', 'netns', 'add', namespace])
+  await addNamespace(namespace)
   const inNode = (...args: string[]) => sh(['ip', '-n', namespace, ...args])
   await sh(['ip', 'link', 'add', `v${id}`, 'netns', router, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', namespace])
   await sh(['ip', '-n', router, 'link', 'set', `v${id}`, 'master', `br${spec.name}`, 'up'])

@@ -12,12 +12,14 @@
  *
  *   sudo npx tsx test/netns/ssh-throughput.ts [--rate 16] [--seconds 8] [--rounds 2]
  */
+import { rmSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { startInNamespace, type NamespaceProcess } from './processes.ts'
+import { cleanUpOnSignals } from './signal-cleanup.ts'
 import { buildSites, sitesMissingPrerequisite } from './sites.ts'
 
 const { values } = parseArgs({ args: process.argv.slice(2).filter((a) => a !== '--'), options: { rate: { type: 'string', default: '16' }, seconds: { type: 'string', default: '8' }, rounds: { type: 'string', default: '2' } } })
@@ -27,6 +29,7 @@ const rounds = Number(values.rounds)
 if (!(rate >= 0) || !(seconds >= 3) || !(rounds >= 1)) throw new Error('--rate must be >= 0, --seconds >= 3, --rounds >= 1')
 const missing = sitesMissingPrerequisite()
 if (missing !== undefined) throw new Error(`cannot run: ${missing}`)
+cleanUpOnSignals()
 const NODE = fileURLToPath(new URL('./throughput-node.ts', import.meta.url))
 const gatewayRate = rate > 0 ? { gatewayRateMbit: rate } : {}
 const sites = await buildSites(
@@ -37,6 +40,7 @@ const sites = await buildSites(
   { prefix: `phst${process.pid % 10000}-` },
 )
 const dir = await mkdtemp(join(tmpdir(), 'phoenix-ssh-throughput-'))
+cleanUpOnSignals(() => rmSync(dir, { recursive: true, force: true }))
 const running: NamespaceProcess[] = []
 
 const start = async (id: string, args: string[]) => {

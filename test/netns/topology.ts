@@ -75,6 +75,18 @@ export function applyNftables(ns: string, ruleset: string): Promise<void> {
   })
 }
 
+/**
+ * Namespaces this process added and has not deleted yet, by name: what a signal handler removes
+ * (signal-cleanup.ts) when a run is interrupted before its `destroy()`.
+ */
+export const createdNamespaces = new Set<string>()
+
+/** `ip netns add name`, recorded in `createdNamespaces` first (a signal during the command still finds it). */
+export async function addNamespace(name: string): Promise<void> {
+  createdNamespaces.add(name)
+  await sh(['ip', 'netns', 'add', name])
+}
+
 /** Removes every namespace whose name starts with `prefix` (and the processes inside). Idempotent. */
 export async function destroyByPrefix(prefix: string): Promise<void> {
   const { stdout } = await run('ip', ['netns', 'list']).catch(() => ({ stdout: '' }))
@@ -92,6 +104,7 @@ export async function destroyByPrefix(prefix: string): Promise<void> {
       }
     }
     await run('ip', ['netns', 'del', ns]).catch(() => undefined)
+    createdNamespaces.delete(ns)
   }
 }
 
@@ -109,7 +122,7 @@ export async function buildTopology(subnets: readonly SubnetSpec[], options: { p
   const topology: Topology = { prefix, routerNamespace: router, nodes, gatewayPort, destroy: () => destroyByPrefix(prefix) }
   try {
     await destroyByPrefix(prefix)
-    await sh(['ip', 'netns', 'add', router])
+    await addNamespace(router)
     const inRouter = (...args: string[]) => sh(['ip', 'netns', 'exec', router, ...args])
     await inRouter('ip', 'link', 'set', 'lo', 'up')
     await inRouter('sysctl', '-qw', 'net.ipv4.ip_forward=1')
@@ -133,7 +146,7 @@ export async function buildTopology(subnets: readonly SubnetSpec[], options: { p
         const gateway = i === 0
         const ipv4 = subnet.family === 'ipv4' || gateway ? `${ipv4Subnet(index)}.${10 + i}` : undefined
         const ipv6 = subnet.family === 'ipv6' ? `${ipv6Subnet(index)}:${(0x10 + i).toString(16)}` : undefined
-        await sh(['ip', 'netns', 'add', namespace])
+        await addNamespace(namespace)
         const inNode = (...args: string[]) => sh(['ip', 'netns', 'exec', namespace, ...args])
         const port = `v${id}`
         await sh(['ip', 'link', 'add', port, 'netns', router, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', namespace])

@@ -250,8 +250,8 @@ export class PhoenixCore {
 
   /**
    * Adds a hub at run time (it is dialled like the ones given at start, and kept dialled until it
-   * answers). A hub already known is dialled now, its back-off cleared, unless it is connected
-   * or a dial to it is in flight.
+   * answers). It is dialled now, any back-off cleared (also of an address learned from an update
+   * before it was made a hub), unless it is connected or a dial to it is in flight.
    */
   addHub(address: PhysicalAddress): void {
     this.assertActive()
@@ -476,7 +476,9 @@ export class PhoenixCore {
     this.hubs.push(address)
     this.book.learn(address, undefined)
     this.book.keep(address, 'hub')
-    this.book.want(address)
+    // Dialled now even if known and backed off as a discovered address (a restarted node hears of
+    // its hub from a neighbour first): a hub is the user's choice, redialled within 4 s, not 60.
+    this.book.redialNow(address)
   }
 
   private enter(nowMs: number): void {

@@ -98,6 +98,22 @@ describe('re-dial: hubs and lost neighbours are dialled again until they answer'
     expect(drive(core, 20_002, 20_002, () => 'hub')).toEqual([])
   })
 
+  it('addHub of an address learned from an update and backed off (a discovered address the host would not dial) dials it now', () => {
+    // A restarted node hears of a gateway from a neighbour before it is told the gateway is its
+    // hub (issue 19: the 45-process kill-half run): the discovered address failed (its class
+    // unreachable from here) and backed off, doubling to dialBackoffMaxMs. Made a hub, it is
+    // dialled at once, not when that back-off ends (that was up to 60 s: recovery's long tail).
+    const core = connectedNode(['n1'])
+    core.receive('n1', { neighbourSlots: [], transSets: [], entries: [advert('gw', 2, 1)] }, 10)
+    const gw = addressOf('gw')
+    drive(core, 10, 40_000, () => 'fail')
+    expect(core.dialBackoff(gw)!.retryAtMs).toBeGreaterThan(40_001 + DEFAULT_TIMING.redialBackoffMaxMs)
+    core.addHub(gw)
+    const dials = drive(core, 40_001, 40_001, (address) => (address === gw ? 'gw' : 'fail'))
+    expect(dials).toContainEqual({ atMs: 40_001, address: gw })
+    expect(core.isNeighbour('gw')).toBe(true)
+  })
+
   it('a lost neighbour is dialled again while it is remembered, then left alone', () => {
     const core = connectedNode(['n1'])
     // n1's record, with its address, arrives through the hub.

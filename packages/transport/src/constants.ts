@@ -60,17 +60,34 @@ export const TRANSPORT_TIMING = {
   routeWaitMs: 10_000,
   /** How long `send({ ack: true })` waits for the acknowledgement. */
   ackTimeoutMs: 10_000,
-  /** How long a dial may take before it counts as failed (a firewall that drops SYNs never answers). */
+  /**
+   * How long a dial may wait for the TCP connection before it counts as failed (a firewall that
+   * drops SYNs never answers). Once the connection is up, `upgradeTimeoutMs` applies instead.
+   */
   dialTimeoutMs: 5_000,
+  /**
+   * How long the rest of a dial may take once its TCP connection is up: Noise, Yamux and the
+   * Phoenix stream. Longer than dialTimeoutMs, because a peer that answered is there and its
+   * handshake is progressing: 30 node processes on 2 busy cores took over 5 s for it, and a 5 s
+   * cut on the whole dial aborted 236 of the offline run's 460 dials (to peers that were allowed
+   * and listening), threw their work away and started it again (issue 19, test/netns/SETUP-PROFILE.md).
+   * The other end gives an inbound handshake as long (STRANGER_LIMITS.strangerHandshakeTimeoutMs).
+   */
+  upgradeTimeoutMs: 30_000,
   /**
    * How long the end of a pair with the larger peer id waits before it dials the other, so that
    * when both learn each other at once only one connection is set up (issue 19, item 4: in the
    * 30-process namespace run both ends dialled, doubling the handshakes on a starved CPU). The
    * smaller end dials at once; the larger dials after this only if no connection came (the
    * smaller may be behind a firewall). Addresses learned from updates only: hubs are dialled at
-   * once. 0 = both dial at once.
+   * once. 0 = both dial at once. 3 s, not 1 s: the smaller's connection must arrive within it, and
+   * on a busy host a handshake takes seconds; with 1 s both ends still dialled, and each such pair
+   * replaced its link (a down and up for the core, and a wave of updates through the overlay):
+   * 40–55 replaced links in a 30-process run, 5 with 3 s, and 2,198 update messages instead of
+   * 3,700–4,800 (test/netns/SETUP-PROFILE.md). What it costs: a pair whose smaller end cannot dial
+   * the larger (a firewall in front of the larger, which is not its hub) links 3 s later.
    */
-  dialDeferMs: 1_000,
+  dialDeferMs: 3_000,
   /**
    * How long a leaving node keeps reading while it waits for each neighbour to close its side
    * (which a neighbour does once it heard the leave and wrote out what it had queued for us).

@@ -5,6 +5,7 @@ import type { PeerDropped } from './api.ts'
 import type { CoreDriver } from './core-driver.ts'
 import { NeighbourLink, type FrameBytes } from './link.ts'
 import { StreamTap } from './stream-tap.ts'
+import { DialDeadline } from './dial-deadline.ts'
 import { SSH_DIAL_TIMEOUT_MS, type DialPlan } from './dial-path.ts'
 import { describeError, type NodeParts } from './parts.ts'
 import type { SshAddress } from './ssh-address.ts'
@@ -137,7 +138,7 @@ export class Neighbours {
       return
     }
     parts.metrics.count('dials_started')
-    const opened = plan.kind === 'ssh' ? this.openThroughSsh(address, plan.ssh) : this.open(multiaddr(address), AbortSignal.timeout(parts.timing.dialTimeoutMs))
+    const opened = plan.kind === 'ssh' ? this.openThroughSsh(address, plan.ssh) : this.openDirect(address)
     opened.catch((error: Error) => {
       parts.metrics.count('dials_failed')
       // A tunnel failure is worth a line at error level (it names the SSH option or server at
@@ -154,10 +155,26 @@ export class Neighbours {
     })
   }
 
+  /**
+   * A direct dial: dialTimeoutMs for the TCP connection, then upgradeTimeoutMs for the handshakes
+   * (DialDeadline). A failure after the connection was up is also counted as `dials_failed_upgrade`.
+   */
+  private async openDirect(address: string): Promise<Connection> {
+    const deadline = new DialDeadline(this.parts.timing.dialTimeoutMs, this.parts.timing.upgradeTimeoutMs)
+    try {
+      return await this.open(multiaddr(address), deadline.signal, address, deadline.onProgress)
+    } catch (error) {
+      if (deadline.connected) this.parts.metrics.count('dials_failed_upgrade')
+      throw error
+    } finally {
+      deadline.clear()
+    }
+  }
+
   /** Opens a connection and our stream on it, and attaches it as a dial of `address` (the address the core asked for). */
-  private async open(target: Multiaddr, signal: AbortSignal, address = target.toString()): Promise<Connection> {
+  private async open(target: Multiaddr, signal: AbortSignal, address = target.toString(), onProgress?: DialDeadline['onProgress']): Promise<Connection> {
     const { parts } = this
-    const connection = await parts.components.connectionManager.openConnection(target, { signal })
+    const connection = await parts.components.connectionManager.openConnection(target, onProgress === undefined ? { signal } : { signal, onProgress })
     this.attach(await connection.newStream(parts.protocol, { signal }), connection, address)
     return connection
   }

@@ -7,6 +7,8 @@ import type { Multiaddr } from '@multiformats/multiaddr'
 import { createLibp2p, type Libp2p } from 'libp2p'
 import { subnetFirewallAllows } from '@phoenix-overlay/core'
 import type { PhoenixInit } from './api.ts'
+import { TRANSPORT_TIMING } from './constants.ts'
+import { SSH_DIAL_TIMEOUT_MS } from './dial-path.ts'
 import { PhoenixTransportError } from './errors.ts'
 import { privateNetwork } from './pnet/protector.ts'
 import { formatPortRange, parsePortRange, withPortFromRange, type PortRange } from './port-range.ts'
@@ -56,10 +58,18 @@ export const STRANGER_LIMITS = {
   strangerBytesMax: 16 * 1024,
   /**
    * Time an inbound connection has to complete the whole upgrade (libp2p's `inboundUpgradeTimeout`,
-   * default 10 s). A handshake is three round trips: 5 s covers an intercontinental link through
-   * an SSH tunnel with room to spare, and halves how long a silent stranger holds a slot.
+   * default 10 s), as long as a dialler gives it (TRANSPORT_TIMING.upgradeTimeoutMs): on a busy
+   * host an honest handshake took over 5 s, and aborting it threw its work away and made both ends
+   * start again (issue 19). A stranger that goes silent is closed sooner (`strangerSilenceMs`).
    */
-  strangerHandshakeTimeoutMs: 5_000,
+  strangerHandshakeTimeoutMs: 30_000,
+  /**
+   * A stranger that has sent nothing for this long (since it connected, or since its last bytes)
+   * is closed: a silent connection holds a slot 5 s, as before the whole-upgrade limit was raised.
+   * An honest handshake answers each message within its own CPU time; a dialler that has not
+   * written for 5 s is gone or a prober.
+   */
+  strangerSilenceMs: 5_000,
   /**
    * Inbound handshakes in progress at once (libp2p's `maxIncomingPendingConnections`, default 10;
    * more are refused at once and the dialler retries after its back-off). A hub is dialled by every
@@ -78,8 +88,18 @@ export type StrangerLimits = { -readonly [K in keyof typeof STRANGER_LIMITS]: nu
  * connection's `onData` (where the TCP transport hands over each socket chunk), so it counts
  * bytes as they are read, before any protector or decoder buffers them.
  */
-function strangerGater(gater: ConnectionGater | undefined, bytesMax: number): ConnectionGater {
+function strangerGater(gater: ConnectionGater | undefined, limits: StrangerLimits): ConnectionGater {
   type Metered = MultiaddrConnection & { onData?: (data: Uint8Array) => void }
+  const { strangerBytesMax: bytesMax, strangerSilenceMs: silenceMs } = limits
+  const silenceTimers = new WeakMap<MultiaddrConnection, ReturnType<typeof setTimeout>>()
+  const watchSilence = (conn: Metered) => {
+    clearTimeout(silenceTimers.get(conn))
+    const timer = setTimeout(() => {
+      if (conn.status === 'open') conn.abort(new Error(`a stranger sent nothing for ${silenceMs} ms before its handshake completed (strangerSilenceMs)`))
+    }, silenceMs)
+    timer.unref?.()
+    silenceTimers.set(conn, timer)
+  }
   return {
     ...gater,
     denyInboundConnection: async (maConn) => {
@@ -88,10 +108,13 @@ function strangerGater(gater: ConnectionGater | undefined, bytesMax: number): Co
       const onData = conn.onData
       if (typeof onData !== 'function') return false // a transport without the hook: the timeout and the pending limit still bound it
       let bytes = 0
+      watchSilence(conn)
       conn.onData = (data: Uint8Array) => {
         bytes += data.byteLength
+        watchSilence(conn)
         if (bytes <= bytesMax) return onData.call(conn, data)
         conn.onData = () => undefined
+        clearTimeout(silenceTimers.get(conn))
         conn.abort(new Error(`a stranger sent more than ${bytesMax} bytes before its handshake completed (strangerBytesMax)`))
       }
       return false
@@ -99,6 +122,7 @@ function strangerGater(gater: ConnectionGater | undefined, bytesMax: number): Co
     denyInboundEncryptedConnection: async (peer, maConn) => {
       // Authenticated: from here on the peer is a member, policed by its links and the routing core.
       delete (maConn as Metered).onData
+      clearTimeout(silenceTimers.get(maConn))
       return (await gater?.denyInboundEncryptedConnection?.(peer, maConn)) ?? false
     },
   }
@@ -154,7 +178,11 @@ async function createStarted(options: OverlayNodeOptions, listen: string[]): Pro
   for (const [key, value] of Object.entries(stranger)) {
     if (!Number.isInteger(value) || value < 1) throw new PhoenixTransportError('INVALID_INPUT', `strangers.${key} must be a positive integer, got ${String(value)}`)
   }
-  const gater = strangerGater(membershipGater(connectionGater, allowedPeers), stranger.strangerBytesMax)
+  const gater = strangerGater(membershipGater(connectionGater, allowedPeers), stranger)
+  const timing = { ...TRANSPORT_TIMING, ...init.timing }
+  // libp2p cuts each address's dial at addressDialTimeout (6 s) whatever our signal says: it must
+  // cover a direct dial's two phases (DialDeadline) and an SSH dial.
+  const dialMaxMs = Math.max(timing.dialTimeoutMs + timing.upgradeTimeoutMs, SSH_DIAL_TIMEOUT_MS)
   const libp2p = await createLibp2p({
     privateKey: privateKey ?? (await generateKeyPair('Ed25519')),
     addresses: { listen },
@@ -167,6 +195,8 @@ async function createStarted(options: OverlayNodeOptions, listen: string[]): Pro
       inboundConnectionThreshold: 10_000,
       maxIncomingPendingConnections: stranger.handshakesInProgressMax,
       inboundUpgradeTimeout: stranger.strangerHandshakeTimeoutMs,
+      addressDialTimeout: dialMaxMs,
+      dialTimeout: dialMaxMs,
       maxConnections: 2_048,
     },
     connectionMonitor: { enabled: false },
