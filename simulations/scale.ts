@@ -69,7 +69,8 @@ async function child(): Promise<void> {
   const scenario = sim.scaleScenario(sim.parseScenario(JSON.parse(readFileSync(file, 'utf8'))), nodes)
   const start = performance.now()
   let nextLineMs = start + 10_000
-  const { result } = sim.simulate(scenario, {
+  // The simulation is kept until the live set is measured: without it a full GC frees it all.
+  const { sim: simulation, result } = sim.simulate(scenario, {
     onProgress: (virtualMs: number, events: number) => {
       const now = performance.now()
       if (now < nextLineMs) return
@@ -96,6 +97,8 @@ async function child(): Promise<void> {
     gc()
     const memory = process.memoryUsage()
     outcome.liveMiB = (memory.heapUsed + memory.arrayBuffers) / 2 ** 20
+    // Used after the collection, so the simulation is still reachable during it.
+    if (simulation === undefined) throw new Error('scale: the simulation was not kept')
   }
   process.stdout.write(`${JSON.stringify(outcome)}\n`)
 }

@@ -125,15 +125,19 @@ export class RouteColumns {
     return row
   }
 
-  /** Forgets `row` (not dirty: the caller keeps dirty rows). Its columns keep their values until the row is inserted again. */
+  /** Forgets `row` (not dirty: the caller keeps dirty rows); what it referenced is let go, its numbers stay until the row is inserted again. */
   remove(row: number): void {
     invariant(this.has(row) && (this.flags[row]! & DIRTY) === 0, 'only a present, clean row is removed')
     this.flags[row] = 0
     this.order[this.orderAt[row]!] = NONE
     this.orderHoles++
     this.present--
+    this.introducedBy[row] = undefined
     this.trans[row] = EMPTY_SET
     this.rcpt[row] = EMPTY_SET
+    this.names[row] = NO_NAMES
+    this.addresses[row] = NO_NAMES
+    this.signature[row] = NO_SIGNATURE
   }
 
   /** Present rows in insertion order. Removing the current row while iterating is allowed; inserting is not. */
