@@ -12,7 +12,7 @@ import type { CoreParts, TrafficCounters } from './parts.ts'
 import { Police } from './police.ts'
 import type { RecordAuthority } from './records.ts'
 import type { RouteEntry } from './route.ts'
-import { advertOf, sendRound } from './send.ts'
+import { leaveMessages, sendRound } from './send.ts'
 import { isUnreachableSeq, isValidSeq } from './seq.ts'
 import type { SharedNumbering } from './shared-numbering.ts'
 import { RouteTable } from './table.ts'
@@ -274,14 +274,7 @@ export class PhoenixCore {
     this.enter(nowMs)
     this.table.withdrawOwn()
     this.left = true
-    const advert = advertOf(this.table.own, -1)
-    const effects: Effect[] = []
-    for (const peer of this.neighbours.ids()) {
-      effects.push({ type: 'send', to: peer, message: { neighbourSlots: [], transSets: [], entries: [advert] } })
-    }
-    this.traffic.messagesSent += effects.length
-    this.traffic.entriesSent += effects.length
-    return effects
+    return leaveMessages(this.parts)
   }
 
   // ---------------------------------------------------------------- scheduler

@@ -331,3 +331,13 @@ function contentKey(bytes: Uint8Array): string {
   for (let i = 0; i < bytes.length; i++) key += String.fromCharCode(bytes[i]!)
   return key
 }
+
+/** The messages of a graceful leave: our own withdrawn entry to every neighbour at once, counted as sent. */
+export function leaveMessages(p: CoreParts): Effect[] {
+  const advert = advertOf(p.table.own, -1)
+  const effects: Effect[] = []
+  for (const peer of p.neighbours.ids()) effects.push({ type: 'send', to: peer, message: { neighbourSlots: [], transSets: [], entries: [advert] } })
+  p.traffic.messagesSent += effects.length
+  p.traffic.entriesSent += effects.length
+  return effects
+}
