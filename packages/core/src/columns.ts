@@ -111,12 +111,7 @@ export class RouteColumns {
     this.rcptHopsMax[row] = 0
     this.fwd[row] = NONE
     this.changedAtMs[row] = 0
-    this.introducedBy[row] = undefined
-    this.trans[row] = EMPTY_SET
-    this.rcpt[row] = EMPTY_SET
-    this.names[row] = NO_NAMES
-    this.addresses[row] = NO_NAMES
-    this.signature[row] = NO_SIGNATURE
+    this.clearReferences(row)
     if (this.orderHoles > 0 && this.orderHoles * 2 >= this.orderLength) this.compactOrder()
     if (this.orderLength === this.order.length) this.order = grownInt32(this.order, Math.max(ROWS_INITIAL, this.orderLength * 2), NONE)
     this.orderAt[row] = this.orderLength
@@ -132,6 +127,11 @@ export class RouteColumns {
     this.order[this.orderAt[row]!] = NONE
     this.orderHoles++
     this.present--
+    this.clearReferences(row)
+  }
+
+  /** Lets go of what `row` referenced (shared sets, the record's names, addresses and signature): a blank row's values. */
+  private clearReferences(row: number): void {
     this.introducedBy[row] = undefined
     this.trans[row] = EMPTY_SET
     this.rcpt[row] = EMPTY_SET
