@@ -50,11 +50,12 @@ export interface SshInit {
 export const SSH_DIAL_TIMEOUT_MS = 15_000
 
 /**
- * SSH addresses whose last failure is remembered, so a hub that stays unreachable is reported once
- * per cause at error level (its redials every few seconds go to debug): one per SSH address this
- * node dials, a handful in practice; past the bound the oldest is forgotten (and may be reported again).
+ * Addresses whose last failure reported at error level is remembered (SSH addresses, and hubs
+ * that answer with another peer id), so an address that keeps failing is reported once per cause
+ * (its redials every few seconds go to debug): a handful in practice, the hubs and SSH addresses
+ * this node dials; past the bound the oldest is forgotten (and may be reported again).
  */
-export const SSH_FAILURES_REMEMBERED_MAX = 64
+export const FAILURES_REPORTED_MAX = 64
 
 export type DialPlan =
   | { readonly kind: 'skip'; readonly class: AddressClass | 'malformed'; readonly viaSsh: boolean; readonly reason: string }
@@ -69,8 +70,8 @@ export class DialPath {
   private tunnels: SshTunnels | undefined
   private readonly advertiseAs: { user: string; host: string; port: number } | undefined
   private readonly sitePrefixes: readonly string[]
-  /** The last failure of each SSH address dialled (bounded: SSH_FAILURES_REMEMBERED_MAX). */
-  private readonly sshFailures = new Map<string, string>()
+  /** The last failure reported of each such address (bounded: FAILURES_REPORTED_MAX). */
+  private readonly failuresReported = new Map<string, string>()
 
   constructor(
     private readonly ssh: SshInit | undefined,
@@ -146,18 +147,18 @@ export class DialPath {
     this.metrics.count(`dials_${plan.kind === 'skip' ? 'skipped_' : ''}${metricName(plan.class)}${ssh}`)
   }
 
-  /** Whether this failure of an SSH dial is news (the first, or another cause than the last): worth a line at error level. */
-  sshFailureIsNew(address: string, message: string): boolean {
-    if (this.sshFailures.get(address) === message) return false
-    this.sshFailures.delete(address)
-    if (this.sshFailures.size >= SSH_FAILURES_REMEMBERED_MAX) this.sshFailures.delete(this.sshFailures.keys().next().value!)
-    this.sshFailures.set(address, message)
+  /** Whether this failure of a dial to `address` is news (the first, or another cause than the last): worth a line at error level. */
+  failureIsNew(address: string, message: string): boolean {
+    if (this.failuresReported.get(address) === message) return false
+    this.failuresReported.delete(address)
+    if (this.failuresReported.size >= FAILURES_REPORTED_MAX) this.failuresReported.delete(this.failuresReported.keys().next().value!)
+    this.failuresReported.set(address, message)
     return true
   }
 
-  /** An SSH dial succeeded: its next failure is news again. */
-  sshDialSucceeded(address: string): void {
-    this.sshFailures.delete(address)
+  /** A dial of `address` succeeded: its next failure is news again. */
+  dialSucceeded(address: string): void {
+    this.failuresReported.delete(address)
   }
 
   /** The tunnel for an SSH address, and the address libp2p dials through it. */

@@ -142,9 +142,13 @@ export class Neighbours {
     opened.catch((error: Error) => {
       parts.metrics.count('dials_failed')
       // A tunnel failure is worth a line at error level (it names the SSH option or server at
-      // fault), once per cause: the redials of a hub that stays unreachable go to debug.
-      if (plan.kind === 'ssh' && parts.dialPath.sshFailureIsNew(address, error.message)) parts.log.error('dial %s failed: %s', address, error.message)
-      else parts.log('dial %s failed: %s', address, error.message)
+      // fault), once per cause: the redials of a hub that stays unreachable go to debug. So is a
+      // hub that answers with another peer id: usually restarted without its key file, and
+      // otherwise this node would wait for it silently forever.
+      const wrongPeer = isWrongPeer(error) && core.isHub(address)
+      const reason = wrongPeer ? `${error.message}: another node answers at this hub address (restarted without its key file, phoenix node --key?); give it its key, or name the hub without /p2p/…` : error.message
+      if ((plan.kind === 'ssh' || wrongPeer) && parts.dialPath.failureIsNew(address, error.message)) parts.log.error('dial %s failed: %s', address, reason)
+      else parts.log('dial %s failed: %s', address, reason)
       if (this.closing || core.hasLeft) return
       try {
         core.dialFailed(address, driver.now())
@@ -162,7 +166,9 @@ export class Neighbours {
   private async openDirect(address: string): Promise<Connection> {
     const deadline = new DialDeadline(this.parts.timing.dialTimeoutMs, this.parts.timing.upgradeTimeoutMs)
     try {
-      return await this.open(multiaddr(address), deadline.signal, address, deadline.onProgress)
+      const connection = await this.open(multiaddr(address), deadline.signal, address, deadline.onProgress)
+      this.parts.dialPath.dialSucceeded(address)
+      return connection
     } catch (error) {
       if (deadline.connected) this.parts.metrics.count('dials_failed_upgrade')
       throw error
@@ -196,7 +202,7 @@ export class Neighbours {
       throw lease.forwardRefused() ?? error
     }
     if (connection.status !== 'open') return void lease.release()
-    this.parts.dialPath.sshDialSucceeded(address)
+    this.parts.dialPath.dialSucceeded(address)
     const onClose = ({ detail }: CustomEvent<Connection>) => {
       if (detail !== connection) return
       this.parts.components.events.removeEventListener('connection:close', onClose)
@@ -360,3 +366,13 @@ export class Neighbours {
 const LEAVE_POLL_MS = 5
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+/**
+ * Whether a dial failed because the node that answered has another peer id than the address
+ * names. Noise throws UnexpectedPeerError ("Payload identity key … does not match expected remote
+ * identity key …"), and libp2p's upgrader re-throws it as EncryptionFailedError with only the
+ * message kept (libp2p 3.x, `_encryptOutbound`), so the message is the one sign left.
+ */
+function isWrongPeer(error: Error): boolean {
+  return error.name === 'UnexpectedPeerError' || /does not match expected remote identity key/.test(error.message)
+}

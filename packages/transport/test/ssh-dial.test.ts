@@ -55,12 +55,12 @@ describe('the dial path: which addresses are dialled, and how', () => {
 
   it('an SSH failure is news once per cause, and again after a success', () => {
     const dial = path(true)
-    expect(dial.sshFailureIsNew('/a', 'refused')).toBe(true)
-    expect(dial.sshFailureIsNew('/a', 'refused')).toBe(false)
-    expect(dial.sshFailureIsNew('/b', 'refused')).toBe(true)
-    expect(dial.sshFailureIsNew('/a', 'timed out')).toBe(true)
-    dial.sshDialSucceeded('/a')
-    expect(dial.sshFailureIsNew('/a', 'timed out')).toBe(true)
+    expect(dial.failureIsNew('/a', 'refused')).toBe(true)
+    expect(dial.failureIsNew('/a', 'refused')).toBe(false)
+    expect(dial.failureIsNew('/b', 'refused')).toBe(true)
+    expect(dial.failureIsNew('/a', 'timed out')).toBe(true)
+    dial.dialSucceeded('/a')
+    expect(dial.failureIsNew('/a', 'timed out')).toBe(true)
   })
 
   it('parses --ssh-advertise and refuses what ssh could take for an option', () => {
