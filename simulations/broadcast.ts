@@ -9,7 +9,7 @@
 import { readFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { parseArgs } from 'node:util'
+import { intOption, scriptArgs } from '../tools/script-args.ts'
 import { parseScenario, scaleScenario, simulate, simulateBroadcast, type BroadcastOutcome } from '@phoenix-overlay/sim'
 
 export function broadcastComparison(nodes: number, payloadBytes: number): { unicast: BroadcastOutcome; topology: BroadcastOutcome; convergedMs: number | undefined } {
@@ -23,8 +23,8 @@ export function broadcastComparison(nodes: number, payloadBytes: number): { unic
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  const { values } = parseArgs({ options: { nodes: { type: 'string', default: '400' }, bytes: { type: 'string', default: '65536' } } })
-  const { unicast, topology, convergedMs } = broadcastComparison(Number(values.nodes), Number(values.bytes))
+  const { values } = scriptArgs({ options: { nodes: { type: 'string', default: '400' }, bytes: { type: 'string', default: '65536' } } }, { summary: 'a broadcast to every process of paper-3-subnets: unicast to each against topology-aware', help: { nodes: 'processes', bytes: 'payload bytes' } })
+  const { unicast, topology, convergedMs } = broadcastComparison(intOption(values, 'nodes', 6), intOption(values, 'bytes', 0))
   console.log(`paper-3-subnets at ${values.nodes} processes (converged at ${convergedMs?.toFixed(0)} ms virtual), ${values.bytes} bytes from one non-gateway process of subnet A`)
   console.log('strategy   members  inter-subnet copies  link copies  last member (ms)')
   for (const o of [unicast, topology]) console.log(`${o.strategy.padEnd(9)}  ${String(o.members).padStart(7)}  ${String(o.interSubnetCopies).padStart(19)}  ${String(o.linkCopies).padStart(11)}  ${o.lastMemberMs.toFixed(1).padStart(16)}`)

@@ -10,7 +10,7 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { parseArgs } from 'node:util'
+import { fail, scriptArgs } from '../tools/script-args.ts'
 import { parseScenario, simulate, type Scenario } from '@phoenix-overlay/sim'
 import * as vega from 'vega'
 import * as vegaLite from 'vega-lite'
@@ -19,9 +19,12 @@ import { cleanUpOnSignals } from '../test/netns/signal-cleanup.ts'
 
 const here = dirname(fileURLToPath(import.meta.url))
 cleanUpOnSignals()
-const { values } = parseArgs({ args: process.argv.slice(2).filter((a) => a !== '--'), options: { sizes: { type: 'string', default: '10,20,30,45,60' }, prefix: { type: 'string' } } })
+const { values } = scriptArgs(
+  { options: { sizes: { type: 'string', default: '10,20,30,45,60' }, prefix: { type: 'string' } } },
+  { summary: "Figures 4-6 from phoenix node processes in namespaces (root), beside the simulator; rewrites REPORT.md's netns section", help: { sizes: 'process counts, comma-separated, each in [6, 200]', prefix: 'namespace name prefix' } },
+)
 const sizes = values.sizes.split(',').map(Number)
-for (const n of sizes) if (!Number.isInteger(n) || n < 6 || n > 200) throw new Error(`--sizes: each size must be an integer in [6, 200], got ${JSON.stringify(values.sizes)}`)
+for (const n of sizes) if (!Number.isInteger(n) || n < 6 || n > 200) fail(`--sizes: each size must be an integer in [6, 200], got ${JSON.stringify(values.sizes)}`)
 const figures = join(here, 'figures')
 mkdirSync(figures, { recursive: true })
 

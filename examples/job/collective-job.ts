@@ -13,7 +13,7 @@
 import { type ChildProcess, spawn } from 'node:child_process'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
-import { parseArgs } from 'node:util'
+import { intOption, scriptArgs } from '../../tools/script-args.ts'
 import { createPhoenixLibp2p, float64Values, type PhoenixNode } from '@phoenix-overlay/transport'
 
 const HERE = fileURLToPath(new URL('.', import.meta.url))
@@ -135,8 +135,11 @@ export async function runCollectiveJob(options: CollectiveJobOptions): Promise<R
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  const { values } = parseArgs({ options: { workers: { type: 'string', default: '5' }, rounds: { type: 'string', default: '4' }, n: { type: 'string', default: '100000' } } })
-  const results = await runCollectiveJob({ workers: Number(values.workers), rounds: Number(values.rounds), n: Number(values.n), log: (line) => console.log(line) })
+  const { values } = scriptArgs({ options: { workers: { type: 'string', default: '5' }, rounds: { type: 'string', default: '4' }, n: { type: 'string', default: '100000' } } }, {
+    summary: 'a master broadcasting work to the group worker/* in three sites and reducing the results, while workers leave, crash and join',
+    help: { workers: 'workers at the start (at least 3)', rounds: 'broadcast-and-reduce rounds', n: 'each round sums the squares of 1..n' },
+  })
+  const results = await runCollectiveJob({ workers: intOption(values, 'workers', 3), rounds: intOption(values, 'rounds', 1), n: intOption(values, 'n', 1), log: (line) => console.log(line) })
   const wrong = results.filter((r) => r.answer !== r.expected)
   for (const r of results) console.log(`round ${r.round}: answer ${r.answer} (expected ${r.expected}) from ${r.members.length} workers in ${r.attempts} attempt(s)`)
   console.log(wrong.length === 0 ? 'every answer checked' : `${wrong.length} wrong answers`)

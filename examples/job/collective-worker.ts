@@ -7,16 +7,16 @@
  *
  *   tsx collective-worker.ts --name worker/0 --site s1 --hub /ip4/127.0.0.1/tcp/4001/p2p/12D3… [--delay-ms 200]
  */
-import { parseArgs } from 'node:util'
+import { fail, intOption, scriptArgs } from '../../tools/script-args.ts'
 import { createPhoenixLibp2p, float64Bytes } from '@phoenix-overlay/transport'
 
-const { values } = parseArgs({ options: { name: { type: 'string' }, site: { type: 'string' }, hub: { type: 'string' }, 'delay-ms': { type: 'string', default: '0' } } })
-if (values.name === undefined || values.hub === undefined || values.site === undefined) {
-  console.error('collective-worker: --name, --site and --hub are required')
-  process.exit(2)
-}
+const { values } = scriptArgs({ options: { name: { type: 'string' }, site: { type: 'string' }, hub: { type: 'string' }, 'delay-ms': { type: 'string', default: '0' } } }, {
+  summary: 'one worker of collective-job.ts (started by it)',
+  help: { name: 'its logical name (required)', site: 'its site label (required)', hub: 'the master\'s address (required)', 'delay-ms': 'wait before contributing' },
+})
+if (values.name === undefined || values.hub === undefined || values.site === undefined) fail('--name, --site and --hub are required')
 const name = values.name
-const delayMs = Number(values['delay-ms'])
+const delayMs = intOption(values, 'delay-ms', 0)
 const { libp2p, phoenix } = await createPhoenixLibp2p({ listen: ['/ip4/127.0.0.1/tcp/0'], hubs: [values.hub], names: [name], site: values.site })
 
 /** The sum of squares of the numbers in 1..n this worker owns: i with (i - 1) % count === index. */

@@ -19,7 +19,7 @@
  *
  *   npx -y pnpm@10 --filter @phoenix-overlay/example-job run job -- --messages 2000 --workers 4 --ack
  */
-import { parseArgs } from 'node:util'
+import { intOption, scriptArgs } from '../../tools/script-args.ts'
 import { createPhoenixLibp2p, PhoenixTransportError } from '@phoenix-overlay/transport'
 import { WorkerProcess } from './workers.ts'
 
@@ -234,7 +234,7 @@ export function violations(summary: JobSummary, ack: boolean): string[] {
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const { values } = parseArgs({
+  const { values } = scriptArgs({
     options: {
       messages: { type: 'string', default: '2000' },
       workers: { type: 'string', default: '4' },
@@ -244,9 +244,12 @@ if (import.meta.url === `file://${process.argv[1]}`) {
       'hang-ms': { type: 'string', default: '3000' },
       retries: { type: 'string', default: '3' },
     },
+  }, {
+    summary: 'a coordinator sending work to worker processes that leave, crash, hang, restart and join; checks that acked + failed = sent',
+    help: { messages: 'messages to send', workers: 'workers at the start (at least 3; one more joins later)', ack: 'ask for an acknowledgement of every message', rate: 'sends started per second', 'in-flight': 'sends in flight at once', 'hang-ms': 'how long the hanging worker hangs', retries: 'times a failed send is retried' },
   })
   const ack = values.ack
-  const summary = await runJob({ messages: Number(values.messages), workers: Number(values.workers), ack, sendsPerSecond: Number(values.rate), inFlightMax: Number(values['in-flight']), hangMs: Number(values['hang-ms']), retries: Number(values.retries), log: (line) => console.log(line) })
+  const summary = await runJob({ messages: intOption(values, 'messages', 1), workers: intOption(values, 'workers', 3), ack, sendsPerSecond: intOption(values, 'rate', 1), inFlightMax: intOption(values, 'in-flight', 1), hangMs: intOption(values, 'hang-ms', 0), retries: intOption(values, 'retries', 0), log: (line) => console.log(line) })
   console.log(JSON.stringify(summary, null, 2))
   const problems = violations(summary, ack)
   for (const p of problems) console.error(`✗ ${p}`)

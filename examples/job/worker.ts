@@ -5,21 +5,18 @@
  *
  *   tsx worker.ts --name worker/0 --hub /ip4/127.0.0.1/tcp/4001/p2p/12D3… --key <hex protobuf key>
  */
-import { parseArgs } from 'node:util'
+import { fail, scriptArgs } from '../../tools/script-args.ts'
 import { generateKeyPair, privateKeyFromProtobuf } from '@libp2p/crypto/keys'
 import { createPhoenixLibp2p } from '@phoenix-overlay/transport'
 
-const { values } = parseArgs({
+const { values } = scriptArgs({
   options: {
     name: { type: 'string' },
     hub: { type: 'string' },
     key: { type: 'string' },
   },
-})
-if (values.name === undefined || values.hub === undefined) {
-  console.error('worker: --name and --hub are required')
-  process.exit(2)
-}
+}, { summary: 'one worker of job.ts (started by it)', help: { name: 'its logical name (required)', hub: 'the coordinator\'s address (required)', key: 'its private key, protobuf in hex (a restarted worker keeps its identity)' } })
+if (values.name === undefined || values.hub === undefined) fail('--name and --hub are required')
 const privateKey = values.key !== undefined ? privateKeyFromProtobuf(Buffer.from(values.key, 'hex')) : await generateKeyPair('Ed25519')
 const { libp2p, phoenix } = await createPhoenixLibp2p({ listen: ['/ip4/127.0.0.1/tcp/0'], hubs: [values.hub], names: [values.name], privateKey })
 const decoder = new TextDecoder()

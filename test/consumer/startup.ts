@@ -9,12 +9,11 @@
  */
 import { rmSync } from 'node:fs'
 import { basename, dirname, join } from 'node:path'
-import { parseArgs } from 'node:util'
+import { intOption, scriptArgs } from '../../tools/script-args.ts'
 import { installFresh, npmInstall, repoRoot, run } from './install.ts'
 
-const { values } = parseArgs({ options: { runs: { type: 'string', default: '10' } } })
-const runs = Number(values.runs)
-if (!Number.isInteger(runs) || runs < 1) throw new Error(`--runs must be a positive integer, got ${values.runs}`)
+const { values } = scriptArgs({ options: { runs: { type: 'string', default: '10' } } }, { summary: 'the packed packages installed in a fresh project: tarball sizes and start-up time', help: { runs: 'start-ups to time' } })
+const runs = intOption(values, 'runs', 1)
 
 const median = (xs: readonly number[]): number => {
   const s = [...xs].sort((a, b) => a - b)

@@ -82,10 +82,12 @@ export async function runScenario(subnets: SubnetSpec[], log: (line: string) => 
 const isMain = process.argv[1] !== undefined && /scenario\.ts$/.test(process.argv[1])
 if (isMain) {
   cleanUpOnSignals()
-  const { parseArgs } = await import('node:util')
-  const { values } = parseArgs({ args: process.argv.slice(2).filter((a) => a !== '--'), options: { a: { type: 'string', default: '14' }, b: { type: 'string', default: '10' }, c: { type: 'string', default: '6' } } })
-  const subnets = DEFAULT_SUBNETS.map((s) => ({ ...s, size: Number(values[s.name.toLowerCase() as 'a' | 'b' | 'c']) }))
-  for (const s of subnets) if (!Number.isInteger(s.size) || s.size < 1) throw new Error(`--${s.name.toLowerCase()} must be a positive integer`)
+  const { intOption, scriptArgs } = await import('../../tools/script-args.ts')
+  const { values } = scriptArgs(
+    { options: { a: { type: 'string', default: '14' }, b: { type: 'string', default: '10' }, c: { type: 'string', default: '6' } } },
+    { summary: 'discovery against offline in three firewalled subnets of phoenix node processes, in namespaces (root)', help: { a: 'processes in subnet A', b: 'processes in subnet B', c: 'processes in subnet C (IPv6)' } },
+  )
+  const subnets = DEFAULT_SUBNETS.map((s) => ({ ...s, size: intOption(values, s.name.toLowerCase(), 1) }))
   const result = await runScenario(subnets, (line) => console.log(line))
   console.log(JSON.stringify(result, null, 2))
   console.log(`convergence, discovery / offline: ${(result.discovery.convergedMs / result.offline.convergedMs).toFixed(2)}x`)

@@ -20,7 +20,7 @@
  */
 import { readFileSync } from 'node:fs'
 import { loadavg } from 'node:os'
-import { parseArgs } from 'node:util'
+import { intOption, scriptArgs } from '../../tools/script-args.ts'
 import { mayConnect, Overlay, type OverlayNode } from './overlay.ts'
 import { DEFAULT_SUBNETS } from './scenario.ts'
 import { cleanUpOnSignals } from './signal-cleanup.ts'
@@ -153,14 +153,18 @@ export async function profileRun(overlay: Overlay, mode: 'discovery' | 'offline'
 const isMain = process.argv[1] !== undefined && /setup-profile\.ts$/.test(process.argv[1])
 if (isMain) {
   cleanUpOnSignals()
-  const { values } = parseArgs({ args: process.argv.slice(2).filter((a) => a !== '--'), options: { rounds: { type: 'string', default: '2' }, a: { type: 'string', default: '14' }, b: { type: 'string', default: '10' }, c: { type: 'string', default: '6' }, prefix: { type: 'string' } } })
-  const subnets = DEFAULT_SUBNETS.map((s) => ({ ...s, size: Number(values[s.name.toLowerCase() as 'a' | 'b' | 'c']) }))
+  const { values } = scriptArgs(
+    { options: { rounds: { type: 'string', default: '2' }, a: { type: 'string', default: '14' }, b: { type: 'string', default: '10' }, c: { type: 'string', default: '6' }, prefix: { type: 'string' } } },
+    { summary: 'where connection set-up spends its time: discovery and offline rounds, phase by phase, in namespaces (root)', help: { rounds: 'rounds of each mode', a: 'processes in subnet A', b: 'processes in subnet B', c: 'processes in subnet C (IPv6)', prefix: 'namespace name prefix' } },
+  )
+  const subnets = DEFAULT_SUBNETS.map((s) => ({ ...s, size: intOption(values, s.name.toLowerCase(), 1) }))
+  const rounds = intOption(values, 'rounds', 1)
   const topology = await buildTopology(subnets, values.prefix !== undefined ? { prefix: values.prefix } : {})
   const overlay = await Overlay.prepare(topology)
   const log = (line: string) => console.log(line)
   const runs: Phases[] = []
   try {
-    for (let round = 0; round < Number(values.rounds); round++) {
+    for (let round = 0; round < rounds; round++) {
       // Alternate which mode goes first, so neither always runs on a machine warmed by the other.
       for (const mode of round % 2 === 0 ? (['offline', 'discovery'] as const) : (['discovery', 'offline'] as const)) {
         runs.push(await profileRun(overlay, mode, log))
@@ -179,7 +183,6 @@ if (isMain) {
     console.log(`${key.padEnd(14)} discovery ${med('discovery', key).toFixed(0).padStart(7)}  offline ${med('offline', key).toFixed(0).padStart(7)}`)
   }
   // Each round's own ratio (its two runs back to back, on nearly the same machine load), then their median and spread.
-  const rounds = Number(values.rounds)
   const ratios = (key: 'convergedMs' | 'nodeCpuS') =>
     Array.from({ length: rounds }, (_, i) => runs.filter((r) => r.mode === 'discovery')[i]![key] / runs.filter((r) => r.mode === 'offline')[i]![key]).map((x) => Math.round(x * 100) / 100)
   const summary = (xs: number[]) => {

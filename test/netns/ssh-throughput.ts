@@ -17,16 +17,18 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { parseArgs } from 'node:util'
+import { intOption, scriptArgs } from '../../tools/script-args.ts'
 import { startInNamespace, type NamespaceProcess } from './processes.ts'
 import { cleanUpOnSignals } from './signal-cleanup.ts'
 import { buildSites, sitesMissingPrerequisite } from './sites.ts'
 
-const { values } = parseArgs({ args: process.argv.slice(2).filter((a) => a !== '--'), options: { rate: { type: 'string', default: '16' }, seconds: { type: 'string', default: '8' }, rounds: { type: 'string', default: '2' } } })
-const rate = Number(values.rate)
-const seconds = Number(values.seconds)
-const rounds = Number(values.rounds)
-if (!(rate >= 0) || !(seconds >= 3) || !(rounds >= 1)) throw new Error('--rate must be >= 0, --seconds >= 3, --rounds >= 1')
+const { values } = scriptArgs(
+  { options: { rate: { type: 'string', default: '16' }, seconds: { type: 'string', default: '8' }, rounds: { type: 'string', default: '2' } } },
+  { summary: 'throughput through an SSH-only gateway against an open port, in namespaces (root)', help: { rate: 'gateway link limit, Mbit/s (0: none)', seconds: 'seconds per measurement', rounds: 'interleaved rounds' } },
+)
+const rate = intOption(values, 'rate', 0)
+const seconds = intOption(values, 'seconds', 3)
+const rounds = intOption(values, 'rounds', 1)
 const missing = sitesMissingPrerequisite()
 if (missing !== undefined) throw new Error(`cannot run: ${missing}`)
 cleanUpOnSignals()

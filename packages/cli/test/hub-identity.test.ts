@@ -15,7 +15,7 @@ describe('a hub that comes back with another peer id', () => {
     const listen = `/ip4/127.0.0.1/tcp/${port}`
     const hub = startNode(['--listen', listen, '--name', 'hub'])
     started.push(hub)
-    const hubAddress = (await hub.waitFor(/listening on (\S+)/))[1]
+    const hubAddress = (await hub.waitFor(/listening on (\S+)/))[1]!
     const worker = startNode(['--hub', hubAddress, '--name', 'worker'])
     started.push(worker)
     await worker.waitFor(/control endpoint on|names: worker/)
@@ -24,7 +24,7 @@ describe('a hub that comes back with another peer id', () => {
 
     const replacement = startNode(['--listen', listen, '--name', 'hub'])
     started.push(replacement)
-    const replacementId = (await replacement.waitFor(/phoenix node (\S+) listening/))[1]
+    const replacementId = (await replacement.waitFor(/phoenix node (\S+) listening/))[1]!
     expect(hubAddress).not.toContain(replacementId)
     const line = (await worker.waitFor(/^.*another node answers at this hub address.*$/m, 45_000))[0]
     expect(line).toContain(hubAddress)

@@ -7,14 +7,13 @@
  *
  *   npx pnpm@10 --filter @phoenix-overlay/core run bench:ecmp [-- --seeds 3]
  */
-import { parseArgs } from 'node:util'
+import { intOption, scriptArgs } from '../../../tools/script-args.ts'
 import type { NodeId, PhoenixCore, RouteAdvert } from '../src/index.ts'
 import { checkRoutesAgainstBfs } from '../src/index.ts'
 import { TestNet, subnetLayout } from '../src/testing/index.ts'
 
-const { values } = parseArgs({ args: process.argv.slice(2).filter((a) => a !== '--'), options: { seeds: { type: 'string', default: '3' } } })
-const seedCount = Number(values.seeds)
-if (!Number.isInteger(seedCount) || seedCount < 1) throw new Error(`--seeds must be a positive integer, got ${values.seeds}`)
+const { values } = scriptArgs({ options: { seeds: { type: 'string', default: '3' } } }, { summary: 'what equal-cost multipath costs in entries, 40 nodes in three subnets', help: { seeds: 'seeds to run' } })
+const seedCount = intOption(values, 'seeds', 1)
 
 const n = 40
 const a = Math.round((n * 224) / 400)

@@ -8,14 +8,13 @@
  *
  *   npx pnpm@10 --filter @phoenix-overlay/core run bench:entries [-- --seeds 5]
  */
-import { parseArgs } from 'node:util'
+import { intOption, scriptArgs } from '../../../tools/script-args.ts'
 import type { NodeId, RoutingMode } from '../src/index.ts'
 import { checkRoutesAgainstBfs } from '../src/index.ts'
 import { TestNet, addressOf, subnetLayout } from '../src/testing/index.ts'
 
-const { values } = parseArgs({ args: process.argv.slice(2).filter((a) => a !== '--'), options: { seeds: { type: 'string', default: '5' } } })
-const seedCount = Number(values.seeds)
-if (!Number.isInteger(seedCount) || seedCount < 1) throw new Error(`--seeds must be a positive integer, got ${values.seeds}`)
+const { values } = scriptArgs({ options: { seeds: { type: 'string', default: '5' } } }, { summary: 'entries received per (node, destination) pair on a few topologies, each routing mode', help: { seeds: 'seeds to run' } })
+const seedCount = intOption(values, 'seeds', 1)
 
 interface Topology {
   name: string

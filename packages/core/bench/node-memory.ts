@@ -9,19 +9,17 @@
  *   node --expose-gc --import tsx packages/core/bench/node-memory.ts [--destinations 1000] [--neighbours 16] [--core ../base/packages/core/src/index.ts]
  */
 import { resolve } from 'node:path'
-import { parseArgs } from 'node:util'
+import { fail, intOption, scriptArgs } from '../../../tools/script-args.ts'
 import { pathToFileURL } from 'node:url'
 
-const { values } = parseArgs({
-  args: process.argv.slice(2).filter((a) => a !== '--'),
-  options: { destinations: { type: 'string', default: '1000' }, neighbours: { type: 'string', default: '16' }, core: { type: 'string' } },
-})
-const destinations = Number(values.destinations)
-const neighbours = Number(values.neighbours)
-if (!Number.isInteger(destinations) || destinations < 1) throw new Error(`--destinations must be a positive integer, got ${values.destinations}`)
-if (!Number.isInteger(neighbours) || neighbours < 1 || neighbours > 255) throw new Error(`--neighbours must be an integer in [1, 255], got ${values.neighbours}`)
+const { values } = scriptArgs(
+  { options: { destinations: { type: 'string', default: '1000' }, neighbours: { type: 'string', default: '16' }, core: { type: 'string' } } },
+  { summary: "one core's memory per destination (run with node --expose-gc)", help: { destinations: 'destinations in the table', neighbours: 'neighbours advertising them', core: "another checkout's packages/core/src/index.ts, for a same-run baseline" } },
+)
+const destinations = intOption(values, 'destinations', 1)
+const neighbours = intOption(values, 'neighbours', 1, 255)
 const gc = (globalThis as { gc?: () => void }).gc
-if (gc === undefined) throw new Error('run with node --expose-gc (the measurement needs a full GC)')
+if (gc === undefined) fail('run with node --expose-gc (the measurement needs a full GC)')
 
 const core = (await import(values.core === undefined ? '../src/index.ts' : pathToFileURL(resolve(values.core)).href)) as typeof import('../src/index.ts')
 type UpdateMessage = import('../src/index.ts').UpdateMessage
