@@ -9,6 +9,7 @@
  * removed by `destroy()` (also on a failed build), including processes left in the namespaces.
  */
 import { execFile, spawnSync } from 'node:child_process'
+import { readFileSync, writeFileSync } from 'node:fs'
 import { promisify } from 'node:util'
 
 const run = promisify(execFile)
@@ -108,6 +109,29 @@ export async function destroyByPrefix(prefix: string): Promise<void> {
   }
 }
 
+/**
+ * The kernel's neighbour tables (ARP, and NDP for IPv6) are one table per family for every
+ * network namespace of the host, and past `gc_thresh3` entries (1,024 by default) a new
+ * neighbour is refused (dmesg: "neighbour: arp_cache: neighbor table overflow!"): a namespace
+ * then cannot reach a peer on its own bridge, and its TCP connects time out. A run needs about
+ * Σ(subnet size)² entries (each node caches its subnet's peers and the router) plus the router's
+ * one per node: 60 nodes in 28:20:12 need ~1,400, and that run never converged (same-subnet
+ * links missing, every dial of a few nodes "connect timed out"). The limits are host-wide and
+ * settable only from the initial namespace: raised here to four times the need (room for other
+ * runs at the same time), never lowered, with one line on stderr saying so.
+ */
+export function ensureNeighbourTables(subnets: readonly SubnetSpec[]): void {
+  const needed = subnets.reduce((sum, s) => sum + (s.size + 1) * (s.size + 1) + s.size, 0)
+  for (const family of ['ipv4', 'ipv6']) {
+    const knob = (n: number) => `/proc/sys/net/${family}/neigh/default/gc_thresh${n}`
+    const current = Number(readFileSync(knob(3), 'utf8').trim())
+    if (!(current < 2 * needed)) continue
+    writeFileSync(knob(3), String(4 * needed))
+    writeFileSync(knob(2), String(Math.max(Number(readFileSync(knob(2), 'utf8').trim()), 2 * needed)))
+    process.stderr.write(`netns harness: raised net.${family}.neigh.default.gc_thresh3 ${current} -> ${4 * needed} (host-wide neighbour table; ${needed} entries needed)\n`)
+  }
+}
+
 export async function buildTopology(subnets: readonly SubnetSpec[], options: { prefix?: string; gatewayPort?: number } = {}): Promise<Topology> {
   const missing = missingPrerequisite()
   if (missing !== undefined) throw new Error(`cannot build network namespaces: ${missing}`)
@@ -115,6 +139,7 @@ export async function buildTopology(subnets: readonly SubnetSpec[], options: { p
     if (!/^[A-Z]$/.test(s.name)) throw new Error(`subnet name must be one capital letter, got ${JSON.stringify(s.name)}`)
     if (!Number.isInteger(s.size) || s.size < 1 || s.size > 200) throw new Error(`subnet ${s.name}: size must be an integer in [1, 200], got ${s.size}`)
   }
+  ensureNeighbourTables(subnets)
   const prefix = options.prefix ?? `phx${process.pid % 100000}-`
   const gatewayPort = options.gatewayPort ?? 7000
   const router = `${prefix}r`
