@@ -18,6 +18,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { parseScenario, resultToJson, scaleScenario, simulate, type Scenario } from '@phoenix-overlay/sim'
+import { scriptArgs } from '../tools/script-args.ts'
 
 const here = dirname(fileURLToPath(import.meta.url))
 export const FIXTURES_DIR = join(here, 'fixtures', 'identity')
@@ -130,10 +131,14 @@ export function compareCase(c: IdentityCase, out: CaseOutput): string[] {
   return problems
 }
 
-function main(args: readonly string[]): number {
-  const write = args.includes('--write')
-  const only = args.includes('--only') ? args[args.indexOf('--only') + 1] : undefined
-  const cases = IDENTITY_CASES.filter((c) => (only === undefined ? !args.includes('--quick') || c.quick : c.name === only))
+function main(args: string[]): number {
+  const { values } = scriptArgs(
+    { args, options: { write: { type: 'boolean', default: false }, only: { type: 'string' }, quick: { type: 'boolean', default: false } } },
+    { summary: 'runs the identity cases and compares each result byte for byte with fixtures/identity (the same seed must give the same file)', help: { write: 'write the fixtures instead of comparing (after a change that alters results)', only: 'one case, by name', quick: 'only the quick cases' } },
+  )
+  const write = values.write
+  const only = values.only
+  const cases = IDENTITY_CASES.filter((c) => (only === undefined ? !values.quick || c.quick : c.name === only))
   if (cases.length === 0) {
     process.stderr.write(`identity: no case named ${JSON.stringify(only)}; cases: ${IDENTITY_CASES.map((c) => c.name).join(', ')}\n`)
     return 2
@@ -159,4 +164,4 @@ function main(args: readonly string[]): number {
   return failed === 0 ? 0 : 1
 }
 
-if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) process.exitCode = main(process.argv.slice(2))
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) process.exitCode = main(process.argv.slice(2).filter((a) => a !== '--'))
