@@ -244,7 +244,7 @@ function applyAdvert(p: CoreParts, from: Neighbour, advert: RouteAdvert, sets: M
 /** Takes a fresher (or new) route, learns its addresses, and keeps a neighbour's route direct. */
 function adopt(p: CoreParts, entry: RouteEntry, from: Neighbour, advert: RouteAdvert, candidateHops: number, sets: MessageSets, isNew: boolean, nowMs: number): void {
   const rcpt = p.mode === 'optimized' ? sets.rcpt(advert.trans) : undefined
-  const namesAdded = p.table.adopt(entry, from.id, advert, candidateHops, rcpt, isNew, nowMs)
+  const namesAdded = p.table.adopt(entry, from.id, from.index, advert, candidateHops, rcpt, isNew, nowMs)
   if (entry.introducedBy !== undefined) p.police.countNames(entry.introducedBy, namesAdded)
   if (entry.reachable && p.discovery) wantDial(p, entry)
   // A record of a neighbour relayed by someone else still routes directly to the neighbour.

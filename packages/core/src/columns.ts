@@ -51,6 +51,8 @@ export class RouteColumns {
   introducedBy: (NodeId | undefined)[] = []
   trans: NodeSet[] = []
   rcpt: NodeSet[] = []
+  /** The neighbours on whose word (their trans sets) trans and rcpt hold others (see `RouteEntry.vouchers`). */
+  vouchers: NodeSet[] = []
   names: (readonly string[])[] = []
   addresses: (readonly PhysicalAddress[])[] = []
   signature: Uint8Array[] = []
@@ -135,6 +137,7 @@ export class RouteColumns {
     this.introducedBy[row] = undefined
     this.trans[row] = EMPTY_SET
     this.rcpt[row] = EMPTY_SET
+    this.vouchers[row] = EMPTY_SET
     this.names[row] = NO_NAMES
     this.addresses[row] = NO_NAMES
     this.signature[row] = NO_SIGNATURE

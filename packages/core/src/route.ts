@@ -101,6 +101,20 @@ export class RouteEntry {
     this.columns.rcpt[this.row] = set
   }
 
+  /**
+   * The neighbours whose trans sets put others into trans and rcpt: holders we believe on their
+   * word alone. Its word covers messages it had not delivered yet; if it crashes they are lost,
+   * so when one of these neighbours goes, what trans and rcpt say is forgotten (`RouteTable.neighbourGone`).
+   * Interned (holders.ts).
+   */
+  get vouchers(): NodeSet {
+    return this.columns.vouchers[this.row]!
+  }
+
+  set vouchers(set: NodeSet) {
+    this.columns.vouchers[this.row] = set
+  }
+
   /** Members of rcpt hold this sequence number at no more than this many hops (what a shorter route of ours could still improve). */
   get rcptHopsMax(): number {
     const hops = this.columns.rcptHopsMax[this.row]!

@@ -117,7 +117,7 @@ export class RouteTable {
    * `rcpt`: who holds it now (optimized mode; undefined in naive mode, which keeps no sets).
    * Returns by how many names the record grew (for the per-neighbour name limit).
    */
-  adopt(entry: RouteEntry, from: NodeId, advert: RouteAdvert, candidateHops: number, rcpt: NodeSet | undefined, isNew: boolean, nowMs: number): number {
+  adopt(entry: RouteEntry, from: NodeId, fromIndex: number, advert: RouteAdvert, candidateHops: number, rcpt: NodeSet | undefined, isNew: boolean, nowMs: number): number {
     const reachable = !isUnreachableSeq(advert.seq)
     // Same seq means the same record (the owner bumps seq whenever its names or addresses change).
     const recordChanged = isNew || advert.seq !== entry.seq
@@ -139,6 +139,7 @@ export class RouteTable {
     if (rcpt !== undefined) {
       entry.trans = EMPTY_SET
       entry.rcpt = rcpt
+      entry.vouchers = this.holders.union(EMPTY_SET, fromIndex, undefined)
       // The sender holds it one hop shorter than we do, and its trans got the sender's very offer.
       entry.rcptHopsMax = entry.nhops
     }
@@ -171,6 +172,7 @@ export class RouteTable {
     // A set that holds them all already stays as it is.
     if (transLacks) entry.trans = transUnion
     if (rcptLacks) entry.rcpt = rcptUnion
+    if (set !== undefined && !set.isEmpty()) entry.vouchers = this.holders.union(entry.vouchers, fromIndex, undefined)
   }
 
   /** Marks `entry` unreachable with the next odd sequence number, as DSDV does on a broken link. */
@@ -180,10 +182,16 @@ export class RouteTable {
     entry.fwd = undefined
     this.alternates.reset(entry) // alternates.ts
     entry.changedAtMs = nowMs
-    entry.trans = EMPTY_SET
-    entry.rcpt = EMPTY_SET
+    this.forgetHolders(entry)
     entry.rcptHopsMax = 0
     this.dirty.add(entry)
+  }
+
+  /** Nobody counts as holding `entry`: it goes to every neighbour again. */
+  private forgetHolders(entry: RouteEntry): void {
+    entry.trans = EMPTY_SET
+    entry.rcpt = EMPTY_SET
+    entry.vouchers = EMPTY_SET
   }
 
   /**
@@ -192,6 +200,14 @@ export class RouteTable {
    */
   neighbourGone(peer: NodeId, index: number, nowMs: number): void {
     for (const entry of this.values()) {
+      if (entry.vouchers.has(index)) {
+        // Holders we believed on its word: it may have crashed before its messages to them left
+        // (a hub's update to n2 lost while ours arrived; a property test found n2 never repaired).
+        // Forget them all: the entry goes again to whoever lacks it, a duplicate to the others.
+        this.forgetHolders(entry)
+        entry.rcptHopsMax = 0
+        this.dirty.add(entry)
+      }
       entry.trans = this.holders.without(entry.trans, index)
       entry.rcpt = this.holders.without(entry.rcpt, index)
       // alternates.ts: a surviving alternate takes over with no change of (seq, nhops).
@@ -220,7 +236,10 @@ export class RouteTable {
     entry.changedAtMs = nowMs
     entry.trans = EMPTY_SET
     const keep = this.alternates.covers(entry.rcptHopsMax, CORE_CONSTANTS.directRouteHolderHopsMax) // alternates.ts
-    if (!keep) entry.rcptHopsMax = 0
+    if (!keep) {
+      entry.rcptHopsMax = 0
+      entry.vouchers = EMPTY_SET
+    }
     entry.rcpt = this.holders.union(keep ? entry.rcpt : EMPTY_SET, index, undefined)
     for (const holder of atOneHop) {
       const at = indexOf(holder)
@@ -238,8 +257,7 @@ export class RouteTable {
     this.indexNames(this.own, previous)
     this.own.seq = nextOwnSeq(this.own.seq)
     this.signOwnRecord()
-    this.own.trans = EMPTY_SET
-    this.own.rcpt = EMPTY_SET
+    this.forgetHolders(this.own)
     this.dirty.add(this.own)
   }
 
@@ -249,8 +267,7 @@ export class RouteTable {
     this.signOwnRecord()
     this.own.changedAtMs = nowMs
     // Everyone, the sender included, holds an older record of us now.
-    this.own.trans = EMPTY_SET
-    this.own.rcpt = EMPTY_SET
+    this.forgetHolders(this.own)
     this.dirty.add(this.own)
   }
 
