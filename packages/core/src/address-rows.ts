@@ -15,7 +15,7 @@ const REDIAL_SHIFT = 1
  * An object per address cost ~90 bytes (72 for the object, 16 for the boxed dial-start time, a
  * fractional millisecond); with discovery every node learns every destination's address, so at
  * the end of a 400-process run (three subnets) the book's objects were the largest per-entry item
- * after the route table's. A row here is 29 bytes and allocates nothing when it changes.
+ * after the route table's. A row here is 31 bytes and allocates nothing when it changes.
  *
  * Addresses are never forgotten by the book, so rows are never freed: at most `max` rows (the
  * book's `knownAddressesMax`), grown by doubling.
@@ -30,6 +30,8 @@ export class AddressRows {
   /** NaN: no dial in flight. */
   dialStartedAtMs = new Float64Array(0)
   owner: (NodeId | undefined)[] = []
+  /** Characters the address shares at the start with the nearest of our own addresses (dial order, discovery.ts's `takeDials`); text longer than 65,535 counts as 65,535. */
+  nearness = new Uint16Array(0)
 
   constructor(private readonly max: number) {}
 
@@ -54,7 +56,13 @@ export class AddressRows {
     this.retryAtMs[row] = 0
     this.dialStartedAtMs[row] = Number.NaN
     this.owner[row] = undefined
+    this.nearness[row] = 0
     return new AddressState(this, row)
+  }
+
+  /** Every address learned with its state, in the order learned. */
+  *[Symbol.iterator](): IterableIterator<[PhysicalAddress, AddressState]> {
+    for (const [address, row] of this.rowOf) yield [address, new AddressState(this, row)]
   }
 
   private grow(): void {
@@ -72,6 +80,9 @@ export class AddressRows {
     const started = new Float64Array(capacity).fill(Number.NaN)
     started.set(this.dialStartedAtMs)
     this.dialStartedAtMs = started
+    const nearness = new Uint16Array(capacity)
+    nearness.set(this.nearness)
+    this.nearness = nearness
     for (let row = this.capacity; row < capacity; row++) this.owner.push(undefined)
     this.capacity = capacity
   }
@@ -134,5 +145,13 @@ export class AddressState {
 
   set dialStartedAtMs(ms: number | undefined) {
     this.rows.dialStartedAtMs[this.row] = ms ?? Number.NaN
+  }
+
+  get nearness(): number {
+    return this.rows.nearness[this.row]!
+  }
+
+  set nearness(characters: number) {
+    this.rows.nearness[this.row] = Math.min(characters, 0xffff)
   }
 }

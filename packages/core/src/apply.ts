@@ -93,6 +93,7 @@ class MessageSets implements TransSource {
       invariant(bytes !== undefined, 'a checked update names only trans sets it carries')
       set = NodeSet.translate(bytes, this.slotMap, this.p.nodeIndex.highWater)
     }
+    if (!this.p.fanout.orphans.isEmpty()) set = this.p.fanout.withoutOrphans(set) // fanout.ts: a closed co-hub's promises
     this.translated[index] = set
     return set
   }
@@ -125,6 +126,8 @@ function slotMapOf(p: CoreParts, from: Neighbour, table: readonly NodeId[]): Int
 
 function applyMessage(p: CoreParts, from: Neighbour, message: UpdateMessage, nowMs: number): void {
   const sets = new MessageSets(p, from, message)
+  // A co-hub's update carries its plan (fanout.ts): a round waiting for it counts what came.
+  p.fanout.heardFrom(from.id, message.entries.length)
   if (from.awaitingHello) {
     from.awaitingHello = false
     p.neighbours.setFlag(from, 'ownWaitsForHello', false)

@@ -92,6 +92,17 @@ export const DEFAULT_LIMITS = {
    * 8 covers them while bounding the per-entry list. 1 = single-path DSDV, the paper's protocol.
    */
   ecmpNextHopsMax: 8,
+  /**
+   * Entries one send step builds before its messages go out (fanout.ts); the rest of the round
+   * follows in the next steps, after what arrived meanwhile is applied (at least one neighbour's
+   * share goes per step). Bounded steps get a hub's first tables out sooner, but then the nodes
+   * served first connect to those not served yet and relay records to them that the hub also
+   * sends: three subnets at 400, 4,096 per step converged in 302 ms instead of 368 ms with 1.76
+   * instead of 1.02 entries per pair (simulations/ANALYSIS.md). So by default a round is one step
+   * (2^30 entries: more than destinationsMax times neighboursMax); lower it to trade entries for
+   * time, or to bound the messages one step builds.
+   */
+  sendStepEntriesMax: 1_073_741_824,
 } as const
 
 export type CoreLimits = { -readonly [K in keyof typeof DEFAULT_LIMITS]: number }
@@ -113,6 +124,16 @@ export const DEFAULT_TIMING = {
    * policy (dialling has priority, but sends do not wait for the dials to finish).
    */
   sendHoldForDialsMs: 0,
+  /**
+   * A hub whose own address is among its hubs, connected to other hubs of that list (co-hubs),
+   * serves only the neighbours it owns (a hash of hub and neighbour) and waits up to this long for
+   * its co-hubs' plans before it decides the others' again (fanout.ts): a node connected to k hubs
+   * hears each record about once instead of k times. The wait ends as soon as the plans are in;
+   * this bounds it, so it must cover a co-hub's first send step and the link between hubs (the
+   * paper's scenario: 20 ms was too short at 2,000 processes, 200 ms is not). 0 = off: every hub
+   * serves every neighbour (the paper).
+   */
+  coHubWaitMs: 0,
   /**
    * How long an unreachable (odd-sequence) entry is kept before it is forgotten. It must outlive
    * the propagation of the route loss, or a stale even entry could be accepted again.

@@ -2,6 +2,7 @@ import { Inbox, applyInbox } from './apply.ts'
 import { DEFAULT_LIMITS, DEFAULT_TIMING, type CoreLimits, type CoreTiming } from './constants.ts'
 import { AddressBook } from './discovery.ts'
 import { Expiry } from './expiry.ts'
+import { Fanout, coHubsOf } from './fanout.ts'
 import { checkCoreInvariants } from './invariants.ts'
 import { PhoenixError } from './errors.ts'
 import { NameHolders, reclaimNames, type NameConflict } from './names.ts'
@@ -73,6 +74,7 @@ function resolveSettings(config: CoreConfig): { limits: Readonly<CoreLimits>; ti
     }
   }
   if (limits.hopLimit < 1) throw new PhoenixError('INVALID_CONFIG', 'hopLimit must be at least 1')
+  if (limits.sendStepEntriesMax < 1) throw new PhoenixError('INVALID_CONFIG', 'sendStepEntriesMax must be at least 1 (entries one send step builds)')
   if (limits.ecmpNextHopsMax < 1) throw new PhoenixError('INVALID_CONFIG', 'ecmpNextHopsMax must be at least 1 (1 = one next hop per destination)')
   if (timing.dialBackoffInitialMs < 1) throw new PhoenixError('INVALID_CONFIG', 'dialBackoffInitialMs must be at least 1')
   return { limits, timing, mode: config.mode ?? 'optimized' }
@@ -103,6 +105,8 @@ export class PhoenixCore {
   private readonly holders: NameHolders
   private readonly inbox = new Inbox()
   private readonly hubs: PhysicalAddress[] = []
+  private readonly hubsGiven: PhysicalAddress[] = [] // our own included: we are then a hub (fanout.ts)
+  private readonly fanout = new Fanout() // the send round in progress
   /** Closes waiting for the next step (priority 1 with the dials): refused or dropped connections. */
   private readonly pendingCloses: Effect[] = []
   private readonly traffic: TrafficCounters = { messagesReceived: 0, entriesReceived: 0, messagesSent: 0, entriesSent: 0, destinationsRefused: 0, entriesExpired: 0 }
@@ -134,12 +138,13 @@ export class PhoenixCore {
     nodeIndex.intern(config.id)
     this.book = new AddressBook(limits.knownAddressesMax, limits.dialsInFlightMax, { ...timing, lostRedialsPerSecondMax: limits.lostRedialsPerSecondMax })
     const addresses = this.police.checkAddresses(config.addresses ?? [], 'config.addresses')
+    this.book.setOwnAddresses(addresses) // dial order (discovery.ts)
     const names = this.police.checkNames(config.names ?? [], 'config.names')
     this.holders = new NameHolders(this.id, limits.nameRefusalsMax, timing.nameContentionMs, timing.nameReclaimDelayMs)
     this.table = new RouteTable(this.id, nodeIndex, initialSeq, names, addresses, config.records, this.holders, numbering?.holders, limits.ecmpNextHopsMax)
     for (const hub of this.police.checkAddresses(config.hubs ?? [], 'config.hubs', Number.POSITIVE_INFINITY)) this.learnHub(hub)
-    const { book, table, neighbours, police, traffic, discovery, holders } = this
-    this.parts = { id: this.id, mode, discovery, limits, timing, table, neighbours, nodeIndex, book, police, names: holders, traffic, numbering }
+    const { book, table, neighbours, police, traffic, discovery, holders, fanout } = this
+    this.parts = { id: this.id, mode, discovery, limits, timing, table, neighbours, nodeIndex, book, police, names: holders, traffic, numbering, fanout, coHubs: () => coHubsOf(table.own.addresses, this.hubsGiven, book, neighbours, timing.coHubWaitMs) }
   }
 
   // ---------------------------------------------------------------- inputs
@@ -177,14 +182,15 @@ export class PhoenixCore {
   /** The connection to `peer` closed (crash, leave, network). Routes through it become unreachable. */
   connectionDown(peer: NodeId, nowMs: number): void {
     this.enter(nowMs)
+    const coHub = this.parts.coHubs().find((n) => n.id === peer)
     const gone = this.neighbours.remove(peer)
     if (gone === undefined) return
+    this.fanout.neighbourGone(gone, coHub === gone ? this.parts : undefined) // fanout.ts: the round, a co-hub's promises
     // Dial it again until it answers: a hub always, another neighbour while remembered (the
     // addresses of its record, read before the table forgets where it was; discovery on only).
     this.book.connectionLost(peer, this.discovery ? (this.table.get(peer)?.addresses ?? []) : undefined, nowMs)
     this.table.neighbourGone(peer, gone.index, nowMs)
-    // Cut off from everyone: start again from the hubs.
-    if (this.neighbours.size === 0) for (const hub of this.hubs) this.book.want(hub)
+    if (this.neighbours.size === 0) for (const hub of this.hubs) this.book.want(hub) // cut off from everyone: start again from the hubs
   }
 
   /** A dial we asked for failed: refused, timed out, or forbidden by a firewall. */
@@ -239,6 +245,7 @@ export class PhoenixCore {
   setAddresses(addresses: readonly PhysicalAddress[]): void {
     this.assertActive()
     this.table.setOwnRecord(this.table.own.names, this.police.checkAddresses(addresses, 'addresses'))
+    this.book.setOwnAddresses(this.table.own.addresses)
   }
 
   /**
@@ -299,10 +306,6 @@ export class PhoenixCore {
     return earliest(this.expiry.dueMs(this.parts), this.holders.nextReclaimMs())
   }
 
-
-
-
-
   step(nowMs: number): StepResult {
     this.enter(nowMs)
     if (this.left) return idle(undefined)
@@ -320,9 +323,10 @@ export class PhoenixCore {
       if (this.mode === 'naive') {
         const applied = applyInbox(this.parts, this.inbox, 1, nowMs)
         this.expiry.noteUnreachable(this.table)
-        return { ...sendRound(this.parts), kind: 'apply', messagesApplied: applied.messages, entriesApplied: applied.entries }
+        return { ...sendRound(this.parts, nowMs), kind: 'apply', messagesApplied: applied.messages, entriesApplied: applied.entries }
       }
       const applied = applyInbox(this.parts, this.inbox, Number.POSITIVE_INFINITY, nowMs)
+      this.police.inboxApplied()
       return { ...idle(undefined), kind: 'apply', messagesApplied: applied.messages, entriesApplied: applied.entries }
     }
 
@@ -331,7 +335,7 @@ export class PhoenixCore {
       const holdUntil = this.sendHoldUntil(nowMs)
       this.expiry.noteUnreachable(this.table)
       if (holdUntil !== undefined) return idle(earliest(holdUntil, this.housekeepingDueMs()))
-      return sendRound(this.parts)
+      return sendRound(this.parts, nowMs)
     }
     return idle(earliest(nextRetry, this.housekeepingDueMs()))
   }
@@ -341,8 +345,9 @@ export class PhoenixCore {
     return picked.map(({ address, owner }) => ({ type: 'dial', address, expectedPeer: owner }))
   }
 
-  /** While dials started less than sendHoldForDialsMs ago are in flight, sends wait (bounded). */
+  /** While dials started less than sendHoldForDialsMs ago are in flight, a new round waits (bounded); a round under way, only for co-hubs. */
   private sendHoldUntil(nowMs: number): number | undefined {
+    if (this.fanout.pending) return this.fanout.waiting(nowMs) ? this.fanout.waitEndsAtMs : undefined
     if (this.mode === 'naive' || this.timing.sendHoldForDialsMs === 0) return undefined
     const oldest = this.book.oldestDialStartMs()
     if (oldest === undefined) return undefined
@@ -352,7 +357,7 @@ export class PhoenixCore {
 
   private hasPendingSends(): boolean {
     const n = this.neighbours
-    return this.table.dirty.size > 0 || this.table.allDirty || n.count('needsWholeTable') > 0 || n.count('helloDue') > 0
+    return this.table.dirty.size > 0 || this.table.allDirty || n.count('needsWholeTable') > 0 || n.count('helloDue') > 0 || this.fanout.pending
   }
 
   // ---------------------------------------------------------------- names and forwarding
@@ -459,6 +464,7 @@ export class PhoenixCore {
   // ---------------------------------------------------------------- housekeeping
 
   private learnHub(address: PhysicalAddress): void {
+    if (!this.hubsGiven.includes(address)) this.hubsGiven.push(address)
     if (this.table.own.addresses.includes(address)) return
     this.hubs.push(address)
     this.book.learn(address, undefined)
@@ -479,8 +485,6 @@ export class PhoenixCore {
   private assertActive(): void {
     if (this.left) throw new PhoenixError('INVALID_STATE', `node ${this.id} has left; create a new core to rejoin`)
   }
-
-
 }
 
 function earliest(a: number | undefined, b: number | undefined): number | undefined {

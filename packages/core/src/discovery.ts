@@ -34,6 +34,10 @@ export class AddressBook {
   /** FIFO of addresses ready to dial; discovery order is dial order. */
   private readonly queue: PhysicalAddress[] = []
   private queueHead = 0
+  /** Addresses were queued since the pending part of the queue was last put in nearness order. */
+  private queueUnsorted = false
+  /** Our own addresses: which known addresses look nearest (`nearnessOf`). */
+  private ownAddresses: readonly PhysicalAddress[] = []
   private readonly inFlight = new Set<PhysicalAddress>()
   private readonly ownersDialling = new Map<NodeId, number>()
   /** Backed-off addresses, kept sorted by retry time only when someone asks (few at a time). */
@@ -71,6 +75,7 @@ export class AddressBook {
         return false
       }
       state = this.addresses.add(address)
+      state.nearness = this.nearnessOf(address)
     }
     if (owner !== undefined) this.setOwner(address, state, owner)
     return true
@@ -167,6 +172,39 @@ export class AddressBook {
     return this.addresses.get(address)?.owner
   }
 
+  /**
+   * Our own addresses changed: addresses sharing a longer prefix with one of ours are dialled
+   * first. That is RFC 6724's longest-matching-prefix rule, on the address text: a peer on our own
+   * network is the likeliest to accept us, while one behind another site's firewall may hold a
+   * dial slot until its SYN times out (three subnets, hubs only: a node that learned the other
+   * subnets' addresses first waited 3 s per 64 of them before dialling its own subnet).
+   */
+  setOwnAddresses(addresses: readonly PhysicalAddress[]): void {
+    this.ownAddresses = addresses
+    for (const [address, state] of this.addresses) state.nearness = this.nearnessOf(address)
+    this.queueUnsorted = true
+  }
+
+  private nearnessOf(address: PhysicalAddress): number {
+    let best = 0
+    for (const own of this.ownAddresses) {
+      let i = 0
+      while (i < own.length && i < address.length && own.charCodeAt(i) === address.charCodeAt(i)) i++
+      if (i > best) best = i
+    }
+    return best
+  }
+
+  /** Puts the addresses still to dial in nearness order, keeping discovery order among equals (a stable sort). */
+  private sortQueue(): void {
+    this.queueUnsorted = false
+    if (this.ownAddresses.length === 0 || this.queue.length - this.queueHead < 2) return
+    const pending = this.queue.slice(this.queueHead)
+    const near = (a: PhysicalAddress) => this.addresses.get(a)?.nearness ?? 0
+    pending.sort((a, b) => near(b) - near(a))
+    for (let i = 0; i < pending.length; i++) this.queue[this.queueHead + i] = pending[i]!
+  }
+
   /** Asks for `address` to be dialled when allowed (not in flight, not backed off). */
   want(address: PhysicalAddress): void {
     const state = this.addresses.get(address)
@@ -177,6 +215,7 @@ export class AddressBook {
     }
     state.queued = true
     this.queue.push(address)
+    this.queueUnsorted = true
   }
 
   /** Moves back-offs that have expired into the dial queue; returns the earliest pending retry. */
@@ -214,6 +253,7 @@ export class AddressBook {
     // Another address of a node already being dialled waits its turn: if that dial fails, this
     // one is next (a dual-stacked node's IPv6 address may be unreachable from here, its IPv4 not).
     const waiting: PhysicalAddress[] = []
+    if (this.queueUnsorted) this.sortQueue()
     while (this.queueHead < this.queue.length && this.inFlight.size < this.maxInFlight) {
       const address = this.queue[this.queueHead++]!
       const state = this.addresses.get(address)

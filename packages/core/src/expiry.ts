@@ -18,7 +18,9 @@ export class Expiry {
   /** When the oldest unreachable entry we know of is due to be forgotten (no earlier than the next expiry scan), or undefined if none is. */
   dueMs(p: CoreParts): number | undefined {
     if (this.unreachableSinceMs === Number.POSITIVE_INFINITY) return undefined
-    return Math.max(this.unreachableSinceMs + p.timing.unreachableRetentionMs, p.table.nextExpiryScanAtMs)
+    const due = Math.max(this.unreachableSinceMs + p.timing.unreachableRetentionMs, p.table.nextExpiryScanAtMs)
+    // A round under way (fanout.ts) holds expiry off until it is sent; one waiting for co-hubs, until the wait ends.
+    return p.fanout.pending ? Math.max(due, p.fanout.waitEndsAtMs) : due
   }
 
   /** Entries that changed since the last send round and are unreachable now start their retention. */
@@ -30,6 +32,9 @@ export class Expiry {
 
   /** Forgets unreachable entries kept longer than unreachableRetentionMs, and frees their node indices. */
   expire(p: CoreParts, nowMs: number): void {
+    // An entry a round under way still has to send is kept, as a dirty one is: a route's loss must
+    // reach its destination (it answers with a newer number) before anyone forgets it.
+    if (p.fanout.pending) return
     const { nodeIndex, numbering, table, neighbours } = p
     const forgotten: number[] = []
     const scanAtMs = table.nextExpiryScanAtMs

@@ -1,6 +1,7 @@
 import type { CoreLimits, CoreTiming } from './constants.ts'
 import type { AddressBook } from './discovery.ts'
-import type { NeighbourTable } from './neighbours.ts'
+import type { Fanout } from './fanout.ts'
+import type { Neighbour, NeighbourTable } from './neighbours.ts'
 import type { NameHolders } from './names.ts'
 import type { NodeIndex } from './nodeindex.ts'
 import type { Police } from './police.ts'
@@ -40,4 +41,8 @@ export interface CoreParts {
   readonly traffic: TrafficCounters
   /** The simulator's shared numbering, if this core runs in one (see `SharedNumbering`). */
   readonly numbering: SharedNumbering | undefined
+  /** The send round in progress (fanout.ts). */
+  readonly fanout: Fanout
+  /** Our co-hubs among the neighbours now (fanout.ts): none unless we are a hub and coHubWaitMs is on. */
+  readonly coHubs: () => readonly Neighbour[]
 }

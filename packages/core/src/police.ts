@@ -33,6 +33,13 @@ export class Police {
   /** Per neighbour: logical names carried by the records of the destinations it introduced. */
   private readonly introducedNamesBy = new Map<NodeId, number>()
   readonly counters: PoliceCounters = { recordsVerified: 0, peersDropped: 0, introductionsRefused: 0 }
+  /**
+   * Records verified since the inbox was last applied, by destination (its even seq and
+   * signature): two copies of a new record queued together (a hub's relay and the owner's own
+   * copy, arriving in one busy spell) are checked once. Emptied by `inboxApplied`, so it holds
+   * at most what the inbox holds (inboxMessagesMax updates).
+   */
+  private readonly verifiedQueued = new Map<NodeId, { evenSeq: number; signature: Uint8Array }>()
 
   constructor(
     private readonly limits: Readonly<CoreLimits>,
@@ -188,12 +195,20 @@ export class Police {
       const evenSeq = advert.seq - (advert.seq % 2)
       const entry = known(advert.destination)
       if (entry !== undefined && entry.seq - (entry.seq % 2) === evenSeq && bytesEqual(entry.signature, signature)) continue
+      const queued = this.verifiedQueued.get(advert.destination)
+      if (queued !== undefined && queued.evenSeq === evenSeq && bytesEqual(queued.signature, signature)) continue
       this.counters.recordsVerified++
       const payload = recordPayload(advert.destination, evenSeq, advert.names, advert.addresses)
       if (signature.length === 0 || !records.verify(advert.destination, payload, signature)) {
         this.drop(from, 'INVALID_INPUT', `it sent a record for ${advert.destination} (seq ${advert.seq}) whose signature does not verify`)
       }
+      this.verifiedQueued.set(advert.destination, { evenSeq, signature })
     }
+  }
+
+  /** The inbox was applied: what it verified is in the table now, or was refused there. */
+  inboxApplied(): void {
+    this.verifiedQueued.clear()
   }
 }
 

@@ -7,18 +7,26 @@ import { seqNewer } from './seq.ts'
 import type { Effect, RouteAdvert, StepResult, UpdateMessage } from './types.ts'
 
 /**
- * Priority 3 of the scheduler: one send round. Every changed entry (every entry, after a new
- * neighbour) goes to each neighbour that is in neither its trans nor its rcpt, and all entries
- * for one neighbour go out merged, in messages of at most `entriesPerMessageMax` entries. In
- * naive mode (plain DSDV) every change goes to every neighbour, and a new neighbour gets the
- * whole table.
+ * Priority 3 of the scheduler: one step of a send round. Every changed entry (every entry, after a
+ * new neighbour) goes to each neighbour that is in neither its trans nor its rcpt, and all entries
+ * for one neighbour go out merged, in messages of at most `entriesPerMessageMax` entries. A round
+ * goes out in steps of about `sendStepEntriesMax` entries, co-hubs first, and a hub holds back
+ * what its co-hubs serve (fanout.ts). In naive mode (plain DSDV) every change goes to every
+ * neighbour at once, and a new neighbour gets the whole table.
  */
-export function sendRound(p: CoreParts): StepResult {
+export function sendRound(p: CoreParts, nowMs: number): StepResult {
   const round = new SendRound(p)
-  if (p.mode === 'naive') round.collectNaive()
-  else round.collectOptimized()
-  p.table.dirty.clear()
-  p.table.allDirty = false
+  if (p.mode === 'naive' || !p.fanout.pending) {
+    // What changed from now on goes in the next round.
+    if (p.mode === 'naive') round.collectNaive()
+    else round.collectOptimized()
+    p.table.dirty.clear()
+    p.table.allDirty = false
+    if (p.mode === 'naive') return round.build()
+    p.fanout.sortPromised()
+    p.fanout.begin(round.plannedForCoHubs(), nowMs + p.timing.coHubWaitMs)
+  }
+  if (!p.fanout.waiting(nowMs)) round.takeFromFanout()
   return round.build()
 }
 
@@ -44,9 +52,10 @@ function ownerNeedsOwnEntry(owner: Neighbour, entry: RouteEntry): boolean {
   return owner.ownerSeqHeard !== undefined && seqNewer(entry.seq, owner.ownerSeqHeard)
 }
 
-/** Who gets which entries (per neighbour slot) and the new trans of each entry. */
+/** Who gets which entries (per neighbour slot), who is held back for a co-hub, and the new trans of each entry. */
 interface Decision {
   readonly slots: number[]
+  readonly heldBack: number[]
   readonly trans: NodeSet
 }
 
@@ -61,6 +70,11 @@ class SendRound {
   /** An entry goes to many neighbours in one round: one advert object per (entry, trans index), by the entry's row. */
   private readonly advertCache = new Map<number, RouteAdvert>()
   private slotTable: readonly string[] = []
+  /** Our co-hubs among the neighbours when this round began (fanout.ts); empty unless we are a hub with co-hubs. */
+  coHubs: readonly Neighbour[] = []
+  private coHubSet = new Set<Neighbour>()
+  /** Per slot of this round: held back for a co-hub that owns the neighbour. */
+  private readonly heldBackSlots = new Map<number, boolean>()
 
   constructor(private readonly p: CoreParts) {}
 
@@ -74,7 +88,10 @@ class SendRound {
   }
 
   collectOptimized(): void {
-    const { table, neighbours } = this.p
+    const { table, neighbours, fanout } = this.p
+    this.coHubs = this.p.coHubs()
+    this.coHubSet = new Set(this.coHubs)
+    fanout.prune(neighbours)
     // Entries whose trans and rcpt are the same (shared) sets get the same targets and the same
     // new trans: compute each pair once per round.
     const decided = new Map<NodeSet, Map<NodeSet, Decision>>()
@@ -83,29 +100,62 @@ class SendRound {
       if (byRcpt === undefined) decided.set(entry.trans, (byRcpt = new Map()))
       let decision = byRcpt.get(entry.rcpt)
       if (decision === undefined) byRcpt.set(entry.rcpt, (decision = this.decide(entry)))
+      const owner = neighbours.get(entry.destination)
+      for (const slot of decision.heldBack) if (slot !== owner?.slot || ownerNeedsOwnEntry(owner, entry)) fanout.holdBack(this.neighbourAt(slot), entry)
       if (table.isOwn(entry) && neighbours.count('ownWaitsForHello') > 0) {
         entry.trans = this.ownWaitingForHellos(entry, decision)
         continue
       }
-      if (decision.slots.length > 0) {
-        const owner = neighbours.get(entry.destination)
-        for (const slot of decision.slots) if (slot !== owner?.slot || ownerNeedsOwnEntry(owner, entry)) this.push(slot, entry)
-      }
+      for (const slot of decision.slots) if (slot !== owner?.slot || ownerNeedsOwnEntry(owner, entry)) this.route(slot, entry)
       entry.trans = decision.trans
     }
   }
 
-  /** The neighbours in neither trans nor rcpt of `entry`, and its trans once they have it. */
+  /** The neighbours in neither trans nor rcpt of `entry` (less those a co-hub serves), and its trans once they have it. */
   private decide(entry: RouteEntry): Decision {
     const { neighbours } = this.p
     const slots: number[] = []
+    const heldBack: number[] = []
     let trans = entry.trans
     NodeSet.forEachMissing(neighbours.indexSet, entry.trans, entry.rcpt, (index) => {
+      const slot = neighbours.slotOfIndex(index)
+      if (this.heldBackFor(slot)) {
+        heldBack.push(slot)
+        return
+      }
       if (trans === entry.trans) trans = entry.trans.clone()
       trans.add(index)
-      slots.push(neighbours.slotOfIndex(index))
+      slots.push(slot)
     })
-    return { slots, trans: trans === entry.trans ? trans : this.p.table.holders.intern(trans) }
+    // Our co-hubs get every entry we send anyone this round, even one they hold: its trans is
+    // whom we serve, which they add to rcpt and serve no more (fanout.ts).
+    if (slots.length + heldBack.length > 0) {
+      for (const hub of this.coHubs) {
+        if (slots.includes(hub.slot)) continue
+        if (trans === entry.trans) trans = entry.trans.clone()
+        trans.add(hub.index)
+        slots.push(hub.slot)
+      }
+    }
+    return { slots, heldBack, trans: trans === entry.trans ? trans : this.p.table.holders.intern(trans) }
+  }
+
+  /** Whether the neighbour in `slot` is another hub's to serve this round (fanout.ts). */
+  private heldBackFor(slot: number): boolean {
+    if (this.coHubs.length === 0) return false
+    let held = this.heldBackSlots.get(slot)
+    if (held === undefined) {
+      const neighbour = this.neighbourAt(slot)
+      held = !this.coHubSet.has(neighbour) && this.p.fanout.ownedByCoHub(this.p.id, this.coHubs, neighbour)
+      this.heldBackSlots.set(slot, held)
+    }
+    return held
+  }
+
+  private neighbourAt(slot: number): Neighbour {
+    const neighbour = this.p.neighbours.at(slot)
+    invariant(neighbour !== undefined, 'a send decision names only occupied slots')
+    return neighbour
   }
 
   /**
@@ -117,15 +167,45 @@ class SendRound {
   private ownWaitingForHellos(own: RouteEntry, decision: Decision): NodeSet {
     let trans: NodeSet | undefined
     for (const slot of decision.slots) {
-      const peer = this.p.neighbours.at(slot)
-      invariant(peer !== undefined, 'a send decision names only occupied slots')
-      if (!peer.ownWaitsForHello) this.push(slot, own)
+      const peer = this.neighbourAt(slot)
+      if (!peer.ownWaitsForHello) this.route(slot, own)
       else if (decision.trans.has(peer.index)) {
         trans ??= decision.trans.clone()
         trans.delete(peer.index)
       }
     }
     return trans === undefined ? decision.trans : this.p.table.holders.intern(trans)
+  }
+
+  /** Entries each co-hub gets in this step: our plan, and as much of theirs as we wait for. */
+  plannedForCoHubs(): Map<string, number> {
+    const out = new Map<string, number>()
+    for (const hub of this.coHubs) out.set(hub.id, this.perNeighbour.get(hub.slot)?.length ?? 0)
+    return out
+  }
+
+  /** A decided send: to a co-hub in this step (its plan is what the others wait for), to anyone else when the round reaches it. */
+  private route(slot: number, entry: RouteEntry): void {
+    if (this.coHubs.length > 0 && this.coHubSet.has(this.neighbourAt(slot))) this.push(slot, entry)
+    else this.p.fanout.promise(this.neighbourAt(slot), entry)
+  }
+
+  /** The next part of the round in progress (fanout.ts): promised entries still as promised, then held-back ones decided again. */
+  takeFromFanout(): void {
+    const { fanout, table, neighbours, limits } = this.p
+    const live = (n: Neighbour, e: RouteEntry) => neighbours.get(n.id) === n && table.has(e.destination)
+    fanout.take(
+      limits.sendStepEntriesMax,
+      // A promise stands while the entry is the one promised: a change empties its trans, and the next round decides again.
+      (n, e) => live(n, e) && e.trans.has(n.index),
+      (n, e) => {
+        if (!live(n, e) || e.trans.has(n.index) || e.rcpt.has(n.index)) return false
+        if (table.isOwn(e) && n.ownWaitsForHello) return false
+        e.trans = table.holders.union(e.trans, n.index, undefined)
+        return true
+      },
+      (n, e) => this.push(n.slot, e),
+    )
   }
 
   private push(slot: number, entry: RouteEntry): void {
@@ -140,7 +220,9 @@ class SendRound {
     this.slotTable = mode === 'naive' ? [] : neighbours.slotTable()
     // A new neighbour gets our hello in our first update on the connection, even an empty one.
     if (neighbours.count('helloDue') > 0) {
-      for (const neighbour of neighbours.values()) if (neighbour.helloDue && !this.perNeighbour.has(neighbour.slot)) this.perNeighbour.set(neighbour.slot, [])
+      for (const neighbour of neighbours.values()) {
+        if (neighbour.helloDue && !this.perNeighbour.has(neighbour.slot) && !this.p.fanout.holdsFor(neighbour)) this.perNeighbour.set(neighbour.slot, [])
+      }
     }
     const effects: Effect[] = []
     let entriesSent = 0

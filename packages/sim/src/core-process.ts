@@ -176,7 +176,9 @@ export function coreConfigFor(node: SimNode, kernel: Kernel): CoreConfig {
     hubs = others(() => true)
     discovery = false
   } else {
-    hubs = others((n) => n.gateway)
+    // Every node is given the same hub list, a gateway its own address too: that is how a
+    // gateway knows it is a hub and the others are its co-hubs (core fanout.ts, coHubWaitMs).
+    hubs = kernel.nodes.filter((n) => n.gateway).map((n) => n.address)
   }
   const signed = s.processing.perRecordSignUs > 0 || s.processing.perRecordVerifyUs > 0
   return {

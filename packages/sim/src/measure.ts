@@ -115,7 +115,8 @@ export class Measurement {
     if (masterDone !== undefined) return masterDone
     const live = this.kernel.nodes.filter((n) => n.alive)
     if (this.connectionsMissing(live, counters.openConnections) === 0) {
-      const hold = scenario.coreTiming.sendHoldForDialsMs ?? 0
+      // Sends held for dials, and a hub's round waiting for its co-hubs, pass for quiet otherwise.
+      const hold = (scenario.coreTiming.sendHoldForDialsMs ?? 0) + (scenario.coreTiming.coHubWaitMs ?? 0)
       if (nowMs >= counters.lastActivityMs + hold + QUIET_COMPLETE_MS) return true
     }
     return counters.firstDialsPending === 0 && nowMs >= counters.lastActivityMs + scenario.quietMs

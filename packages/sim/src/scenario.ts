@@ -86,7 +86,7 @@ export const DEFAULT_NETWORK: NetworkSpec = {
 }
 export const DEFAULT_PROCESSING: ProcessingSpec = { perMessageUs: 50, perEntryUs: 2, perConnectionUs: 200, perRecordSignUs: 0, perRecordVerifyUs: 0 }
 
-const CORE_TIMING_KEYS = ['dialBackoffInitialMs', 'dialBackoffMaxMs', 'sendHoldForDialsMs', 'unreachableRetentionMs']
+const CORE_TIMING_KEYS = ['coHubWaitMs', 'dialBackoffInitialMs', 'dialBackoffMaxMs', 'sendHoldForDialsMs', 'unreachableRetentionMs']
 
 type Json = unknown
 

@@ -1,0 +1,245 @@
+import { invariant } from './errors.ts'
+import type { AddressBook } from './discovery.ts'
+import type { Neighbour, NeighbourTable } from './neighbours.ts'
+import { NodeSet } from './nodeset.ts'
+import type { CoreParts } from './parts.ts'
+import type { RouteEntry } from './route.ts'
+import type { NodeId, PhysicalAddress } from './types.ts'
+
+/**
+ * A send round that takes more than one step: its fan-out (send.ts decides, this module holds
+ * what is still to go). Two things make a round last several steps:
+ *
+ * - **Bounded steps** (`limits.sendStepEntriesMax`). A hub that 400 nodes joined owes each of them
+ *   its table: 160,000 entries, built and sent in one step, all leaving when the last is built.
+ *   In bounded steps the first joiners get their tables (and start dialling their peers) while
+ *   the hub builds the rest, and updates that arrive meanwhile are applied between steps
+ *   (priority 2 first, as always).
+ * - **Co-hubs** (`timing.coHubWaitMs`). Nodes that know several hubs connect to all of them, and
+ *   each hub would send each of them every record: k copies for k hubs (three subnets, one
+ *   gateway each: 2.97·N(N−1) entries). A hub that is one of the hubs it was given (its own
+ *   address among them) and is connected to others of them (its co-hubs) splits its neighbours
+ *   with them by a hash of (hub, neighbour) both sides compute alike (`ownerOf`): it sends its
+ *   co-hubs first, then the neighbours it owns, and holds back the others'. Those updates to the
+ *   co-hubs carry, as trans, everyone each hub promised to serve; every hub adds what its
+ *   co-hubs promised to rcpt (the paper's rule), so when it decides the held-back neighbours
+ *   again, after its co-hubs' updates arrived (or `coHubWaitMs`), it sends only what no co-hub
+ *   promised at least as good. Nothing is promised that is not sent (a held-back neighbour is
+ *   not in trans), so a neighbour a co-hub cannot serve still gets every entry from us, later.
+ *
+ * The bookkeeping is per round: entries promised to a neighbour (in its trans), and entries held
+ * back for it (in neither trans nor rcpt yet), by neighbour. Both are bounded by the table size
+ * times the neighbour count, what one round of the unbounded scheduler built at once.
+ */
+export class Fanout {
+  /** Promised entries per neighbour, to go out in slot order, each in its trans when promised. */
+  private readonly promised = new Map<Neighbour, RouteEntry[]>()
+  /** Entries held back for a neighbour a co-hub owns: decided again once the co-hubs' plans are in. */
+  private readonly heldBack = new Map<Neighbour, RouteEntry[]>()
+  /** Co-hubs whose plan is not all in yet, and how many entries of it we still expect from each. */
+  private readonly awaited = new Map<NodeId, number>()
+  /**
+   * Entries received from each neighbour since the last round began (a co-hub's plan may come
+   * before ours begins). Bounded by the neighbour table: emptied at every round.
+   */
+  private readonly heard = new Map<NodeId, number>()
+  /** The round's wait for its co-hubs ends then at the latest. */
+  private waitEndsMs = Number.NEGATIVE_INFINITY
+  /** The co-hubs the owner cache was made for (their ids joined), and the cache: neighbour -> owned by a co-hub. */
+  /**
+   * Neighbours a co-hub that closed may have owned (`coHubGone`): the trans sets we receive say
+   * nothing about them any more, since updates still under way may repeat that co-hub's promises.
+   * At most our neighbours; each leaves with its connection.
+   */
+  readonly orphans = new NodeSet()
+  private ownersKey = ''
+  private readonly ownedElsewhere = new Map<Neighbour, boolean>()
+
+  /** Whether a round is under way: entries promised or held back are still to be sent or decided. */
+  get pending(): boolean {
+    return this.promised.size > 0 || this.heldBack.size > 0
+  }
+
+  /** Whether the round waits for co-hubs at `nowMs` (then nothing of it is sent before `waitEndsAtMs`). */
+  waiting(nowMs: number): boolean {
+    return this.awaited.size > 0 && nowMs < this.waitEndsMs
+  }
+
+  get waitEndsAtMs(): number {
+    return this.waitEndsMs
+  }
+
+  /** Whether anything of this round is still to go to `neighbour` (its hello then goes with it). */
+  holdsFor(neighbour: Neighbour): boolean {
+    return this.promised.has(neighbour) || this.heldBack.has(neighbour)
+  }
+
+  /** `entry` goes to `neighbour` later in this round (it is in the entry's trans already). */
+  promise(neighbour: Neighbour, entry: RouteEntry): void {
+    push(this.promised, neighbour, entry)
+  }
+
+  /** `entry` is held back for `neighbour`, whose owner is a co-hub: decided again after the wait. */
+  holdBack(neighbour: Neighbour, entry: RouteEntry): void {
+    push(this.heldBack, neighbour, entry)
+  }
+
+  /**
+   * The round begins. If it held anything back, it waits until `untilMs` at the latest for each
+   * co-hub's plan: as many entries from it as we send it now (`planned`), the co-hubs having
+   * the same records to share out; whatever it sent since our last round counts.
+   */
+  begin(planned: ReadonlyMap<NodeId, number>, untilMs: number): void {
+    this.awaited.clear()
+    if (this.heldBack.size > 0) {
+      for (const [hub, entries] of planned) {
+        const missing = entries - (this.heard.get(hub) ?? 0)
+        if (missing > 0) this.awaited.set(hub, missing)
+      }
+      this.waitEndsMs = untilMs
+    }
+    this.heard.clear()
+  }
+
+  /** `entries` from `peer` were applied: part of its plan, if it is a co-hub. */
+  heardFrom(peer: NodeId, entries: number): void {
+    const awaited = this.awaited.get(peer)
+    if (awaited === undefined) this.heard.set(peer, (this.heard.get(peer) ?? 0) + entries)
+    else if (awaited <= entries) this.awaited.delete(peer)
+    else this.awaited.set(peer, awaited - entries)
+  }
+
+  /** `neighbour` is gone: nothing more of this round goes to it. With `coHubOf`, it was a co-hub of that core (`coHubGone`). */
+  neighbourGone(neighbour: Neighbour, coHubOf?: CoreParts): void {
+    this.promised.delete(neighbour)
+    this.heldBack.delete(neighbour)
+    this.awaited.delete(neighbour.id)
+    this.heard.delete(neighbour.id)
+    this.orphans.delete(neighbour.index)
+    if (coHubOf !== undefined) coHubGone(coHubOf, neighbour)
+  }
+
+  /**
+   * The next part of the round, about `budget` entries: promised entries first (whole neighbours,
+   * in slot order, at least one), then the held-back ones (`decide` says, for each, whether it
+   * still goes). `emit(neighbour, entry)` takes what goes out now.
+   */
+  take(budget: number, stillPromised: (n: Neighbour, e: RouteEntry) => boolean, decide: (n: Neighbour, e: RouteEntry) => boolean, emit: (n: Neighbour, e: RouteEntry) => void): void {
+    invariant(budget >= 1, 'a send step takes at least one entry')
+    let taken = 0
+    taken = drain(this.promised, budget, taken, stillPromised, emit)
+    if (this.promised.size === 0 && taken < budget) drain(this.heldBack, budget, taken, decide, emit)
+    if (!this.pending) this.awaited.clear()
+  }
+
+  /** Promised neighbours in slot order (the order of a round without bounded steps). */
+  sortPromised(): void {
+    if (this.promised.size < 2) return
+    const sorted = [...this.promised].sort((a, b) => a[0].slot - b[0].slot)
+    this.promised.clear()
+    for (const [n, list] of sorted) this.promised.set(n, list)
+  }
+
+  /**
+   * Whether a co-hub owns `neighbour`: of us and our co-hubs, the one with the smallest hash of
+   * (hub id, neighbour id). Every hub computes the same owner when they know the same co-hubs;
+   * where they do not, a neighbour is served twice or later, never not at all.
+   */
+  ownedByCoHub(self: NodeId, coHubs: readonly Neighbour[], neighbour: Neighbour): boolean {
+    const key = coHubs.map((h) => h.id).join('\u0000')
+    if (key !== this.ownersKey) {
+      this.ownersKey = key
+      this.ownedElsewhere.clear()
+    }
+    let owned = this.ownedElsewhere.get(neighbour)
+    if (owned === undefined) {
+      const mine = ownerHash(self, neighbour.id)
+      owned = coHubs.some((hub) => hub !== neighbour && ownerHash(hub.id, neighbour.id) < mine)
+      this.ownedElsewhere.set(neighbour, owned)
+    }
+    return owned
+  }
+
+  /** `set` (a received trans set, in our numbering) without the orphans: frozen, itself if it names none. */
+  withoutOrphans(set: NodeSet): NodeSet {
+    let out: NodeSet | undefined
+    this.orphans.forEach((index) => {
+      if (!set.has(index)) return
+      out ??= set.clone()
+      out.delete(index)
+    })
+    return out === undefined ? set : out.freeze()
+  }
+
+  /** Forgets cached owners of neighbours that are gone (bounded by the neighbour table). */
+  prune(neighbours: NeighbourTable): void {
+    for (const n of this.ownedElsewhere.keys()) if (neighbours.get(n.id) !== n) this.ownedElsewhere.delete(n)
+  }
+}
+
+/**
+ * Our co-hubs: the neighbours that own one of the hub addresses we were given, if we are a hub
+ * ourselves (our own address among them) and `coHubWaitMs` is on; else none.
+ */
+export function coHubsOf(own: readonly PhysicalAddress[], hubsGiven: readonly PhysicalAddress[], book: AddressBook, neighbours: NeighbourTable, coHubWaitMs: number): Neighbour[] {
+  if (coHubWaitMs === 0 || !hubsGiven.some((a) => own.includes(a))) return []
+  const out: Neighbour[] = []
+  for (const address of hubsGiven) {
+    const owner = book.ownerOf(address)
+    const neighbour = owner === undefined ? undefined : neighbours.get(owner)
+    if (neighbour !== undefined && !out.includes(neighbour)) out.push(neighbour)
+  }
+  return out
+}
+
+/**
+ * Co-hub `gone` closed. The neighbours it may have owned may be in our trans and rcpt on its
+ * word alone (its plan), for entries it may never have sent them (it crashed first): they are
+ * forgotten as holders everywhere, and every entry is considered for them again. Duplicates for
+ * what they did get, nothing missing; and from now on no trans set we receive counts for them
+ * (`orphans`): the other co-hubs' updates under way still carry the promises they took over.
+ */
+export function coHubGone(p: CoreParts, gone: Neighbour): void {
+  const indices: number[] = []
+  for (const n of p.neighbours.values()) if (ownerHash(gone.id, n.id) < ownerHash(p.id, n.id)) indices.push(n.index)
+  if (indices.length === 0) return
+  for (const index of indices) p.fanout.orphans.add(index)
+  p.table.forgetIndices(indices)
+  p.table.allDirty = true
+}
+
+function push(map: Map<Neighbour, RouteEntry[]>, neighbour: Neighbour, entry: RouteEntry): void {
+  let list = map.get(neighbour)
+  if (list === undefined) map.set(neighbour, (list = []))
+  list.push(entry)
+}
+
+function drain(map: Map<Neighbour, RouteEntry[]>, budget: number, taken: number, keep: (n: Neighbour, e: RouteEntry) => boolean, emit: (n: Neighbour, e: RouteEntry) => void): number {
+  for (const [neighbour, list] of map) {
+    if (taken >= budget) break
+    map.delete(neighbour)
+    for (const entry of list) {
+      if (!keep(neighbour, entry)) continue
+      emit(neighbour, entry)
+      taken++
+    }
+  }
+  return taken
+}
+
+const FNV1A_OFFSET_BASIS = 0x811c9dc5
+const FNV1A_PRIME = 0x01000193
+
+/** 32-bit FNV-1a of (hub, neighbour) with Murmur3's finaliser: pure, so every hub ranks alike. */
+export function ownerHash(hub: NodeId, neighbour: NodeId): number {
+  let h = FNV1A_OFFSET_BASIS
+  for (let i = 0; i < hub.length; i++) h = Math.imul(h ^ hub.charCodeAt(i), FNV1A_PRIME)
+  h = Math.imul(h ^ 0, FNV1A_PRIME)
+  for (let i = 0; i < neighbour.length; i++) h = Math.imul(h ^ neighbour.charCodeAt(i), FNV1A_PRIME)
+  h ^= h >>> 16
+  h = Math.imul(h, 0x85ebca6b)
+  h ^= h >>> 13
+  h = Math.imul(h, 0xc2b2ae35)
+  h ^= h >>> 16
+  return h >>> 0
+}
