@@ -193,15 +193,19 @@ export function coHubsOf(own: readonly PhysicalAddress[], hubsGiven: readonly Ph
 }
 
 /**
- * Co-hub `gone` closed. The neighbours it may have owned may be in our trans and rcpt on its
- * word alone (its plan), for entries it may never have sent them (it crashed first): they are
- * forgotten as holders everywhere, and every entry is considered for them again. Duplicates for
- * what they did get, nothing missing; and from now on no trans set we receive counts for them
- * (`orphans`): the other co-hubs' updates under way still carry the promises they took over.
+ * Co-hub `gone` closed. Our neighbours may be in our trans and rcpt on its word alone (its plan),
+ * directly or through another co-hub's plan that repeated it, for entries it may never have sent
+ * them (it crashed first): they are forgotten as holders everywhere, and every entry is
+ * considered for them again. Duplicates for what they did get, nothing missing; and from now on
+ * no trans set we receive counts for them (`orphans`): the other co-hubs' updates under way
+ * still carry the promises they took over. The cost is one full round after a co-hub closes.
  */
 export function coHubGone(p: CoreParts, gone: Neighbour): void {
+  // Every neighbour, not only those it owned by the hash: where two hubs' views of their co-hubs
+  // differed it may have promised anyone, and the survivors relay each other's promises in their
+  // trans sets (each believing the other serves a node only the gone hub did serve).
   const indices: number[] = []
-  for (const n of p.neighbours.values()) if (ownerHash(gone.id, n.id) < ownerHash(p.id, n.id)) indices.push(n.index)
+  for (const n of p.neighbours.values()) if (n !== gone) indices.push(n.index)
   if (indices.length === 0) return
   for (const index of indices) p.fanout.orphans.add(index)
   p.table.forgetIndices(indices)

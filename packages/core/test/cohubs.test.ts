@@ -33,6 +33,12 @@ const FOUND: Scenario[] = [
   // Another co-hub's updates still under way repeated the crashed one's promises (fixed: orphans).
   { nodes: 19, hubs: 3, density: 0, graphSeed: 22, scheduleSeed: 12, coHubWaitMs: 1, ecmpNextHopsMax: 1, sendStepEntriesMax: 1_000_000, reorder: 0, crashHubAt: 143 },
   { nodes: 11, hubs: 3, density: 0, graphSeed: 191893472, scheduleSeed: 497510804, coHubWaitMs: 1, ecmpNextHopsMax: 1, sendStepEntriesMax: 7, reorder: 0, crashHubAt: 251 },
+  // The crashed hub's update to n2 was still on its way; the survivor held n2 on its word (fixed:
+  // RouteEntry.vouchers, forgotten with the neighbour that vouched).
+  { nodes: 21, hubs: 2, density: 0, graphSeed: 562897933, scheduleSeed: 990411799, coHubWaitMs: 1, ecmpNextHopsMax: 1, sendStepEntriesMax: 7, reorder: 0.2, crashHubAt: 97 },
+  // Each surviving co-hub held n8 on another's plan that repeated the crashed hub's promise
+  // (fixed: coHubGone forgets and orphans every neighbour, not only those the gone hub owned).
+  { nodes: 9, hubs: 4, density: 0, graphSeed: 2147483627, scheduleSeed: 1638701206, coHubWaitMs: 1, ecmpNextHopsMax: 1, sendStepEntriesMax: 1_000_000, reorder: 0.2, crashHubAt: 227 },
 ]
 const runs = () => ({ numRuns: PROPERTY_RUNS, verbose: true, examples: FOUND.map((s): [Scenario] => [s]) })
 
