@@ -18,7 +18,7 @@ import { Agent, request } from 'node:http'
 import { tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { parseArgs } from 'node:util'
+import { fail, scriptArgs } from '../../tools/script-args.ts'
 import { nowNs } from './framing.ts'
 import { median } from './measure.ts'
 import { sizeLabel } from './plan.ts'
@@ -36,13 +36,13 @@ type Mode = (typeof MODES)[number]
 const BATCH_BYTES = 64 * KiB
 const QUEUE_FULL_RETRY_MS = 1
 
-const { values } = parseArgs({ args: process.argv.slice(2).filter((a) => a !== '--'), options: { quick: { type: 'boolean', default: false }, rounds: { type: 'string' }, out: { type: 'string' }, mib: { type: 'string' } } })
+const { values } = scriptArgs({ options: { quick: { type: 'boolean', default: false }, rounds: { type: 'string' }, out: { type: 'string' }, mib: { type: 'string' } } }, { summary: 'the control endpoint (what shell jobs use) against the library API, one process per node' })
 const quick = values.quick
 const rounds = Number(values.rounds ?? (quick ? 1 : 3))
-if (!(Number.isInteger(rounds) && rounds > 0)) throw new Error(`--rounds must be a positive integer, got ${JSON.stringify(values.rounds)}`)
+if (!(Number.isInteger(rounds) && rounds > 0)) fail(`--rounds must be a positive integer, got ${JSON.stringify(values.rounds)}`)
 /** `--mib N`: the 4 KiB budget (64 KiB messages get twice it), for a busy machine. */
 const mib = Number(values.mib ?? 32)
-if (!(Number.isInteger(mib) && mib > 0)) throw new Error(`--mib must be a positive integer, got ${JSON.stringify(values.mib)}`)
+if (!(Number.isInteger(mib) && mib > 0)) fail(`--mib must be a positive integer, got ${JSON.stringify(values.mib)}`)
 const sizes = quick ? [{ messageBytes: 4 * KiB, budgetBytes: 2 * MiB }] : [{ messageBytes: 4 * KiB, budgetBytes: mib * MiB }, { messageBytes: 64 * KiB, budgetBytes: 2 * mib * MiB }]
 const outDir = resolve(values.out ?? join(benchDir, quick ? 'results-quick' : 'results'))
 mkdirSync(outDir, { recursive: true })

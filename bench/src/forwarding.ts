@@ -12,7 +12,7 @@
 import { mkdirSync } from 'node:fs'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { parseArgs } from 'node:util'
+import { fail, scriptArgs } from '../../tools/script-args.ts'
 import { measureLatency, measureThroughput, openPath, RSS_SAMPLE_MS } from './measure.ts'
 import { nodesOf, PATH_IDS, PATHS, setUpPath, type PathId } from './paths.ts'
 import { makePlan, SIZE_BYTES, sizeLabel, type Plan, type SizePlan } from './plan.ts'
@@ -21,8 +21,7 @@ import { writeForwardingReport, type MemoryRow, type Row, type Variant } from '.
 import { localNode, spawnNode, type NodeHandle } from './rpc.ts'
 
 const benchDir = resolve(dirname(fileURLToPath(import.meta.url)), '..')
-const { values } = parseArgs({
-  args: process.argv.slice(2).filter((a) => a !== '--'),
+const { values } = scriptArgs({
   options: {
     quick: { type: 'boolean', default: false },
     rounds: { type: 'string' },
@@ -33,13 +32,13 @@ const { values } = parseArgs({
     paths: { type: 'string' },
     sizes: { type: 'string' },
   },
-})
+}, { summary: 'the fair forwarding benchmark: one process per node, Phoenix through 0-2 intermediates against a bare stream, pipe relays and circuit-relay-v2' })
 const rounds = values.rounds === undefined ? undefined : Number(values.rounds)
-if (rounds !== undefined && !(Number.isInteger(rounds) && rounds > 0)) throw new Error(`--rounds must be a positive integer, got ${JSON.stringify(values.rounds)}`)
+if (rounds !== undefined && !(Number.isInteger(rounds) && rounds > 0)) fail(`--rounds must be a positive integer, got ${JSON.stringify(values.rounds)}`)
 const paths = values.paths?.split(',').map((p) => p.trim())
-for (const p of paths ?? []) if (!(PATH_IDS as readonly string[]).includes(p)) throw new Error(`--paths: unknown path ${JSON.stringify(p)}; known: ${PATH_IDS.join(', ')}`)
+for (const p of paths ?? []) if (!(PATH_IDS as readonly string[]).includes(p)) fail(`--paths: unknown path ${JSON.stringify(p)}; known: ${PATH_IDS.join(', ')}`)
 const sizes = values.sizes?.split(',').map((s) => Number(s.trim()))
-for (const s of sizes ?? []) if (!SIZE_BYTES.includes(s)) throw new Error(`--sizes: unknown message size ${JSON.stringify(s)}; known: ${SIZE_BYTES.join(', ')}`)
+for (const s of sizes ?? []) if (!SIZE_BYTES.includes(s)) fail(`--sizes: unknown message size ${JSON.stringify(s)}; known: ${SIZE_BYTES.join(', ')}`)
 const plan = makePlan({ quick: values.quick, ...(rounds !== undefined ? { rounds } : {}), ...(paths !== undefined ? { paths: paths as PathId[] } : {}), ...(sizes !== undefined ? { sizes } : {}) })
 const outDir = resolve(values.out ?? join(benchDir, values.quick ? 'results-quick' : 'results'))
 mkdirSync(outDir, { recursive: true })

@@ -11,15 +11,14 @@
  * Prints a markdown table; writes nothing.
  */
 import { loadavg } from 'node:os'
-import { parseArgs } from 'node:util'
+import { fail, scriptArgs } from '../../tools/script-args.ts'
 import { measureLatency, measureThroughput, median, openPath } from './measure.ts'
 import { nodesOf, PATH_IDS, PATHS, setUpPath, type PathId } from './paths.ts'
 import { sizeLabel, SIZE_BYTES } from './plan.ts'
 import { spawnNode, type NodeHandle } from './rpc.ts'
 
 const MiB = 2 ** 20
-const { values } = parseArgs({
-  args: process.argv.slice(2).filter((a) => a !== '--'),
+const { values } = scriptArgs({
   options: {
     paths: { type: 'string', default: 'pause-resume,it-pipe,phoenix-1' },
     sizes: { type: 'string', default: '4096,65536' },
@@ -27,16 +26,16 @@ const { values } = parseArgs({
     latency: { type: 'string', default: '100' },
     mib: { type: 'string', default: '16' },
   },
-})
+}, { summary: 'relay kinds against each other on a busy machine: short interleaved runs, ratios rep by rep' })
 const positive = (name: string, text: string, zeroOk = false): number => {
   const n = Number(text)
-  if (!Number.isInteger(n) || n < (zeroOk ? 0 : 1)) throw new Error(`--${name} must be a ${zeroOk ? 'non-negative' : 'positive'} integer, got ${JSON.stringify(text)}`)
+  if (!Number.isInteger(n) || n < (zeroOk ? 0 : 1)) fail(`--${name} must be a ${zeroOk ? 'non-negative' : 'positive'} integer, got ${JSON.stringify(text)}`)
   return n
 }
 const paths = values.paths.split(',').map((p) => p.trim()) as PathId[]
-for (const p of paths) if (!(PATH_IDS as readonly string[]).includes(p)) throw new Error(`--paths: unknown path ${JSON.stringify(p)}; known: ${PATH_IDS.join(', ')}`)
+for (const p of paths) if (!(PATH_IDS as readonly string[]).includes(p)) fail(`--paths: unknown path ${JSON.stringify(p)}; known: ${PATH_IDS.join(', ')}`)
 const sizes = values.sizes.split(',').map((s) => Number(s.trim()))
-for (const s of sizes) if (!SIZE_BYTES.includes(s)) throw new Error(`--sizes: unknown message size ${JSON.stringify(s)}; known: ${SIZE_BYTES.join(', ')}`)
+for (const s of sizes) if (!SIZE_BYTES.includes(s)) fail(`--sizes: unknown message size ${JSON.stringify(s)}; known: ${SIZE_BYTES.join(', ')}`)
 const reps = positive('reps', values.reps)
 const probes = positive('latency', values.latency, true)
 /** Bytes per throughput run: `--mib` for messages under 64 KiB, four times it from 64 KiB (a run of a second or more either way). */

@@ -11,12 +11,12 @@
 import { writeFileSync, mkdirSync } from 'node:fs'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { parseArgs } from 'node:util'
+import { scriptArgs } from '../../tools/script-args.ts'
 import { machineLine, writeSection } from './report.ts'
 import { spawnNode, type NodeHandle } from './rpc.ts'
 
 const benchDir = resolve(dirname(fileURLToPath(import.meta.url)), '..')
-const { values } = parseArgs({ args: process.argv.slice(2).filter((a) => a !== '--'), options: { quick: { type: 'boolean', default: false }, out: { type: 'string' } } })
+const { values } = scriptArgs({ options: { quick: { type: 'boolean', default: false }, out: { type: 'string' } } }, { summary: 'memory of one Phoenix node process, idle and per neighbour' })
 const stages = values.quick ? [1, 3, 10] : [1, 10, 100]
 /** Neighbours per hosting process: 50 Phoenix nodes share one process comfortably. */
 const NEIGHBOURS_PER_PROCESS = 50

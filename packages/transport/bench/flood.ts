@@ -9,7 +9,7 @@
  *
  *   npx tsx packages/transport/bench/flood.ts [--fakes 32767] [--per-update 1024] [--interval-ms 150] [--retention-ms 20000]
  */
-import { parseArgs } from 'node:util'
+import { scriptArgs } from '../../../tools/script-args.ts'
 import { generateKey } from '@libp2p/pnet'
 import { MemberProcess, mib, type NodeState } from './member-process.ts'
 
@@ -122,7 +122,7 @@ export async function runFlood(options: FloodOptions): Promise<FloodResult> {
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const { values } = parseArgs({
+  const { values } = scriptArgs({
     options: {
       fakes: { type: 'string', default: '32767' },
       'per-update': { type: 'string', default: '1024' },
@@ -130,7 +130,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
       'retention-ms': { type: 'string', default: '20000' },
       port: { type: 'string', default: String(43000 + (process.pid % 500) * 8) },
     },
-  })
+  }, { summary: 'a member floods validly signed fake destinations through a hub, within the limits' })
   const result = await runFlood({ fakes: Number(values.fakes), perUpdate: Number(values['per-update']), intervalMs: Number(values['interval-ms']), retentionMs: Number(values['retention-ms']), basePort: Number(values.port) })
   const r = result
   console.log(`flood: ${r.floodedIn.replace(/^(\d+)/, '$1 fake destinations')} (${values['per-update']} per update every ${values['interval-ms']} ms) from M through H`)

@@ -26,11 +26,10 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
-import { parseArgs } from 'node:util'
+import { fail, scriptArgs } from '../../../tools/script-args.ts'
 import type { FlowsNodeConfig, FlowsNodeStatus } from './flows-node.ts'
 
-const { values } = parseArgs({
-  args: process.argv.slice(2).filter((a) => a !== '--'),
+const { values } = scriptArgs({
   options: {
     'phase-s': { type: 'string', default: '6' },
     'settle-s': { type: 'string', default: '3' },
@@ -40,7 +39,7 @@ const { values } = parseArgs({
     modes: { type: 'string', default: 'credit,no-credit' },
     'window-kib': { type: 'string', default: '1024' },
   },
-})
+}, { summary: 'eight flows through one gateway, one process per node: fairness, and the others when one receiver stops' })
 const phaseMs = Number(values['phase-s']) * 1_000
 const settleMs = Number(values['settle-s']) * 1_000
 const outstandingMax = Number(values.outstanding)
@@ -48,9 +47,9 @@ const stoppedOutstandingMax = Number(values['stopped-outstanding'])
 const flowCount = Number(values.flows)
 const modes = values.modes.split(',')
 const windowBytes = Number(values['window-kib']) * 1024
-if (!(windowBytes > 0)) throw new Error('--window-kib must be positive')
-if (!(phaseMs > 0) || !(settleMs >= 0) || !(outstandingMax >= 1) || !(stoppedOutstandingMax >= 1) || !(flowCount >= 2)) throw new Error('--phase-s, --outstanding must be positive, --settle-s ≥ 0, --flows ≥ 2')
-for (const mode of modes) if (mode !== 'credit' && mode !== 'no-credit') throw new Error(`--modes: "${mode}" is neither credit nor no-credit`)
+if (!(windowBytes > 0)) fail('--window-kib must be positive')
+if (!(phaseMs > 0) || !(settleMs >= 0) || !(outstandingMax >= 1) || !(stoppedOutstandingMax >= 1) || !(flowCount >= 2)) fail('--phase-s, --outstanding must be positive, --settle-s ≥ 0, --flows ≥ 2')
+for (const mode of modes) if (mode !== 'credit' && mode !== 'no-credit') fail(`--modes: "${mode}" is neither credit nor no-credit`)
 
 const REPO = fileURLToPath(new URL('../../../', import.meta.url))
 const NODE = fileURLToPath(new URL('./flows-node.ts', import.meta.url))

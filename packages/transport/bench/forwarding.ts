@@ -12,15 +12,15 @@
  *   npx tsx packages/transport/bench/forwarding.ts [--mib 64] [--pings 500]
  */
 import type { Stream } from '@libp2p/interface'
-import { parseArgs } from 'node:util'
+import { fail, scriptArgs } from '../../../tools/script-args.ts'
 import { Uint8ArrayList } from 'uint8arraylist'
 import { createPhoenixLibp2p, PhoenixTransportError, type PhoenixNode } from '../src/index.ts'
 import { drained } from '../src/drain.ts'
 
-const { values } = parseArgs({ args: process.argv.slice(2).filter((a) => a !== '--'), options: { mib: { type: 'string', default: '64' }, pings: { type: 'string', default: '500' } } })
+const { values } = scriptArgs({ options: { mib: { type: 'string', default: '64' }, pings: { type: 'string', default: '500' } } }, { summary: 'forwarding cost of the overlay, every node in this process, against a bare libp2p stream' })
 const totalMiB = Number(values.mib)
 const pings = Number(values.pings)
-if (!(totalMiB > 0) || !(pings > 0)) throw new Error('--mib and --pings must be positive numbers')
+if (!(totalMiB > 0) || !(pings > 0)) fail('--mib and --pings must be positive numbers')
 
 const MESSAGE_BYTES = 64 * 1024
 const messages = Math.ceil((totalMiB * 1024 * 1024) / MESSAGE_BYTES)

@@ -7,15 +7,15 @@
  *   node_modules/.bin/tsx packages/transport/bench/frame-decoder.ts [--frames 200000] [--bytes 180]
  */
 import { LengthPrefixedDecoder } from '@libp2p/utils'
-import { parseArgs } from 'node:util'
+import { fail, scriptArgs } from '../../../tools/script-args.ts'
 import * as varint from 'uint8-varint'
 import { FrameDecoder } from '../src/frame-decoder.ts'
 
-const { values } = parseArgs({ options: { frames: { type: 'string', default: '200000' }, bytes: { type: 'string', default: '180' } } })
+const { values } = scriptArgs({ options: { frames: { type: 'string', default: '200000' }, bytes: { type: 'string', default: '180' } } }, { summary: 'the link\'s frame decoder against libp2p\'s LengthPrefixedDecoder' })
 const frames = Number(values.frames)
 const bytes = Number(values.bytes)
-if (!Number.isInteger(frames) || frames < 1) throw new Error(`--frames must be a positive integer, got ${values.frames}`)
-if (!Number.isInteger(bytes) || bytes < 1) throw new Error(`--bytes must be a positive integer, got ${values.bytes}`)
+if (!Number.isInteger(frames) || frames < 1) fail(`--frames must be a positive integer, got ${values.frames}`)
+if (!Number.isInteger(bytes) || bytes < 1) fail(`--bytes must be a positive integer, got ${values.bytes}`)
 const delivery = Uint8Array.from([...varint.encode(bytes), ...new Uint8Array(bytes)])
 const LIMIT = 16 * 1024 * 1024
 

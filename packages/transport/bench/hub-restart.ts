@@ -8,14 +8,14 @@
  *   npx tsx packages/transport/bench/hub-restart.ts [--down-s 150] [--nodes 3]
  */
 import { generateKeyPair, privateKeyToProtobuf } from '@libp2p/crypto/keys'
-import { parseArgs } from 'node:util'
+import { fail, scriptArgs } from '../../../tools/script-args.ts'
 import { createPhoenixLibp2p } from '../src/index.ts'
 import { ChildNode, sleep, timeUntil } from '../test/processes.ts'
 
-const { values } = parseArgs({ args: process.argv.slice(2).filter((a) => a !== '--'), options: { 'down-s': { type: 'string', default: '150' }, nodes: { type: 'string', default: '3' } } })
+const { values } = scriptArgs({ options: { 'down-s': { type: 'string', default: '150' }, nodes: { type: 'string', default: '3' } } }, { summary: 'how soon a restarted hub is reachable again' })
 const downMs = Number(values['down-s']) * 1_000
 const count = Number(values.nodes)
-if (!(downMs >= 0) || !(count >= 2)) throw new Error('--down-s must be a number of seconds and --nodes at least 2')
+if (!(downMs >= 0) || !(count >= 2)) fail('--down-s must be a number of seconds and --nodes at least 2')
 
 const keyHex = Buffer.from(privateKeyToProtobuf(await generateKeyPair('Ed25519'))).toString('hex')
 const hubListen = `/ip4/127.0.0.1/tcp/${46000 + (process.pid % 1_000)}`

@@ -20,7 +20,7 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
-import { parseArgs } from 'node:util'
+import { fail, scriptArgs } from '../../../tools/script-args.ts'
 import { generateSwarmKey } from '../src/index.ts'
 import { runCipherMemory, type CipherMemoryReport } from './psk-relay-cipher.ts'
 import { runRelayNode, type FlowReport, type NodeConfig } from './psk-relay-node.ts'
@@ -122,19 +122,18 @@ async function cipherMemory(connections: number): Promise<void> {
   }
 }
 
-const { values } = parseArgs({
-  args: process.argv.slice(2).filter((a) => a !== '--'),
+const { values } = scriptArgs({
   options: { role: { type: 'string' }, seconds: { type: 'string', default: '60' }, window: { type: 'string', default: '4' }, connections: { type: 'string', default: '10000' }, 'with-libp2p-pnet': { type: 'boolean', default: false } },
-})
+}, { summary: 'a private network\'s relay under load, and its cipher memory' })
 if (values.role === 'node') runRelayNode()
 else if (values.role === 'cipher') runCipherMemory()
 else {
   const seconds = Number(values.seconds)
   const window = Number(values.window)
   const connections = Number(values.connections)
-  if (!(seconds > 0)) throw new Error(`--seconds: must be a positive number, got ${values.seconds}`)
-  if (!Number.isInteger(window) || window < 1) throw new Error(`--window: must be a positive integer, got ${values.window}`)
-  if (!Number.isInteger(connections) || connections < 1) throw new Error(`--connections: must be a positive integer, got ${values.connections}`)
+  if (!(seconds > 0)) fail(`--seconds: must be a positive number, got ${values.seconds}`)
+  if (!Number.isInteger(window) || window < 1) fail(`--window: must be a positive integer, got ${values.window}`)
+  if (!Number.isInteger(connections) || connections < 1) fail(`--connections: must be a positive integer, got ${values.connections}`)
   await cipherMemory(connections)
   const plain = await relay(seconds, window, 'none')
   printRelay('relay without a key (baseline)', plain, window)

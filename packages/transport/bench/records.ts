@@ -6,14 +6,14 @@
  *
  *   npx tsx packages/transport/bench/records.ts [--ops 20000]
  */
-import { parseArgs } from 'node:util'
+import { fail, scriptArgs } from '../../../tools/script-args.ts'
 import { generateKeyPair } from '@libp2p/crypto/keys'
 import { peerIdFromPrivateKey, peerIdFromString } from '@libp2p/peer-id'
 import { recordPayload } from '@phoenix-overlay/core'
 
-const { values } = parseArgs({ options: { ops: { type: 'string', default: '20000' } } })
+const { values } = scriptArgs({ options: { ops: { type: 'string', default: '20000' } } }, { summary: 'what signing and verifying origin records costs on this machine' })
 const ops = Number(values.ops)
-if (!Number.isInteger(ops) || ops < 100) throw new Error(`--ops must be an integer of at least 100, got ${values.ops}`)
+if (!Number.isInteger(ops) || ops < 100) fail(`--ops must be an integer of at least 100, got ${values.ops}`)
 
 const keys = await Promise.all(Array.from({ length: 64 }, () => generateKeyPair('Ed25519')))
 const ids = keys.map((key) => peerIdFromPrivateKey(key).toString())

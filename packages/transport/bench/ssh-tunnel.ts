@@ -21,16 +21,16 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { connect, createServer, type NetConnectOpts } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { parseArgs } from 'node:util'
+import { fail, scriptArgs } from '../../../tools/script-args.ts'
 import type { Uint8ArrayList } from 'uint8arraylist'
 import { SshTunnels } from '../src/ssh-tunnel.ts'
 import { startSshd } from '../test/sshd.ts'
 import { drained } from '../src/drain.ts'
 
-const { values } = parseArgs({ args: process.argv.slice(2).filter((a) => a !== '--'), options: { mib: { type: 'string', default: '64' }, rounds: { type: 'string', default: '3' } } })
+const { values } = scriptArgs({ options: { mib: { type: 'string', default: '64' }, rounds: { type: 'string', default: '3' } } }, { summary: 'what an SSH tunnel costs, against the same path without it, on loopback' })
 const totalBytes = Number(values.mib) * 1024 * 1024
 const rounds = Number(values.rounds)
-if (!(totalBytes > 0) || !(rounds >= 1)) throw new Error('--mib and --rounds must be positive numbers')
+if (!(totalBytes > 0) || !(rounds >= 1)) fail('--mib and --rounds must be positive numbers')
 const CHUNK = new Uint8Array(64 * 1024)
 const PROTOCOL = '/phoenix-bench/sink/1.0.0'
 

@@ -15,17 +15,16 @@
  * 16.0 MiB (its bound), stream write buffer 0 bytes; before the fix the stream buffered 900 MiB
  * in 4 s (test/processes.test.ts).
  */
-import { parseArgs } from 'node:util'
+import { fail, scriptArgs } from '../../../tools/script-args.ts'
 import { TRANSPORT_LIMITS } from '../src/index.ts'
 import { ChildNode, sleep } from '../test/processes.ts'
 
-const { values } = parseArgs({
-  args: process.argv.slice(2).filter((a) => a !== '--'),
+const { values } = scriptArgs({
   options: { 'duration-s': { type: 'string', default: '60' }, 'warmup-s': { type: 'string', default: '5' }, liveness: { type: 'boolean', default: false } },
-})
+}, { summary: 'a sender\'s memory while its receiver is stopped (SIGSTOP)' })
 const durationMs = Number(values['duration-s']) * 1_000
 const warmupMs = Number(values['warmup-s']) * 1_000
-if (!(durationMs > 0) || !(warmupMs > 0)) throw new Error('--duration-s and --warmup-s must be positive numbers')
+if (!(durationMs > 0) || !(warmupMs > 0)) fail('--duration-s and --warmup-s must be positive numbers')
 
 const MiB = 1024 * 1024
 const mib = (bytes: number) => (bytes / MiB).toFixed(1)

@@ -11,7 +11,7 @@
  */
 import { randomBytes } from 'node:crypto'
 import { connect } from 'node:net'
-import { parseArgs } from 'node:util'
+import { scriptArgs } from '../../../tools/script-args.ts'
 import { generateKey } from '@libp2p/pnet'
 import { MemberProcess, MiB, mib } from './member-process.ts'
 
@@ -147,7 +147,7 @@ export async function runStrangers(options: StrangersOptions): Promise<Strangers
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const { values } = parseArgs({
+  const { values } = scriptArgs({
     options: {
       connections: { type: 'string', default: '200' },
       parallel: { type: 'string', default: '20' },
@@ -156,7 +156,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
       silent: { type: 'string', default: '300' },
       port: { type: 'string', default: String(44000 + (process.pid % 500) * 4) },
     },
-  })
+  }, { summary: 'strangers cost little: TCP clients that never complete a handshake' })
   const r = await runStrangers({ connections: Number(values.connections), parallel: Number(values.parallel), bytes: Number(values.bytes), settleMs: Number(values['settle-ms']), silent: Number(values.silent), basePort: Number(values.port) })
   console.log(`${values.connections} plain TCP connections, ${values.parallel} at a time, ${mib(Number(values.bytes))} of random bytes each, in ${(r.elapsedMs / 1000).toFixed(1)} s (${r.cutShort} cut short by the node)`)
   console.log(`  RSS of the node: before ${mib(r.rss.before)}, during (max) ${mib(r.rss.duringMax)}, ${Number(values['settle-ms']) / 1000} s after ${mib(r.rss.after)} (after - before: ${mib(r.rss.after - r.rss.before)})`)
