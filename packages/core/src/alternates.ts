@@ -155,7 +155,8 @@ export class Alternates {
   }
 }
 
-const FNV_OFFSET = 0x811c9dc5
+/** FNV-1a's 32-bit offset basis: where a hash starts. */
+export const FNV_OFFSET = 0x811c9dc5
 const FNV_PRIME = 0x01000193
 
 /** 32-bit FNV-1a over the UTF-16 code units of `text`, continuing from `hash`. */

@@ -1,4 +1,5 @@
 import { invariant } from './errors.ts'
+import { FNV_OFFSET, fnv1a, mix32 } from './alternates.ts'
 import type { AddressBook } from './discovery.ts'
 import type { Neighbour, NeighbourTable } from './neighbours.ts'
 import { NodeSet } from './nodeset.ts'
@@ -231,19 +232,7 @@ function drain(map: Map<Neighbour, RouteEntry[]>, budget: number, taken: number,
   return taken
 }
 
-const FNV1A_OFFSET_BASIS = 0x811c9dc5
-const FNV1A_PRIME = 0x01000193
-
-/** 32-bit FNV-1a of (hub, neighbour) with Murmur3's finaliser: pure, so every hub ranks alike. */
+/** 32-bit FNV-1a of (hub, neighbour) with Murmur3's finaliser (alternates.ts's hash): pure, so every hub ranks alike. */
 export function ownerHash(hub: NodeId, neighbour: NodeId): number {
-  let h = FNV1A_OFFSET_BASIS
-  for (let i = 0; i < hub.length; i++) h = Math.imul(h ^ hub.charCodeAt(i), FNV1A_PRIME)
-  h = Math.imul(h ^ 0, FNV1A_PRIME)
-  for (let i = 0; i < neighbour.length; i++) h = Math.imul(h ^ neighbour.charCodeAt(i), FNV1A_PRIME)
-  h ^= h >>> 16
-  h = Math.imul(h, 0x85ebca6b)
-  h ^= h >>> 13
-  h = Math.imul(h, 0xc2b2ae35)
-  h ^= h >>> 16
-  return h >>> 0
+  return mix32(fnv1a(`${hub}\u0000${neighbour}`, FNV_OFFSET))
 }
