@@ -336,10 +336,6 @@ export class NeighbourLink {
 }
 
 /**
- * Bytes handed to the stream in one write at most (one frame larger than this goes alone): what
- * the stream may hold beyond our queue while it waits for a 'drain', and four Noise messages.
- */
-/**
  * Deliveries under way (a 'message' handler, or a drained queue's callback, that may queue frames
  * on any link): while more than 0, `flush` only notes the link in `corked`, and the outermost
  * delivery writes them all when it ends. `corked` holds open links, at most one entry each.
@@ -368,6 +364,10 @@ function uncork(): void {
 /** The first byte of every data frame: the tag of `Frame.data` (field 2, length-delimited); see isDataFrameBytes in the wire package. */
 const DATA_FRAME_FIRST_BYTE = 0x12
 
+/**
+ * Bytes handed to the stream in one write at most (one frame larger than this goes alone): what
+ * the stream may hold beyond our queue while it waits for a 'drain', and four Noise messages.
+ */
 export const BATCH_BYTES_MAX = 256 * 1024
 /** Frames shorter than this are copied into their batch (with the prefixes) instead of handed on as pieces. */
 const COPY_BELOW_BYTES = 16 * 1024
@@ -425,4 +425,3 @@ class FrameQueue {
     return tags
   }
 }
-
