@@ -46,10 +46,11 @@ const CHILD_EXIT_WAIT_MS = 10_000
 /**
  * Starts a node in a process of its own: `process.execPath` itself (the real Node binary, so the
  * pid held is the node's, not a launcher's) with tsx's loader, and waits for it to say it is ready.
+ * `nodeMain` is another tree's bench/src/node-main.ts to run that tree's code (a baseline checkout).
  */
-export async function spawnNode(label: string, nodeArgs: string[] = []): Promise<NodeHandle> {
+export async function spawnNode(label: string, nodeArgs: string[] = [], nodeMain = NODE_MAIN): Promise<NodeHandle> {
   const tsx = import.meta.resolve('tsx')
-  const child: ChildProcess = spawn(process.execPath, [...nodeArgs, '--import', tsx, NODE_MAIN], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], serialization: 'advanced' })
+  const child: ChildProcess = spawn(process.execPath, [...nodeArgs, '--import', tsx, nodeMain], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], serialization: 'advanced' })
   const pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>()
   let nextId = 1
   let exited: Error | undefined

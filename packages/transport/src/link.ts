@@ -55,7 +55,10 @@ export class NeighbourLink {
   private readonly data = new FrameQueue()
   /** Tags of frames that were queued and never handed to the stream, once the link closed (`takeUnsent`). */
   private unsent: unknown[] = []
+  /** Waiting for a 'drain' before writing more. */
   private writing = false
+  /** A write went out this turn: frames queued after it wait for the turn's microtasks, to go in one write. */
+  private holdingBurst = false
   private closed = false
   private readonly decoder: FrameDecoder
   /** Frames decoded but not yet accepted by `onFrame` (it returned false): retried on resume. */
@@ -125,45 +128,65 @@ export class NeighbourLink {
     const queue = firstByte(frame) === DATA_FRAME_FIRST_BYTE ? this.data : this.control
     if (!this.fits(queue, frame.byteLength)) return false
     queue.push(frame, tag)
-    void this.flush()
+    this.flush()
     return true
   }
 
   /**
-   * Writes what is queued, a batch per `stream.send`. The first batch goes one microtask after the
-   * first frame is queued, so every frame queued in the same run (all those decoded from one
-   * delivery of the previous hop, or all those queued while the stream waited for a 'drain') goes
-   * in one write: one yamux frame, one Noise encryption per 64 KiB and one socket write instead
-   * of one each per frame (for 4 KiB frames, 16 times fewer).
+   * Writes what is queued, a batch per `stream.send`, at once: a frame queued while nothing is
+   * being written goes out in the same call (no wait, so a lone frame adds no latency); frames
+   * queued after it in the same run of code (a burst of sends) go together one microtask later. Frames
+   * queued during a delivery from any neighbour (`corked`: all those decoded from one delivery of
+   * the previous hop, and what credit that delivery released) are written when the delivery ends,
+   * together: one yamux frame, one Noise encryption per 64 KiB and one socket write instead of
+   * one each per frame (for 4 KiB frames, 16 times fewer). While the stream waits for a 'drain',
+   * frames gather in the queue and go in the writes that follow it.
    */
-  private async flush(): Promise<void> {
-    if (this.writing) return
+  private flush(): void {
+    if (this.writing || this.holdingBurst || this.closed || this.queuedFrames === 0) return
+    if (deliveryDepth > 0) {
+      corked.add(this)
+      return
+    }
+    // The frames queued after this write in the same turn (a burst of sends) gather for one write.
+    this.holdingBurst = true
+    queueMicrotask(this.endBurst)
+    while (this.queuedFrames > 0 && !this.closed) {
+      const batch = this.takeBatch()
+      let taken: boolean
+      try {
+        taken = this.stream.send(batch.bytes)
+      } catch (error) {
+        // Refused (the stream is closing): never written, so their senders hear of it.
+        this.unsent.push(...batch.tags)
+        this.shutDown(`write failed: ${(error as Error).message}`)
+        return
+      }
+      this.bytesSent += batch.bytes.byteLength
+      if (!taken) {
+        void this.waitForDrain()
+        return
+      }
+    }
+    // What `onDrained` queues (frames that waited for room) is written when it returns, in one batch.
+    if (this.queuedFrames === 0 && !this.closed) corkedWhile(this.onDrained)
+  }
+
+  private readonly endBurst = (): void => {
+    this.holdingBurst = false
+    this.flush()
+  }
+
+  /** The stream holds more than it wants: write nothing until its 'drain' (or until the link closes). */
+  private async waitForDrain(): Promise<void> {
     this.writing = true
     try {
-      await Promise.resolve()
-      while (this.queuedFrames > 0 && !this.closed) {
-        const batch = this.takeBatch()
-        let taken: boolean
-        try {
-          taken = this.stream.send(batch.bytes)
-        } catch (error) {
-          // Refused (the stream is closing): never written, so their senders hear of it.
-          this.unsent.push(...batch.tags)
-          throw error
-        }
-        this.bytesSent += batch.bytes.byteLength
-        if (!taken) {
-          await drained(this.stream, () => this.closed, (wake) => (this.wakeWriter = wake))
-          this.wakeWriter = undefined
-        }
-      }
-    } catch (error) {
-      this.shutDown(`write failed: ${(error as Error).message}`)
+      await drained(this.stream, () => this.closed, (wake) => (this.wakeWriter = wake))
     } finally {
+      this.wakeWriter = undefined
       this.writing = false
     }
-    // After `writing` is cleared: what `onDrained` queues (frames that waited for room) starts a new flush.
-    if (this.queuedFrames === 0 && !this.closed) this.onDrained()
+    this.flush()
   }
 
   /**
@@ -234,6 +257,10 @@ export class NeighbourLink {
   }
 
   private receive(data: Uint8Array | Uint8ArrayList): void {
+    corkedWhile(() => this.deliver(data))
+  }
+
+  private deliver(data: Uint8Array | Uint8ArrayList): void {
     // A neighbour dropped for a bad frame is heard no more, not even the rest of the same delivery.
     if (this.closed) return
     this.liveness?.heard(performance.now())
@@ -254,8 +281,17 @@ export class NeighbourLink {
     }
   }
 
+  /** Writes what a delivery queued (after it ended). */
+  writeQueued(): void {
+    this.flush()
+  }
+
   /** Retries the frames held back while paused; resumes reading once all are taken. */
   resume(): void {
+    corkedWhile(() => this.retryHeld())
+  }
+
+  private retryHeld(): void {
     if (this.closed) {
       this.held.length = 0
       return
@@ -300,12 +336,38 @@ export class NeighbourLink {
 }
 
 /**
- * Bytes handed to the stream in one write at most (one frame larger than this goes alone): what
- * the stream may hold beyond our queue while it waits for a 'drain', and four Noise messages.
+ * Deliveries under way (a 'message' handler, or a drained queue's callback, that may queue frames
+ * on any link): while more than 0, `flush` only notes the link in `corked`, and the outermost
+ * delivery writes them all when it ends. `corked` holds open links, at most one entry each.
  */
+let deliveryDepth = 0
+const corked = new Set<NeighbourLink>()
+
+/** Runs `fn` as a delivery: the frames it queues on any link are written when it returns, a batch per link. */
+export function corkedWhile(fn: () => void): void {
+  deliveryDepth++
+  try {
+    fn()
+  } finally {
+    deliveryDepth--
+    if (deliveryDepth === 0) uncork()
+  }
+}
+
+function uncork(): void {
+  for (const link of corked) {
+    corked.delete(link)
+    link.writeQueued()
+  }
+}
+
 /** The first byte of every data frame: the tag of `Frame.data` (field 2, length-delimited); see isDataFrameBytes in the wire package. */
 const DATA_FRAME_FIRST_BYTE = 0x12
 
+/**
+ * Bytes handed to the stream in one write at most (one frame larger than this goes alone): what
+ * the stream may hold beyond our queue while it waits for a 'drain', and four Noise messages.
+ */
 export const BATCH_BYTES_MAX = 256 * 1024
 /** Frames shorter than this are copied into their batch (with the prefixes) instead of handed on as pieces. */
 const COPY_BELOW_BYTES = 16 * 1024

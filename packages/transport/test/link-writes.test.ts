@@ -1,0 +1,91 @@
+import type { Stream } from '@libp2p/interface'
+import { defaultLogger } from '@libp2p/logger'
+import * as varint from 'uint8-varint'
+import { Uint8ArrayList } from 'uint8arraylist'
+import { describe, expect, it } from 'vitest'
+import { NeighbourLink, type FrameBytes } from '../src/link.ts'
+
+/** The first byte of a data frame (wire: Frame.data, field 2, length-delimited). */
+const DATA = 0x12
+const limits = { outboundBytesMax: 1 << 20, outboundFramesMax: 1024, inboundBytesMax: 1 << 20 }
+
+/** Just what a link uses of a libp2p stream: it records every `send` and takes all of them at once. */
+class FakeStream extends EventTarget {
+  readonly writes: Uint8Array[] = []
+  maxReadBufferLength = 0
+  writeBufferLength = 0
+  writableNeedsDrain = false
+  send(data: Uint8Array | Uint8ArrayList): boolean {
+    this.writes.push(data instanceof Uint8Array ? data : data.subarray())
+    return true
+  }
+  pause(): void {}
+  resume(): void {}
+  async close(): Promise<void> {}
+  abort(): void {}
+  /** The neighbour's bytes arrive (one delivery). */
+  deliver(bytes: Uint8Array): void {
+    this.dispatchEvent(Object.assign(new Event('message'), { data: bytes }))
+  }
+}
+
+const frame = (bytes: number, first = DATA): Uint8Array => new Uint8Array(bytes).fill(7, 1).fill(first, 0, 1)
+const prefixed = (...frames: Uint8Array[]): Uint8Array => new Uint8ArrayList(...frames.flatMap((f) => [varint.encode(f.byteLength), f])).subarray()
+
+const link = (stream: FakeStream, onFrame: (frame: FrameBytes) => boolean = () => true): NeighbourLink =>
+  new NeighbourLink('peer', stream as unknown as Stream, limits, defaultLogger().forComponent('test:link-writes'), onFrame, () => {}, () => {})
+
+describe('link writes', () => {
+  it('hands a frame queued on an idle link to the stream before send returns (no wait adds latency)', () => {
+    const stream = new FakeStream()
+    const out = link(stream)
+    const data = frame(64)
+    expect(out.send(data)).toBe(true)
+    // The write used to wait one microtask, behind whatever the event loop had queued (100 µs a hop).
+    expect(stream.writes).toEqual([prefixed(data)])
+    expect(out.queuedFrames).toBe(0)
+  })
+
+  it('writes the frames one delivery queues toward a next hop in one write, when the delivery ends', () => {
+    const next = new FakeStream()
+    const toNext = link(next)
+    let writesDuringDelivery = -1
+    const frames = [frame(4096), frame(4096), frame(100, 0x0a), frame(4096)]
+    const fromPrevious = new FakeStream()
+    link(fromPrevious, (received) => {
+      expect(toNext.send(received instanceof Uint8Array ? received : received.subarray())).toBe(true)
+      writesDuringDelivery = next.writes.length
+      return true
+    })
+    fromPrevious.deliver(prefixed(...frames))
+    expect(writesDuringDelivery).toBe(0)
+    // One write: the control frame first, then the data frames in their order.
+    expect(next.writes).toEqual([prefixed(frames[2]!, frames[0]!, frames[1]!, frames[3]!)])
+  })
+
+  it('writes the first frame of a burst at once and the rest of the burst in one write after it', async () => {
+    const stream = new FakeStream()
+    const out = link(stream)
+    const frames = Array.from({ length: 20 }, (_, i) => frame(100 + i))
+    for (const f of frames) expect(out.send(f)).toBe(true)
+    expect(stream.writes).toEqual([prefixed(frames[0]!)])
+    await Promise.resolve()
+    expect(stream.writes).toEqual([prefixed(frames[0]!), prefixed(...frames.slice(1))])
+  })
+
+  it('writes what the drained callback queues in one write after it returns', async () => {
+    const stream = new FakeStream()
+    let out: NeighbourLink | undefined
+    let refills = 1
+    const more = [frame(1000), frame(1000), frame(1000)]
+    out = new NeighbourLink('peer', stream as unknown as Stream, limits, defaultLogger().forComponent('test:link-writes'), () => true, () => {}, () => {}, () => {
+      // As credit does: frames that waited for room move when the queue empties, once.
+      if (refills-- > 0) for (const f of more) out!.send(f)
+    })
+    const first = frame(500)
+    out.send(first)
+    expect(stream.writes).toEqual([prefixed(first)])
+    await Promise.resolve()
+    expect(stream.writes).toEqual([prefixed(first), prefixed(...more)])
+  })
+})
