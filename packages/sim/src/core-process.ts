@@ -82,6 +82,10 @@ export class CoreProcess implements SimProcess {
     return lastArrival
   }
 
+  hasWork(nowMs: number): boolean {
+    return this.core.hasWork(nowMs)
+  }
+
   route(v: SimNode): SimRoute | undefined {
     const r = this.core.route(v.id)
     if (r === undefined || !r.reachable || r.fwd === undefined) return undefined

@@ -114,12 +114,16 @@ export class Measurement {
     if (counters.scenarioEventsLeft > 0 || counters.inFlight > 0 || counters.held > 0 || counters.goodDialsPending > 0) return false
     if (masterDone !== undefined) return masterDone
     const live = this.kernel.nodes.filter((n) => n.alive)
-    if (this.connectionsMissing(live, counters.openConnections) === 0) {
+    let quiet = counters.firstDialsPending === 0 && nowMs >= counters.lastActivityMs + scenario.quietMs
+    if (!quiet && this.connectionsMissing(live, counters.openConnections) === 0) {
       // Sends held for dials, and a hub's round waiting for its co-hubs, pass for quiet otherwise.
       const hold = (scenario.coreTiming.sendHoldForDialsMs ?? 0) + (scenario.coreTiming.coHubWaitMs ?? 0)
-      if (nowMs >= counters.lastActivityMs + hold + QUIET_COMPLETE_MS) return true
+      quiet = nowMs >= counters.lastActivityMs + hold + QUIET_COMPLETE_MS
     }
-    return counters.firstDialsPending === 0 && nowMs >= counters.lastActivityMs + scenario.quietMs
+    // Nothing on the wire is not enough: an update delivered to a node still busy with earlier work
+    // waits in its inbox (the offline baseline at 700 processes ended with a gateway's only copy of
+    // a neighbour's record unread). Asked last: it visits every node.
+    return quiet && !live.some((n) => n.process?.hasWork(nowMs) === true)
   }
 
   /** Allowed pairs of live nodes (`live`) that are not connected, given `connected` open connections among them. */

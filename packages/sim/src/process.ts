@@ -42,6 +42,12 @@ export interface SimProcess {
   leave(nowMs: number): Map<number, number> | undefined
   /** Its valid route to `v`, if any. */
   route(v: SimNode): SimRoute | undefined
+  /**
+   * Would its next step change something now: input it took and has not handled (an update in the
+   * inbox of a node still busy with earlier work), sends due, an expiry due? The run is not over
+   * while one node says yes.
+   */
+  hasWork(nowMs: number): boolean
 }
 
 /** One simulated host: its place in the network, whether it runs, its CPU, its connections. */

@@ -131,6 +131,11 @@ class MasterProcess implements SimProcess {
     this.network.send(node, master, { t: 'report', neighbours }, departMs, neighbours.length, estimateListBytes(neighbours.length, node.id.length, 0))
   }
 
+  /** Its work happens as input arrives; the baseline says itself when it is done (`MasterBaseline.done`). */
+  hasWork(): boolean {
+    return false
+  }
+
   receive(from: SimNode, payload: Payload): boolean {
     if (payload.t === 'report') this.baseline.receiveReport(this.node, from, payload.neighbours)
     else if (payload.t === 'table') this.applyTable(payload.fwd, payload.nhops)
