@@ -1,7 +1,7 @@
 import { generateKeyPair } from '@libp2p/crypto/keys'
 import { enable as enableLogs } from '@libp2p/logger'
 import { multiaddr } from '@multiformats/multiaddr'
-import type { PhoenixNode, ReceivedMessage } from '@phoenix-overlay/transport'
+import type { NameConflict, PhoenixNode, ReceivedMessage } from '@phoenix-overlay/transport'
 import { readFileSync } from 'node:fs'
 import { INBOX_BYTES_MAX, INBOX_MESSAGES_MAX } from './constants.ts'
 import { controlText, type ControlEndpoint } from './control-client.ts'
@@ -207,7 +207,7 @@ export async function runNode(options: NodeOptions, version: string): Promise<vo
   // (DEBUG=... replaces this choice, e.g. DEBUG=phoenix:* for everything the node logs).
   if (process.env.DEBUG === undefined) enableLogs('phoenix:*:error')
   // A name another node claims too: messages for it go to one of them only (the transport's name:conflict).
-  phoenix.addEventListener('name:conflict', ({ detail: c }) => void (c.ours && process.stderr.write(`phoenix: warning: name "${c.name}" is also claimed by ${c.owners.filter((o) => o !== libp2p.peerId.toString()).join(', ')}; messages for it go to ${c.winner === libp2p.peerId.toString() ? 'this node' : (c.winner ?? 'no reachable node')}\n`)))
+  phoenix.addEventListener('name:conflict', ({ detail: c }) => void (c.ours && process.stderr.write(`${conflictWarning(c, libp2p.peerId.toString(), (id) => phoenix.routes().some((r) => r.destination === id && r.reachable))}\n`)))
   const inbox = new Inbox(INBOX_MESSAGES_MAX, INBOX_BYTES_MAX)
   if (options.print === true) printMessages(inbox)
   pump(phoenix, inbox).catch((error: Error) => process.stderr.write(`phoenix: receiving stopped: ${error.message}\n`))
@@ -230,4 +230,21 @@ export async function runNode(options: NodeOptions, version: string): Promise<vo
   const sshAddress = phoenix.sshAddress()
   if (sshAddress !== undefined) say(`reachable through ssh at ${sshAddress}`)
   if (options.control !== undefined) say(`control endpoint on ${'port' in options.control ? `127.0.0.1:${options.control.port}` : controlText(options.control)}`)
+}
+
+/**
+ * The line a node prints when a name it claims is claimed by others too. The other claimants can
+ * all be gone from what it knows (the holder gave the name up, or its entry expired) while its own
+ * claim is still refused: then it says so instead of naming nobody. A holder that is not reachable
+ * (a process restarted without its key comes back as another node, and its old self still holds
+ * its names) keeps the name until its entry expires: the line says so and how to avoid it.
+ */
+export function conflictWarning(c: Pick<NameConflict, 'name' | 'owners' | 'winner'>, selfId: string, reachable: (id: string) => boolean): string {
+  const others = c.owners.filter((o) => o !== selfId)
+  if (others.length === 0) return `phoenix: warning: name "${c.name}": the node this one yielded it to no longer holds it; this node claims it again after nameReclaimDelayMs unless another claim arrives; messages for it go to no reachable node`
+  const head = `phoenix: warning: name "${c.name}" is also claimed by ${others.join(', ')}; messages for it go to`
+  if (c.winner === selfId) return `${head} this node`
+  if (c.winner === undefined) return `${head} no reachable node`
+  if (reachable(c.winner)) return `${head} ${c.winner}`
+  return `${head} ${c.winner}, not reachable now: it keeps the name until its entry expires (unreachableRetentionMs), then this node takes it (a node restarted with --key keeps its id and its names)`
 }

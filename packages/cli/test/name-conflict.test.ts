@@ -1,4 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest'
+import { conflictWarning } from '../src/node-runner.ts'
 import { startNode, type Started } from './helpers.ts'
 
 const WARNING = /phoenix: warning: name "leader" is also claimed by (\S+); messages for it go to (\S+)/
@@ -38,5 +39,22 @@ describe('phoenix node and names claimed twice', () => {
     expect(warned.match[0]).not.toMatch(/solo/)
     expect(warned.match[1]).toBe(holder)
     expect(warned.match[2]).toBe(holder)
+  })
+})
+
+describe('the name conflict warning', () => {
+  const up = () => true
+  it('names the other claimants, never an empty list when they are all gone', () => {
+    expect(conflictWarning({ name: 'x', owners: ['b', 'a'], winner: 'b' }, 'a', up)).toBe('phoenix: warning: name "x" is also claimed by b; messages for it go to b')
+    expect(conflictWarning({ name: 'x', owners: ['a', 'b'], winner: 'a' }, 'a', up)).toBe('phoenix: warning: name "x" is also claimed by b; messages for it go to this node')
+    // Seen by hand with three nodes claiming one name: the holder gave it up before the next claim arrived.
+    const alone = conflictWarning({ name: 'x', owners: ['a'], winner: undefined }, 'a', up)
+    expect(alone).not.toMatch(/claimed by ;|by $/)
+    expect(alone).toMatch(/"x": the node this one yielded it to no longer holds it.*go to no reachable node$/)
+  })
+
+  it('says when the holder is not reachable, and why a restarted node does not get its name back at once', () => {
+    const line = conflictWarning({ name: 'x', owners: ['old', 'new'], winner: 'old' }, 'new', (id) => id !== 'old')
+    expect(line).toMatch(/go to old, not reachable now: .*unreachableRetentionMs.*--key/)
   })
 })
