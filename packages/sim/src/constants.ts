@@ -37,6 +37,13 @@ export const HELD_MESSAGES_PER_LINK_MAX = 10_000
  *  baseline and our core open sockets at the same rate. */
 export const MASTER_DIALS_IN_FLIGHT_MAX = 64
 
+/** A master-strategy process whose dial to the master was refused (the master had not started
+ *  yet, startSpreadMs) dials it again this long after. Shorter than the core's first back-off
+ *  (dialBackoffInitialMs, 1 s): the baseline is given the benefit of the doubt. */
+export const MASTER_REDIAL_AFTER_MS = 100
+/** ... at most this many times (100 s of virtual time): a master that never comes up is an error, not a loop. */
+export const MASTER_REDIALS_MAX = 1_000
+
 /**
  * Node pairs examined per reachability sample (Figures 5-6). All pairs up to this, a fixed seeded
  * sample beyond: sampling is O(pairs x hops), and at 2,000 nodes all 4 M pairs every sample

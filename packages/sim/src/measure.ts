@@ -122,8 +122,9 @@ export class Measurement {
     }
     // Nothing on the wire is not enough: an update delivered to a node still busy with earlier work
     // waits in its inbox (the offline baseline at 700 processes ended with a gateway's only copy of
-    // a neighbour's record unread). Asked last: it visits every node.
-    return quiet && !live.some((n) => n.process?.hasWork(nowMs) === true)
+    // a neighbour's record unread), and a node has yet to notice a connection that died (a crash,
+    // a failed link: crashDetectMs later), whose routes it still uses. Asked last: it visits every node.
+    return quiet && !live.some((n) => n.pendingDown.size > 0 || n.process?.hasWork(nowMs) === true)
   }
 
   /** Allowed pairs of live nodes (`live`) that are not connected, given `connected` open connections among them. */

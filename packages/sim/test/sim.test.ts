@@ -184,6 +184,30 @@ describe('strategies converge to correct tables', () => {
     }
   })
 
+  it('the run ends only once every node has noticed the connections that died (a failed link, a crash: crashDetectMs later)', () => {
+    // Found by a sweep of random scenarios: a failed link as the last event, and the run ended
+    // before either end noticed (its routes still through the other: 'nhops 1, BFS distance 2').
+    const base = threeSubnets(60, { startSpreadMs: 500 })
+    for (const event of [
+      { atMs: 2_000, type: 'linkFail', between: ['A-004', 'A-013'] },
+      { atMs: 2_000, type: 'crash', nodes: ['A-007'] },
+    ] as const) {
+      const sim = new Simulation({ ...base, events: [event] })
+      const result = sim.run()
+      expect(result.converged).toBe(true)
+      expect(result.convergenceMs).toBeGreaterThanOrEqual(event.atMs + base.network.crashDetectMs)
+      expect(result.check).toMatchObject({ ok: true, failures: [] })
+    }
+  })
+
+  it('master: a process whose dial reached the master before it started dials it again (startSpreadMs)', () => {
+    // Every process used to dial the master once; refused (not started yet), the run stopped with
+    // "has no connection to the master".
+    const { result } = simulate({ ...threeSubnets(60, { startSpreadMs: 500 }), strategy: 'master' })
+    expect(result.converged).toBe(true)
+    expect(result.check).toMatchObject({ ok: true, failures: [] })
+  })
+
   it('optimized sends fewer entries than naive DSDV', () => {
     const optimized = simulate({ ...threeSubnets(40), strategy: 'optimized' }).result
     const naive = simulate({ ...threeSubnets(40), strategy: 'naive' }).result

@@ -1,4 +1,4 @@
-import { MASTER_DIALS_IN_FLIGHT_MAX } from '../constants.ts'
+import { MASTER_DIALS_IN_FLIGHT_MAX, MASTER_REDIAL_AFTER_MS, MASTER_REDIALS_MAX } from '../constants.ts'
 import { SimulationError } from '../errors.ts'
 import { Graph } from '../graph.ts'
 import type { Kernel } from '../kernel.ts'
@@ -95,6 +95,7 @@ class MasterProcess implements SimProcess {
   private nextTarget = 0
   private dialsInFlight = 0
   private reported = false
+  private masterRedials = 0
   private fwd: Int32Array | undefined
   private nhops: Int32Array | undefined
 
@@ -119,14 +120,21 @@ class MasterProcess implements SimProcess {
       this.network.startDial(node, target.address, kernel.charge(node, p.perConnectionUs / 1000))
     }
     if (this.reported || this.dialsInFlight > 0 || this.nextTarget < this.targets.length) return
+    const master = kernel.nodes[this.baseline.masterIndex]!
+    if (node !== master && !node.links.has(master.index)) {
+      // Our dial reached the master before it started (startSpreadMs): the host refused it. Dial
+      // again, as a process whose report must reach the master would.
+      if (++this.masterRedials > MASTER_REDIALS_MAX) throw new SimulationError('UNSUPPORTED', `master baseline: ${node.id} has no connection to the master ${master.id} after ${MASTER_REDIALS_MAX} redials`)
+      this.dialsInFlight++
+      this.network.startDial(node, master.address, kernel.charge(node, p.perConnectionUs / 1000) + MASTER_REDIAL_AFTER_MS)
+      return
+    }
     this.reported = true
     const neighbours = [...node.links.keys()].sort((x, y) => x - y)
-    if (node.index === this.baseline.masterIndex) {
+    if (node === master) {
       this.baseline.receiveReport(node, node, neighbours)
       return
     }
-    const master = kernel.nodes[this.baseline.masterIndex]!
-    if (!node.links.has(master.index)) throw new SimulationError('UNSUPPORTED', `master baseline: ${node.id} has no connection to the master ${master.id}`)
     const departMs = kernel.charge(node, (p.perMessageUs + neighbours.length * p.perEntryUs) / 1000)
     this.network.send(node, master, { t: 'report', neighbours }, departMs, neighbours.length, estimateListBytes(neighbours.length, node.id.length, 0))
   }
