@@ -110,6 +110,25 @@ class MessageSets implements TransSource {
   }
 }
 
+/**
+ * `from` was the first to tell us it lost its route to `destination`, our neighbour (once per
+ * loss: an odd number newer than ours): if they were neighbours, their link
+ * failed (or `from` noticed a crash), and the entries `from` sent it last may have been lost with
+ * the link while its trans sets told us they arrived. Forget `destination` as a holder of what
+ * `from` vouched for (`RouteTable.voucherLostHolder`); if they were not neighbours, `from` vouched
+ * for nothing it holds (a trans set names only the sender's neighbours), and at worst an entry
+ * another vouched for goes to it again, a duplicate.
+ */
+function isNewer(p: CoreParts, advert: RouteAdvert): boolean {
+  const entry = p.table.get(advert.destination)
+  return entry === undefined || seqNewer(advert.seq, entry.seq)
+}
+
+function heardLinkLost(p: CoreParts, from: Neighbour, destination: NodeId): void {
+  const neighbour = p.neighbours.get(destination)
+  if (neighbour !== undefined) p.table.voucherLostHolder(from.index, neighbour.index)
+}
+
 /** Sender slot -> our node index for `table`, reusing what changed least since its last message. */
 function slotMapOf(p: CoreParts, from: Neighbour, table: readonly NodeId[]): Int32Array {
   const cached = from.senderSlots
@@ -134,9 +153,12 @@ function applyMessage(p: CoreParts, from: Neighbour, message: UpdateMessage, now
     applyHello(p, from, message.hello)
   }
   for (const advert of message.entries) {
+    // News of a lost route (an odd number newer than ours) comes first from the node that lost it.
+    const lossNews = isUnreachableSeq(advert.seq) && p.mode === 'optimized' && isNewer(p, advert)
     applyAdvert(p, from, advert, sets, nowMs)
     if (advert.nhops === 1 && !isUnreachableSeq(advert.seq) && p.mode === 'optimized') heardConnected(p, from, advert.destination)
     if (advert.destination === from.id && p.mode === 'optimized') heardFromOwner(p, from, advert.seq)
+    else if (lossNews) heardLinkLost(p, from, advert.destination)
   }
   // Our names claimed before we heard anyone are established now (names.ts).
   p.names.heardNetwork()

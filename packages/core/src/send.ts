@@ -101,12 +101,20 @@ class SendRound {
       let decision = byRcpt.get(entry.rcpt)
       if (decision === undefined) byRcpt.set(entry.rcpt, (decision = this.decide(entry)))
       const owner = neighbours.get(entry.destination)
-      for (const slot of decision.heldBack) if (slot !== owner?.slot || ownerNeedsOwnEntry(owner, entry)) fanout.holdBack(this.neighbourAt(slot), entry)
+      for (const slot of decision.heldBack) if (slot !== owner?.slot) fanout.holdBack(this.neighbourAt(slot), entry)
       if (table.isOwn(entry) && neighbours.count('ownWaitsForHello') > 0) {
         entry.trans = this.ownWaitingForHellos(entry, decision)
         continue
       }
-      for (const slot of decision.slots) if (slot !== owner?.slot || ownerNeedsOwnEntry(owner, entry)) this.route(slot, entry)
+      for (const slot of decision.slots) if (slot !== owner?.slot) this.route(slot, entry)
+      // The owner gets its own entry when it told us, on this connection, that it holds an older
+      // number (it restarted, or a route to it was lost) — whatever trans sets and rcpt say: others'
+      // trans sets claim it holds what they send around it (it needs no copy of its own record),
+      // and those claims, echoed back, must not outweigh what it said itself. Never held back for
+      // a co-hub, which has not heard it. (Found by a sweep of random scenarios: a node restarted
+      // before its crash was noticed, and no neighbour ever sent it the odd number that makes it
+      // issue a newer one; every route to it stayed lost.)
+      if (owner !== undefined && ownerNeedsOwnEntry(owner, entry)) this.route(owner.slot, entry)
       entry.trans = decision.trans
     }
   }

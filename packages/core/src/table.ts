@@ -217,6 +217,23 @@ export class RouteTable {
   }
 
   /**
+   * Neighbour `voucherIndex` no longer has `holderIndex` (our neighbour too) among its neighbours:
+   * a link between them failed, or one end noticed a crash. The entries it sent `holder` last may
+   * have been lost with the link, while its trans sets told us they arrived; `holder` then lacks
+   * them and nobody sends them again (a hub's own record, in flight when its link to a node failed:
+   * found by the simulator's random scenarios). Forget `holder` as a holder of what that neighbour
+   * vouched for: those entries go to `holder` again, duplicates if they had arrived.
+   */
+  voucherLostHolder(voucherIndex: number, holderIndex: number): void {
+    for (const entry of this.values()) {
+      if (!entry.vouchers.has(voucherIndex) || !(entry.trans.has(holderIndex) || entry.rcpt.has(holderIndex))) continue
+      entry.trans = this.holders.without(entry.trans, holderIndex)
+      entry.rcpt = this.holders.without(entry.rcpt, holderIndex)
+      this.dirty.add(entry)
+    }
+  }
+
+  /**
    * A neighbour whose record we already hold is one hop away: the connection itself shows it (the
    * transport authenticates the peer's id), so the route need not wait for the neighbour to
    * advertise itself, and it may not (see the hello). Loop-free: the next hop is the destination.

@@ -4,8 +4,8 @@ import { Simulation, parseScenario } from '../src/index.ts'
 
 // Random scenario files through the whole simulator: subnets, gateways, strategies, firewalls,
 // start spreads, processing costs and events of every kind. Whatever the scenario, a run must end
-// converged, with every table matching BFS on the final graph and no node left with work. Three
-// defects of the run's end were found this way (packages/sim/README.md, "When a run ends").
+// converged, with every table matching BFS on the final graph and no node left with work. Defects
+// of the run's end (packages/sim/README.md, "When a run ends") and one of the core were found this way.
 // Seed: fast-check's global one (vitest.setup.ts prints it; PHOENIX_SEED replays);
 // PHOENIX_PROPERTY_RUNS for a deeper run.
 const PROPERTY_RUNS = Number(process.env.PHOENIX_PROPERTY_RUNS ?? 60)
@@ -78,6 +78,52 @@ const FOUND: Drawn[] = [
     coHubWaitMs: undefined,
     // The link between B-013 and B-004 (ids 31 and 22 of 40: A has 18, then B).
     events: [{ atMs: 2_055, type: 'linkFail', pick: 31, other: 22 }],
+  },
+  {
+    // A-013 crashed at 1,513 ms and restarted at 1,859 ms, before its neighbours noticed: each held
+    // its lost route at an odd number, and none sent it there (core send.ts: trans sets claimed it
+    // held it), so it never issued a newer one and every route to it stayed lost.
+    seed: 44786,
+    subnets: [
+      { nodes: 25, gateways: 1 },
+      { nodes: 40, gateways: 2 },
+    ],
+    strategy: 'optimized',
+    allAddresses: true,
+    firewall: 'reject',
+    crashDetectMs: 1_000,
+    perMessageUs: 500,
+    perEntryUs: 200,
+    perConnectionUs: 200,
+    startSpreadMs: 0,
+    sendHoldForDialsMs: 0,
+    coHubWaitMs: 50,
+    events: [
+      { atMs: 682, type: 'restart', pick: 41, fraction: undefined },
+      { atMs: 795, type: 'restart', pick: 25, fraction: undefined },
+      { atMs: 1_513, type: 'crash', pick: 0, fraction: 0.3 },
+      { atMs: 1_859, type: 'restart', pick: 0, fraction: 0.1 },
+    ],
+  },
+  {
+    // The hub A-000's own record was in flight to A-001 when their link failed at 50 ms; A-000's
+    // trans set had told the others A-001 held it, so none sent it: A-001 never had a route to A-000.
+    seed: 1,
+    subnets: [
+      { nodes: 22, gateways: 1 },
+      { nodes: 2, gateways: 1 },
+    ],
+    strategy: 'optimized',
+    allAddresses: false,
+    firewall: 'drop',
+    crashDetectMs: 200,
+    perMessageUs: 10,
+    perEntryUs: 1,
+    perConnectionUs: 2_000,
+    startSpreadMs: 0,
+    sendHoldForDialsMs: 0,
+    coHubWaitMs: undefined,
+    events: [{ atMs: 50, type: 'linkFail', pick: 0, other: 1 }],
   },
 ]
 
