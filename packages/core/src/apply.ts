@@ -111,22 +111,20 @@ class MessageSets implements TransSource {
 }
 
 /**
- * `from` was the first to tell us it lost its route to `destination`, our neighbour (once per
- * loss: an odd number newer than ours): if they were neighbours, their link
- * failed (or `from` noticed a crash), and the entries `from` sent it last may have been lost with
- * the link while its trans sets told us they arrived. Forget `destination` as a holder of what
- * `from` vouched for (`RouteTable.voucherLostHolder`); if they were not neighbours, `from` vouched
- * for nothing it holds (a trans set names only the sender's neighbours), and at worst an entry
- * another vouched for goes to it again, a duplicate.
+ * `from` lost its connections to the nodes in `lost`: what went over them may have been lost with
+ * them, while each end had told us it arrived (`RouteTable.forgetLostHolders`). A node we never
+ * heard of is in no holder set; one that is not our neighbour (any more) vouched for nothing here.
  */
-function isNewer(p: CoreParts, advert: RouteAdvert): boolean {
-  const entry = p.table.get(advert.destination)
-  return entry === undefined || seqNewer(advert.seq, entry.seq)
-}
-
-function heardLinkLost(p: CoreParts, from: Neighbour, destination: NodeId): void {
-  const neighbour = p.neighbours.get(destination)
-  if (neighbour !== undefined) p.table.voucherLostHolder(from.index, neighbour.index)
+function heardConnectionsLost(p: CoreParts, from: Neighbour, lost: readonly NodeId[]): void {
+  const all = new NodeSet()
+  const neighbours = new NodeSet()
+  for (const id of lost) {
+    const index = p.nodeIndex.get(id)
+    if (index === undefined) continue
+    all.add(index)
+    if (p.neighbours.has(id)) neighbours.add(index)
+  }
+  if (!all.isEmpty()) p.table.forgetLostHolders(from.index, all, neighbours)
 }
 
 /** Sender slot -> our node index for `table`, reusing what changed least since its last message. */
@@ -153,13 +151,11 @@ function applyMessage(p: CoreParts, from: Neighbour, message: UpdateMessage, now
     applyHello(p, from, message.hello)
   }
   for (const advert of message.entries) {
-    // News of a lost route (an odd number newer than ours) comes first from the node that lost it.
-    const lossNews = isUnreachableSeq(advert.seq) && p.mode === 'optimized' && isNewer(p, advert)
     applyAdvert(p, from, advert, sets, nowMs)
     if (advert.nhops === 1 && !isUnreachableSeq(advert.seq) && p.mode === 'optimized') heardConnected(p, from, advert.destination)
     if (advert.destination === from.id && p.mode === 'optimized') heardFromOwner(p, from, advert.seq)
-    else if (lossNews) heardLinkLost(p, from, advert.destination)
   }
+  if (message.lostNeighbours !== undefined && message.lostNeighbours.length > 0 && p.mode === 'optimized') heardConnectionsLost(p, from, message.lostNeighbours)
   // Our names claimed before we heard anyone are established now (names.ts).
   p.names.heardNetwork()
 }

@@ -190,6 +190,7 @@ export class PhoenixCore {
     // addresses of its record, read before the table forgets where it was; discovery on only).
     this.book.connectionLost(peer, this.discovery ? (this.table.get(peer)?.addresses ?? []) : undefined, nowMs)
     this.table.neighbourGone(peer, gone.index, nowMs)
+    if (this.parts.mode === 'optimized') this.neighbours.noteLost(peer, this.parts.limits.neighboursMax)
     if (this.neighbours.size === 0) for (const hub of this.hubs) this.book.want(hub) // cut off from everyone: start again from the hubs
   }
 
@@ -357,7 +358,7 @@ export class PhoenixCore {
 
   private hasPendingSends(): boolean {
     const n = this.neighbours
-    return this.table.dirty.size > 0 || this.table.allDirty || n.count('needsWholeTable') > 0 || n.count('helloDue') > 0 || this.fanout.pending
+    return this.table.dirty.size > 0 || this.table.allDirty || n.count('needsWholeTable') > 0 || n.count('helloDue') > 0 || n.lostNoticesDue > 0 || this.fanout.pending
   }
 
   // ---------------------------------------------------------------- names and forwarding

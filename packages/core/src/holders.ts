@@ -87,6 +87,14 @@ export class HolderSets {
     return this.add(hash, set.freeze())
   }
 
+  /** The one set equal to `set` without the members of `gone` (`set` itself if it has none of them). */
+  withoutAll(set: NodeSet, gone: NodeSet): NodeSet {
+    if (!set.intersects(gone)) return set
+    const copy = set.clone()
+    gone.forEach((slot) => copy.delete(slot))
+    return this.intern(copy)
+  }
+
   /** The one set equal to `set` without `slot` (`set` itself if it lacks it). */
   without(set: NodeSet, slot: number): NodeSet {
     if (!set.has(slot)) return set

@@ -42,6 +42,8 @@ export class Neighbour {
   senderSlots: SenderSlots | undefined = undefined
   /** Its update token bucket, from its first update on (`police.ts`). */
   budget: UpdateBudget | undefined = undefined
+  /** How many of the neighbours we lost it has been told of (a position in `NeighbourTable`'s log of losses); changed by the table only. */
+  lostCursor = 0
 
   constructor(
     readonly id: NodeId,
@@ -98,6 +100,20 @@ export class NeighbourTable {
   readonly indexSet = new NodeSet()
   private connectionsOpened = 0
   private readonly counts = { ownWaitsForHello: 0, helloDue: 0, needsWholeTable: 0 }
+  /**
+   * The neighbours we lost, in order, to tell the others in our next update to each
+   * (`UpdateMessage.lostNeighbours`): `lostLog[i]` is loss number `lostBase + i`, and a neighbour
+   * has been told those before its `lostCursor`. Emptied whenever every neighbour has been told
+   * (each gets an update in the next send round), and at most neighboursMax long: a neighbour
+   * further behind is told only the latest (more cannot be lost between two rounds unless the
+   * node held more neighbours than it may).
+   */
+  private lostLog: NodeId[] = []
+  private lostBase = 0
+  /** Neighbours not yet told every loss in the log: an update is due to each. */
+  private lostDue = 0
+  /** The log from a position to its end, one array for every neighbour at that position (messages share it). */
+  private lostTails = new Map<number, readonly NodeId[]>()
 
   get size(): number {
     return this.byId.size
@@ -142,6 +158,7 @@ export class NeighbourTable {
     this.indexSet.add(index)
     this.setSlotOfIndex(index, slot)
     this.countFlags(neighbour, 1)
+    neighbour.lostCursor = this.lostBase + this.lostLog.length // a new connection needs no news of older ones
     return neighbour
   }
 
@@ -156,7 +173,57 @@ export class NeighbourTable {
     this.indexSet.delete(neighbour.index)
     this.setSlotOfIndex(neighbour.index, -1)
     this.countFlags(neighbour, -1)
+    if (neighbour.lostCursor < this.lostBase + this.lostLog.length) this.lostDue--
+    this.compactLost()
     return neighbour
+  }
+
+  /**
+   * `peer` is no longer our neighbour: each remaining neighbour hears it in our next update, so
+   * that it forgets what `peer` told it we hold, and what we told it `peer` holds (the updates on
+   * the lost connection may have been lost with it).
+   */
+  noteLost(peer: NodeId, max: number): void {
+    if (this.byId.size === 0) return
+    const end = this.lostBase + this.lostLog.length
+    for (const n of this.byId.values()) if (n.lostCursor === end) this.lostDue++
+    this.lostLog.push(peer)
+    this.lostTails.clear()
+    if (this.lostLog.length > max) {
+      this.lostLog.shift()
+      this.lostBase++
+      for (const n of this.byId.values()) n.lostCursor = Math.max(n.lostCursor, this.lostBase)
+    }
+  }
+
+  /** The losses to tell `neighbour` in the update being built (none: undefined); each is told once. */
+  takeLost(neighbour: Neighbour): readonly NodeId[] | undefined {
+    const end = this.lostBase + this.lostLog.length
+    if (neighbour.lostCursor >= end) return undefined
+    let tail = this.lostTails.get(neighbour.lostCursor)
+    if (tail === undefined) this.lostTails.set(neighbour.lostCursor, (tail = Object.freeze(this.lostLog.slice(neighbour.lostCursor - this.lostBase))))
+    neighbour.lostCursor = end
+    this.lostDue--
+    this.compactLost()
+    return tail
+  }
+
+  /** Everyone told: the log starts again empty. */
+  private compactLost(): void {
+    if (this.lostDue > 0 || this.lostLog.length === 0) return
+    this.lostBase += this.lostLog.length
+    this.lostLog = []
+    this.lostTails.clear()
+  }
+
+  /** Whether `neighbour` has not been told every loss yet. */
+  owesLost(neighbour: Neighbour): boolean {
+    return neighbour.lostCursor < this.lostBase + this.lostLog.length
+  }
+
+  /** How many neighbours have a loss to tell. */
+  get lostNoticesDue(): number {
+    return this.lostDue
   }
 
   setFlag(neighbour: Neighbour, flag: 'ownWaitsForHello' | 'helloDue' | 'needsWholeTable', value: boolean): void {
@@ -190,6 +257,13 @@ export class NeighbourTable {
     }
     invariant(this.indexSet.size() === this.byId.size, 'the neighbour index set holds exactly the neighbours')
     for (const flag of ['ownWaitsForHello', 'helloDue', 'needsWholeTable'] as const) invariant(counted[flag] === this.counts[flag], `the count of ${flag} matches the neighbours`)
+    const end = this.lostBase + this.lostLog.length
+    let lostDue = 0
+    for (const n of this.byId.values()) {
+      invariant(n.lostCursor >= this.lostBase && n.lostCursor <= end, `neighbour ${n.id}'s place in the log of losses is in it`)
+      if (n.lostCursor < end) lostDue++
+    }
+    invariant(lostDue === this.lostDue, 'the count of neighbours with a loss to tell matches the neighbours')
   }
 
   private countFlags(neighbour: Neighbour, sign: 1 | -1): void {

@@ -84,6 +84,13 @@ export class NodeSet {
     for (let i = 0; i < other.words.length; i++) this.words[i]! |= other.words[i]!
   }
 
+  /** True if this set and `other` have a member in common. */
+  intersects(other: NodeSet): boolean {
+    const n = Math.min(this.words.length, other.words.length)
+    for (let i = 0; i < n; i++) if ((this.words[i]! & other.words[i]!) !== 0) return true
+    return false
+  }
+
   /** True if every member of `other` is in this set. */
   containsAll(other: NodeSet): boolean {
     const o = other.words

@@ -146,6 +146,11 @@ export class Police {
     if (message.entries.length > this.limits.entriesPerMessageMax) malformed(`${message.entries.length} entries, at most ${this.limits.entriesPerMessageMax} (entriesPerMessageMax)`)
     if (message.neighbourSlots.length > this.limits.neighboursMax) malformed(`${message.neighbourSlots.length} neighbour slots, at most ${this.limits.neighboursMax}`)
     for (const id of message.neighbourSlots) if (typeof id !== 'string' || id.length > this.limits.nodeIdLengthMax) malformed('neighbour slot is not a node id')
+    const lost = message.lostNeighbours
+    if (lost !== undefined) {
+      if (!Array.isArray(lost) || lost.length > this.limits.neighboursMax) malformed(`lostNeighbours is not a list of at most ${this.limits.neighboursMax} node ids (neighboursMax)`)
+      for (const id of lost) this.checkNodeId(id, 'lostNeighbours entry')
+    }
     const maxTransBytes = Math.ceil(message.neighbourSlots.length / 8)
     for (const set of message.transSets) if (!(set instanceof Uint8Array) || set.length > maxTransBytes) malformed('trans set wider than the neighbour slots')
   }

@@ -4,7 +4,7 @@ import { NodeSet } from './nodeset.ts'
 import type { CoreParts } from './parts.ts'
 import type { RouteEntry } from './route.ts'
 import { seqNewer } from './seq.ts'
-import type { Effect, RouteAdvert, StepResult, UpdateMessage } from './types.ts'
+import type { Effect, NodeId, RouteAdvert, StepResult, UpdateMessage } from './types.ts'
 
 /**
  * Priority 3 of the scheduler: one step of a send round. Every changed entry (every entry, after a
@@ -226,10 +226,12 @@ class SendRound {
   build(): StepResult {
     const { neighbours, traffic, mode } = this.p
     this.slotTable = mode === 'naive' ? [] : neighbours.slotTable()
-    // A new neighbour gets our hello in our first update on the connection, even an empty one.
-    if (neighbours.count('helloDue') > 0) {
+    // A new neighbour gets our hello in our first update on the connection, even an empty one;
+    // a neighbour we owe news of a lost connection gets it the same way.
+    if (neighbours.count('helloDue') > 0 || neighbours.lostNoticesDue > 0) {
       for (const neighbour of neighbours.values()) {
-        if (neighbour.helloDue && !this.perNeighbour.has(neighbour.slot) && !this.p.fanout.holdsFor(neighbour)) this.perNeighbour.set(neighbour.slot, [])
+        const due = (neighbour.helloDue && !this.p.fanout.holdsFor(neighbour)) || neighbours.owesLost(neighbour)
+        if (due && !this.perNeighbour.has(neighbour.slot)) this.perNeighbour.set(neighbour.slot, [])
       }
     }
     const effects: Effect[] = []
@@ -247,13 +249,14 @@ class SendRound {
     return { kind: 'send', effects, messagesApplied: 0, entriesApplied: 0, messagesSent: effects.length, entriesSent, wakeAtMs: undefined }
   }
 
-  /** `entries` for one neighbour, cut into messages; the first carries our hello if one is due. */
+  /** `entries` for one neighbour, cut into messages; the first carries our hello if one is due, and the connections we lost. */
   private messagesTo(to: Neighbour, entries: readonly RouteEntry[]): UpdateMessage[] {
     const { limits } = this.p
     const hello = this.helloFor(to)
+    const lost = this.p.neighbours.takeLost(to)
     const out: UpdateMessage[] = []
-    for (let start = 0; start < entries.length || (start === 0 && hello !== undefined); start += limits.entriesPerMessageMax) {
-      out.push(this.message(entries.slice(start, start + limits.entriesPerMessageMax), start === 0 ? hello : undefined))
+    for (let start = 0; start < entries.length || (start === 0 && (hello !== undefined || lost !== undefined)); start += limits.entriesPerMessageMax) {
+      out.push(this.message(entries.slice(start, start + limits.entriesPerMessageMax), start === 0 ? hello : undefined, start === 0 ? lost : undefined))
     }
     return out
   }
@@ -268,7 +271,7 @@ class SendRound {
     return { receiverSeq }
   }
 
-  private message(chunk: readonly RouteEntry[], hello: UpdateMessage['hello']): UpdateMessage {
+  private message(chunk: readonly RouteEntry[], hello: UpdateMessage['hello'], lost: readonly NodeId[] | undefined): UpdateMessage {
     const transSets: Uint8Array[] = []
     const indexOfSet = new Map<Uint8Array, number>()
     const adverts = chunk.map((entry) => {
@@ -283,7 +286,7 @@ class SendRound {
       }
       return this.advertFor(entry, index)
     })
-    const message: UpdateMessage = { neighbourSlots: transSets.length > 0 ? this.slotTable : [], transSets, entries: adverts, ...(hello !== undefined ? { hello } : {}) }
+    const message: UpdateMessage = { neighbourSlots: transSets.length > 0 ? this.slotTable : [], transSets, entries: adverts, ...(hello !== undefined ? { hello } : {}), ...(lost !== undefined ? { lostNeighbours: lost } : {}) }
     const numbering = this.p.numbering
     if (numbering !== undefined && transSets.length > 0) {
       numbering.attach(

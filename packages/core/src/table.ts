@@ -217,18 +217,28 @@ export class RouteTable {
   }
 
   /**
-   * Neighbour `voucherIndex` no longer has `holderIndex` (our neighbour too) among its neighbours:
-   * a link between them failed, or one end noticed a crash. The entries it sent `holder` last may
-   * have been lost with the link, while its trans sets told us they arrived; `holder` then lacks
-   * them and nobody sends them again (a hub's own record, in flight when its link to a node failed:
-   * found by the simulator's random scenarios). Forget `holder` as a holder of what that neighbour
-   * vouched for: those entries go to `holder` again, duplicates if they had arrived.
+   * Neighbour `from` lost its connections to the nodes in `lost`; those in `lostNeighbours` are our
+   * neighbours too. The updates on a lost connection may have been lost with it while each end had
+   * told us (its trans sets) that they arrived: forget the nodes in `lost` as holders of what
+   * `from` vouched for, and `from` as a holder of what those in `lostNeighbours` vouched for.
+   * Those entries go to them again: duplicates if they had arrived, the repair if not (a hub's own
+   * record lost in flight on a failed link left a node without it for good). One pass.
    */
-  voucherLostHolder(voucherIndex: number, holderIndex: number): void {
+  forgetLostHolders(from: number, lost: NodeSet, lostNeighbours: NodeSet): void {
     for (const entry of this.values()) {
-      if (!entry.vouchers.has(voucherIndex) || !(entry.trans.has(holderIndex) || entry.rcpt.has(holderIndex))) continue
-      entry.trans = this.holders.without(entry.trans, holderIndex)
-      entry.rcpt = this.holders.without(entry.rcpt, holderIndex)
+      let trans = entry.trans
+      let rcpt = entry.rcpt
+      if (entry.vouchers.has(from)) {
+        trans = this.holders.withoutAll(trans, lost)
+        rcpt = this.holders.withoutAll(rcpt, lost)
+      }
+      if (entry.vouchers.intersects(lostNeighbours)) {
+        trans = this.holders.without(trans, from)
+        rcpt = this.holders.without(rcpt, from)
+      }
+      if (trans === entry.trans && rcpt === entry.rcpt) continue
+      entry.trans = trans
+      entry.rcpt = rcpt
       this.dirty.add(entry)
     }
   }

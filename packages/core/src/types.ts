@@ -38,6 +38,13 @@ export interface UpdateMessage {
    * in packages/core/README.md.
    */
   readonly hello?: { readonly receiverSeq: number | undefined }
+  /**
+   * Optimized mode: neighbours the sender lost since its last update to the receiver. What they
+   * said the sender holds, and what the sender said they hold, may never have arrived (updates
+   * lost with the connection): the receiver forgets those holders, and their entries go again to
+   * whoever lacks them. See "Lost with a connection" in packages/core/README.md.
+   */
+  readonly lostNeighbours?: readonly NodeId[]
 }
 
 export type Effect =

@@ -96,7 +96,7 @@ function advertToWire(a: RouteAdvert): AdvertMessage {
 }
 
 function updateToWire(u: UpdateMessage): UpdateWire {
-  const wire: UpdateWire = { neighbourSlots: [...u.neighbourSlots], transSets: [...u.transSets] as Uint8Array<ArrayBuffer>[], entries: u.entries.map(advertToWire) }
+  const wire: UpdateWire = { neighbourSlots: [...u.neighbourSlots], transSets: [...u.transSets] as Uint8Array<ArrayBuffer>[], entries: u.entries.map(advertToWire), lostNeighbours: [...(u.lostNeighbours ?? [])] }
   if (u.hello !== undefined) wire.hello = u.hello.receiverSeq === undefined ? {} : { receiverSeq: u.hello.receiverSeq }
   return wire
 }
@@ -139,6 +139,7 @@ export function decodeFrame(bytes: Uint8Array, overrides: Partial<WireLimits> = 
       limits: {
         update: {
           neighbourSlots: limits.neighbourSlotsMax,
+          lostNeighbours: limits.lostNeighboursMax,
           transSets: limits.transSetsMax,
           entries: limits.entriesPerUpdateMax,
           entries$: { names: limits.namesPerNodeMax, addresses: limits.addressesPerEntryMax },
@@ -228,8 +229,14 @@ class Checker {
       if (e.transPlusOne > u.transSets.length) throw new WireError('MALFORMED', `${at}.trans refers to trans set ${e.transPlusOne - 1}, but there are ${u.transSets.length}`)
       return { destination: e.destination, seq: e.seq, nhops: e.nhops, names: e.names, addresses: e.addresses, trans: e.transPlusOne - 1, signature: e.signature }
     })
-    if (u.hello === undefined) return { neighbourSlots: u.neighbourSlots, transSets: u.transSets, entries }
-    return { neighbourSlots: u.neighbourSlots, transSets: u.transSets, entries, hello: { receiverSeq: u.hello.receiverSeq } }
+    u.lostNeighbours.forEach((id, i) => this.id(`update.lostNeighbours[${i}]`, id))
+    return {
+      neighbourSlots: u.neighbourSlots,
+      transSets: u.transSets,
+      entries,
+      ...(u.hello !== undefined ? { hello: { receiverSeq: u.hello.receiverSeq } } : {}),
+      ...(u.lostNeighbours.length > 0 ? { lostNeighbours: u.lostNeighbours } : {}),
+    }
   }
 }
 

@@ -8,6 +8,8 @@ export const WIRE_LIMITS = {
   entriesPerUpdateMax: DEFAULT_LIMITS.entriesPerMessageMax,
   /** Slots in an update's neighbour table: a sender names each of its neighbours once (core's neighboursMax). */
   neighbourSlotsMax: DEFAULT_LIMITS.neighboursMax,
+  /** Lost neighbours named in one update: a sender loses at most the neighbours it has (core's neighboursMax) between two updates. */
+  lostNeighboursMax: DEFAULT_LIMITS.neighboursMax,
   /** Distinct trans sets in one update: at most one per entry. */
   transSetsMax: DEFAULT_LIMITS.entriesPerMessageMax,
   /** Names in one entry (core's namesPerNodeMax). */

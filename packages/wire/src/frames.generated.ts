@@ -271,6 +271,7 @@ export interface Update {
   transSets: Uint8Array<ArrayBuffer>[]
   entries: RouteAdvert[]
   hello?: Hello
+  lostNeighbours: string[]
 }
 
 export namespace Update {
@@ -309,6 +310,13 @@ export namespace Update {
           Hello.codec().encode(obj.hello, w)
         }
 
+        if (obj.lostNeighbours != null && obj.lostNeighbours.length > 0) {
+          for (const value of obj.lostNeighbours) {
+            w.uint32(42)
+            w.string(value)
+          }
+        }
+
         if (opts.lengthDelimited !== false) {
           w.ldelim()
         }
@@ -316,7 +324,8 @@ export namespace Update {
         const obj: any = {
           neighbourSlots: [],
           transSets: [],
-          entries: []
+          entries: [],
+          lostNeighbours: []
         }
 
         const end = length == null ? reader.len : reader.pos + length
@@ -357,6 +366,14 @@ export namespace Update {
               })
               break
             }
+            case 5: {
+              if (opts.limits?.lostNeighbours != null && obj.lostNeighbours.length === opts.limits.lostNeighbours) {
+                throw new MaxLengthError('Decode error - repeated field "lostNeighbours" had too many elements')
+              }
+
+              obj.lostNeighbours.push(reader.string())
+              break
+            }
             default: {
               reader.skipType(tag & 7)
               break
@@ -369,7 +386,8 @@ export namespace Update {
         const obj = {
           neighbourSlots: 0,
           transSets: 0,
-          entries: 0
+          entries: 0,
+          lostNeighbours: 0
         }
 
         const end = length == null ? reader.len : reader.pos + length
@@ -430,6 +448,21 @@ export namespace Update {
               yield * Hello.codec().stream(reader, reader.uint32(), `${prefix}.hello`, {
                 limits: opts.limits?.hello
               })
+
+              break
+            }
+            case 5: {
+              if (opts.limits?.lostNeighbours != null && obj.lostNeighbours === opts.limits.lostNeighbours) {
+                throw new MaxLengthError('Streaming decode error - repeated field "lostNeighbours" had too many elements')
+              }
+
+              yield {
+                field: `${prefix}.lostNeighbours[]`,
+                index: obj.lostNeighbours,
+                value: reader.string()
+              }
+
+              obj.lostNeighbours++
 
               break
             }
@@ -504,6 +537,12 @@ export namespace Update {
     value: number
   }
 
+  export interface UpdateLostNeighboursFieldEvent {
+    field: '$.lostNeighbours[]'
+    index: number
+    value: string
+  }
+
   export function encode (obj: Partial<Update>): Uint8Array<ArrayBuffer> {
     return encodeMessage(obj, Update.codec())
   }
@@ -512,7 +551,7 @@ export namespace Update {
     return decodeMessage(buf, Update.codec(), opts)
   }
 
-  export function stream (buf: Uint8Array | Uint8ArrayList, opts?: DecodeOptions<Update>): Generator<UpdateNeighbourSlotsFieldEvent | UpdateTransSetsFieldEvent | UpdateEntriesDestinationFieldEvent | UpdateEntriesSeqFieldEvent | UpdateEntriesNhopsFieldEvent | UpdateEntriesNamesFieldEvent | UpdateEntriesAddressesFieldEvent | UpdateEntriesTransPlusOneFieldEvent | UpdateEntriesSignatureFieldEvent | UpdateHelloReceiverSeqFieldEvent> {
+  export function stream (buf: Uint8Array | Uint8ArrayList, opts?: DecodeOptions<Update>): Generator<UpdateNeighbourSlotsFieldEvent | UpdateTransSetsFieldEvent | UpdateEntriesDestinationFieldEvent | UpdateEntriesSeqFieldEvent | UpdateEntriesNhopsFieldEvent | UpdateEntriesNamesFieldEvent | UpdateEntriesAddressesFieldEvent | UpdateEntriesTransPlusOneFieldEvent | UpdateEntriesSignatureFieldEvent | UpdateHelloReceiverSeqFieldEvent | UpdateLostNeighboursFieldEvent> {
     return streamMessage(buf, Update.codec(), opts)
   }
 }
@@ -1795,6 +1834,12 @@ export namespace Frame {
     value: number
   }
 
+  export interface FrameUpdateLostNeighboursFieldEvent {
+    field: '$.update.lostNeighbours[]'
+    index: number
+    value: string
+  }
+
   export interface FrameDataSourceFieldEvent {
     field: '$.data.source'
     value: string
@@ -1911,7 +1956,7 @@ export namespace Frame {
     return decodeMessage(buf, Frame.codec(), opts)
   }
 
-  export function stream (buf: Uint8Array | Uint8ArrayList, opts?: DecodeOptions<Frame>): Generator<FrameUpdateNeighbourSlotsFieldEvent | FrameUpdateTransSetsFieldEvent | FrameUpdateEntriesDestinationFieldEvent | FrameUpdateEntriesSeqFieldEvent | FrameUpdateEntriesNhopsFieldEvent | FrameUpdateEntriesNamesFieldEvent | FrameUpdateEntriesAddressesFieldEvent | FrameUpdateEntriesTransPlusOneFieldEvent | FrameUpdateEntriesSignatureFieldEvent | FrameUpdateHelloReceiverSeqFieldEvent | FrameDataSourceFieldEvent | FrameDataDestinationFieldEvent | FrameDataNameFieldEvent | FrameDataHopLimitFieldEvent | FrameDataMessageIdFieldEvent | FrameDataAckRequestedFieldEvent | FrameDataPayloadFieldEvent | FrameAckSourceFieldEvent | FrameAckDestinationFieldEvent | FrameAckHopLimitFieldEvent | FrameAckMessageIdFieldEvent | FrameUndeliverableSourceFieldEvent | FrameUndeliverableDestinationFieldEvent | FrameUndeliverableHopLimitFieldEvent | FrameUndeliverableMessageIdFieldEvent | FrameUndeliverableReasonFieldEvent | FrameProbeNonceFieldEvent | FrameProbeReplyFieldEvent | FrameCreditFlowsSourceFieldEvent | FrameCreditFlowsDestinationFieldEvent | FrameCreditFlowsBytesFieldEvent> {
+  export function stream (buf: Uint8Array | Uint8ArrayList, opts?: DecodeOptions<Frame>): Generator<FrameUpdateNeighbourSlotsFieldEvent | FrameUpdateTransSetsFieldEvent | FrameUpdateEntriesDestinationFieldEvent | FrameUpdateEntriesSeqFieldEvent | FrameUpdateEntriesNhopsFieldEvent | FrameUpdateEntriesNamesFieldEvent | FrameUpdateEntriesAddressesFieldEvent | FrameUpdateEntriesTransPlusOneFieldEvent | FrameUpdateEntriesSignatureFieldEvent | FrameUpdateHelloReceiverSeqFieldEvent | FrameUpdateLostNeighboursFieldEvent | FrameDataSourceFieldEvent | FrameDataDestinationFieldEvent | FrameDataNameFieldEvent | FrameDataHopLimitFieldEvent | FrameDataMessageIdFieldEvent | FrameDataAckRequestedFieldEvent | FrameDataPayloadFieldEvent | FrameAckSourceFieldEvent | FrameAckDestinationFieldEvent | FrameAckHopLimitFieldEvent | FrameAckMessageIdFieldEvent | FrameUndeliverableSourceFieldEvent | FrameUndeliverableDestinationFieldEvent | FrameUndeliverableHopLimitFieldEvent | FrameUndeliverableMessageIdFieldEvent | FrameUndeliverableReasonFieldEvent | FrameProbeNonceFieldEvent | FrameProbeReplyFieldEvent | FrameCreditFlowsSourceFieldEvent | FrameCreditFlowsDestinationFieldEvent | FrameCreditFlowsBytesFieldEvent> {
     return streamMessage(buf, Frame.codec(), opts)
   }
 }

@@ -36,6 +36,18 @@ function updateBytes(u: UpdateMessage): number {
   for (const set of u.transSets) size += lengthDelimited(set.length)
   for (const entry of u.entries) size += lengthDelimited(advertBytes(entry))
   if (u.hello !== undefined) size += helloFieldBytes(u.hello)
+  size += lostFieldBytes(u)
+  return size
+}
+
+/** A sender shares one list of lost neighbours among the updates of a round: its size is counted once. */
+const lostSizes = new WeakMap<readonly string[], number>()
+
+function lostFieldBytes(u: UpdateMessage): number {
+  const lost = u.lostNeighbours
+  if (lost === undefined) return 0
+  let size = lostSizes.get(lost)
+  if (size === undefined) lostSizes.set(lost, (size = lost.reduce((sum, id) => sum + stringField(id), 0)))
   return size
 }
 
@@ -53,15 +65,24 @@ export function encodedUpdateSize(update: UpdateMessage): number {
 export function splitUpdate(update: UpdateMessage, frameBytesMax: number = WIRE_LIMITS.frameBytesMax): UpdateMessage[] {
   if (encodedUpdateSize(update) <= frameBytesMax) return [update]
   const base = update.neighbourSlots.reduce((sum, slot) => sum + stringField(slot), 0)
-  // The hello rides on the first part only (it is said once per connection).
-  const helloBytes = update.hello === undefined ? 0 : helloFieldBytes(update.hello)
+  // The hello and the lost neighbours ride on the first part only (each is said once).
+  const helloBytes = (update.hello === undefined ? 0 : helloFieldBytes(update.hello)) + lostFieldBytes(update)
   const parts: UpdateMessage[] = []
   let entries: RouteAdvert[] = []
   let sets: Uint8Array[] = []
   let indexOf = new Map<number, number>()
   let size = base + helloBytes
   const flush = () => {
-    if (entries.length > 0) parts.push({ neighbourSlots: update.neighbourSlots, transSets: sets, entries, ...(parts.length === 0 && update.hello !== undefined ? { hello: update.hello } : {}) })
+    if (entries.length > 0) {
+      const first = parts.length === 0
+      parts.push({
+        neighbourSlots: update.neighbourSlots,
+        transSets: sets,
+        entries,
+        ...(first && update.hello !== undefined ? { hello: update.hello } : {}),
+        ...(first && update.lostNeighbours !== undefined ? { lostNeighbours: update.lostNeighbours } : {}),
+      })
+    }
     entries = []
     sets = []
     indexOf = new Map()
@@ -91,7 +112,8 @@ export function splitUpdate(update: UpdateMessage, frameBytesMax: number = WIRE_
     size += lengthDelimited(advertBytes(moved))
   }
   flush()
-  return parts
+  // No entries: the hello or the lost neighbours alone, as they are.
+  return parts.length === 0 ? [update] : parts
 }
 
 /** Encodes an update as one frame or, if it is too large, several. */

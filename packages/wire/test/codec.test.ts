@@ -16,6 +16,8 @@ const updateArb: fc.Arbitrary<UpdateMessage> = fc
     setCount: fc.integer({ min: 0, max: 5 }),
     // No hello, a hello holding no record of the receiver, or one holding a given number.
     hello: fc.oneof(fc.constant(undefined), fc.constant(null), uint32),
+    // Neighbours the sender lost since its last update (none: the field is absent).
+    lost: fc.option(fc.array(id, { minLength: 1, maxLength: 8 }), { nil: undefined }),
     entries: fc.array(
       fc.record({
         destination: id,
@@ -32,6 +34,7 @@ const updateArb: fc.Arbitrary<UpdateMessage> = fc
   .chain((u) =>
     fc.array(bytes(Math.ceil(u.neighbourSlots.length / 8)), { minLength: u.setCount, maxLength: u.setCount }).map((transSets) => ({
       ...(u.hello === undefined ? {} : { hello: { receiverSeq: u.hello ?? undefined } }),
+      ...(u.lost === undefined ? {} : { lostNeighbours: u.lost }),
       neighbourSlots: u.neighbourSlots,
       transSets,
       entries: u.entries.map(({ transPick, ...e }): RouteAdvert => ({ ...e, trans: transSets.length === 0 ? -1 : (transPick % (transSets.length + 1)) - 1 })),
@@ -84,8 +87,9 @@ describe('wire codec', () => {
         for (const part of parts) expect(encodedUpdateSize(part)).toBeLessThanOrEqual(frameBytesMax)
         const flat = parts.flatMap((p) => p.entries.map((e) => ({ ...e, trans: e.trans < 0 ? undefined : [...p.transSets[e.trans]!] })))
         expect(flat).toEqual(update.entries.map((e) => ({ ...e, trans: e.trans < 0 ? undefined : [...update.transSets[e.trans]!] })))
-        // The hello is said once, on the first part.
+        // The hello and the lost neighbours are said once, on the first part.
         expect(parts.map((p) => p.hello)).toEqual(parts.map((_, i) => (i === 0 ? update.hello : undefined)))
+        expect(parts.map((p) => p.lostNeighbours)).toEqual(parts.map((_, i) => (i === 0 ? update.lostNeighbours : undefined)))
       }),
       runs(300),
     )
