@@ -6,6 +6,13 @@ import { NO_SIGNATURE, type RouteEntry } from './route.ts'
 import { isValidSeq } from './seq.ts'
 import type { Effect, NodeId, UpdateMessage } from './types.ts'
 
+/**
+ * Slot tables already read, when frozen (a sender's table is one frozen array until its neighbours
+ * change: every receiver in one process sees the same array), with their longest id. Weak:
+ * dropped with them.
+ */
+const checkedSlotTables = new WeakMap<readonly unknown[], number>()
+
 /** What the police count (part of `CoreStats`). */
 export interface PoliceCounters {
   recordsVerified: number
@@ -145,7 +152,17 @@ export class Police {
     if (!Array.isArray(message.entries) || !Array.isArray(message.transSets) || !Array.isArray(message.neighbourSlots)) malformed('missing entries, transSets or neighbourSlots')
     if (message.entries.length > this.limits.entriesPerMessageMax) malformed(`${message.entries.length} entries, at most ${this.limits.entriesPerMessageMax} (entriesPerMessageMax)`)
     if (message.neighbourSlots.length > this.limits.neighboursMax) malformed(`${message.neighbourSlots.length} neighbour slots, at most ${this.limits.neighboursMax}`)
-    for (const id of message.neighbourSlots) if (typeof id !== 'string' || id.length > this.limits.nodeIdLengthMax) malformed('neighbour slot is not a node id')
+    let longest = checkedSlotTables.get(message.neighbourSlots)
+    if (longest === undefined) {
+      longest = 0
+      for (const id of message.neighbourSlots) {
+        if (typeof id !== 'string') malformed('neighbour slot is not a node id')
+        longest = Math.max(longest, id.length)
+      }
+      // A frozen table cannot change: read once (a simulator's cores share their senders' tables).
+      if (Object.isFrozen(message.neighbourSlots)) checkedSlotTables.set(message.neighbourSlots, longest)
+    }
+    if (longest > this.limits.nodeIdLengthMax) malformed('neighbour slot is not a node id')
     const lost = message.lostNeighbours
     if (lost !== undefined) {
       if (!Array.isArray(lost) || lost.length > this.limits.neighboursMax) malformed(`lostNeighbours is not a list of at most ${this.limits.neighboursMax} node ids (neighboursMax)`)

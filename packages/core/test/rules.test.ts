@@ -274,6 +274,17 @@ describe('the connection hello, and not telling a node about itself', () => {
 })
 
 describe('a misbehaving neighbour', () => {
+  it('has a slot table with an id over nodeIdLengthMax refused, also when a core with a larger limit read the same frozen table first', () => {
+    const slots = Object.freeze(['x'.repeat(20)])
+    const lenient = new PhoenixCore({ id: 'u' })
+    lenient.connectionUp('a', 0)
+    expect(() => lenient.receive('a', update([], slots as string[]), 0)).not.toThrow()
+    const strict = new PhoenixCore({ id: 'w', limits: { nodeIdLengthMax: 10 } })
+    strict.connectionUp('a', 0)
+    expect(() => strict.receive('a', update([], slots as string[]), 0)).toThrow(/neighbour slot is not a node id/)
+    expect(() => strict.receive('a', update([], ['y', 42 as unknown as string]), 0)).toThrow(/neighbour slot is not a node id/)
+  })
+
   it('has the destinations it relays past destinationsPerNeighbourMax refused, and keeps its link', () => {
     const core = new PhoenixCore({ id: 'u', limits: { destinationsPerNeighbourMax: 3 } })
     core.connectionUp('a', 0)
