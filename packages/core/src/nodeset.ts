@@ -188,8 +188,17 @@ export class NodeSet {
   /** Slots in `universe` that are in neither `a` nor `b`, i.e. universe \ (a ∪ b). */
   static forEachMissing(universe: NodeSet, a: NodeSet, b: NodeSet, visit: (slot: number) => void): void {
     const u = universe.words
+    const aw = a.words
+    const bw = b.words
+    // No read past the end of `a` or `b` (an out-of-bounds typed-array read takes V8's slow path:
+    // 13% of a 2,000-process run was this loop).
+    const na = Math.min(u.length, aw.length)
+    const nb = Math.min(u.length, bw.length)
     for (let i = 0; i < u.length; i++) {
-      let w = u[i]! & ~((a.words[i] ?? 0) | (b.words[i] ?? 0))
+      let w = u[i]!
+      if (w === 0) continue
+      if (i < na) w &= ~aw[i]!
+      if (i < nb) w &= ~bw[i]!
       while (w !== 0) {
         const bit = 31 - Math.clz32(w & -w)
         visit((i << 5) | bit)
