@@ -56,14 +56,6 @@ function build(s: Scenario, afterEvent?: (net: TestNet, event: string) => void) 
   return { g, hubs, net }
 }
 
-/** Runs until nothing is left, letting time pass for co-hub waits and dial back-offs. */
-function settle(net: TestNet): void {
-  for (let round = 0; round < 8; round++) {
-    net.runToQuiescence()
-    net.advance(70_000)
-  }
-  net.runToQuiescence()
-}
 
 describe('co-hubs share out their neighbours (fast-check)', { timeout: 300_000 }, () => {
   it('no next-hop cycle after any event; after quiescence every route is BFS-shortest, also when a hub crashes', () => {
@@ -80,7 +72,7 @@ describe('co-hubs share out their neighbours (fast-check)', { timeout: 300_000 }
           while (net.events < s.crashHubAt && net.runOne()) {}
           net.crash(hubs[0]!)
         }
-        settle(net)
+        net.settle()
         const alive = [...net.cores.keys()]
         const failures = checkRoutesAgainstBfs(alive, net.connectionEdges(), net.lookup)
         expect(failures, JSON.stringify(failures.slice(0, 4))).toEqual([])

@@ -41,11 +41,7 @@ function run(s: Scenario): ReturnType<typeof checkRoutesAgainstBfs> {
   while (net.events < s.crashHubAt && net.runOne()) {}
   net.crash(hubs[0]!)
   // Time passes (dial back-offs expire) until nothing is left to do.
-  for (let round = 0; round < 8; round++) {
-    net.runToQuiescence()
-    net.advance(70_000)
-  }
-  net.runToQuiescence()
+  net.settle()
   return checkRoutesAgainstBfs([...net.cores.keys()], net.connectionEdges(), net.lookup)
 }
 

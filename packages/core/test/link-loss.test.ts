@@ -45,11 +45,7 @@ function run(s: Scenario): ReturnType<typeof checkRoutesAgainstBfs> {
     net.disconnect(a, b)
   }
   // Time passes (dial back-offs expire) until nothing is left to do.
-  for (let round = 0; round < 8; round++) {
-    net.runToQuiescence()
-    net.advance(70_000)
-  }
-  net.runToQuiescence()
+  net.settle()
   return checkRoutesAgainstBfs([...net.cores.keys()], net.connectionEdges(), net.lookup)
 }
 

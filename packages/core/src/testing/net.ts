@@ -210,6 +210,18 @@ export class TestNet {
     }
   }
 
+  /**
+   * Runs until nothing is left to do, letting time pass `rounds` times (dial back-offs and co-hub
+   * waits expire: each round moves the clock 70 s, past dialBackoffMaxMs' default 60 s).
+   */
+  settle(rounds = 8): void {
+    for (let round = 0; round < rounds; round++) {
+      this.runToQuiescence()
+      this.advance(70_000)
+    }
+    this.runToQuiescence()
+  }
+
   /** Reachable entry of u for v, as the verifiers want it. */
   readonly lookup = (u: NodeId, v: NodeId): ValidRoute | undefined => {
     const r: RouteView | undefined = this.cores.get(u)?.route(v)
