@@ -36,7 +36,7 @@ export const TRANSPORT_LIMITS = {
    * outstanding at its next hop; beyond that the flow's frames wait here, in the flow's own queue:
    * forwarded frames at most a window (the previous hop then runs out of credit), our own sends at
    * most outboundBytesMaxPerNeighbour (then `send` fails QUEUE_FULL).
-   * The protocol's window (FLOW_CREDIT_BYTES, 1 MiB): a next hop accepts that much per flow (or
+   * The protocol's window (FLOW_CREDIT_BYTES, 4 MiB): a next hop accepts that much per flow (or
    * its own flowWindowBytes if larger) and refuses more, so a larger value meets `queue-full`
    * bounces unless every node has it; smaller costs throughput.
    * 0 turns credit off: data then shares each link's queue and a full queue toward the next hop

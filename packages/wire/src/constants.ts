@@ -48,8 +48,9 @@ export type WireLimits = { -readonly [K in keyof typeof WIRE_LIMITS]: number }
  * may have outstanding at its next hop, sent and not yet returned by a credit frame. The next hop
  * holds at most this plus one frame per flow and previous hop, so it never needs to stop reading
  * a link for want of room, and a flow whose receiver stops runs out of its own credit only.
- * 1 MiB: 16 messages of 64 KiB; at 100 MiB/s through a hop it covers 10 ms between a frame's
- * arrival and its credit coming back (a loopback hop takes ~0.2 ms, an event-loop turn under load
- * a few ms), and 8 flows through one neighbour hold 8 MiB, half a yamux stream window.
+ * 4 MiB: 64 messages of 64 KiB, 40 ms at 100 MiB/s between a frame's arrival and its credit
+ * coming back. Measured: with 1 MiB a 64 KiB stream through one intermediate left every node idle
+ * 30-50% of the time, waiting for credit; 4 MiB gave 1.26x its throughput (16 MiB no more), and
+ * 8 flows through one neighbour may hold 32 MiB there (transport README, "Per-flow credit").
  */
-export const FLOW_CREDIT_BYTES = 1024 * 1024
+export const FLOW_CREDIT_BYTES = 4 * 1024 * 1024
