@@ -107,7 +107,11 @@ export function goals(summaries: readonly Summary[], memory: readonly MemoryRow[
   ]
   const pipeAdded = Math.min(addedUs('it-pipe', 64), addedUs('pause-resume', 64))
   const phoenixAdded = addedUs('phoenix-1', 64)
-  result.push({ what: `added median one-way latency per hop, 64 B: Phoenix (${phoenixAdded.toFixed(0)} µs) − best pipe relay (${pipeAdded.toFixed(0)} µs)`, value: phoenixAdded - pipeAdded, display: `${(phoenixAdded - pipeAdded).toFixed(0)} µs`, target: '≤ 20 µs', met: phoenixAdded - pipeAdded <= 20 })
+  result.push({ what: `added median one-way latency per hop, 64 B, both over the bare stream: Phoenix (${phoenixAdded.toFixed(0)} µs) − best pipe relay (${pipeAdded.toFixed(0)} µs)`, value: phoenixAdded - pipeAdded, display: `${(phoenixAdded - pipeAdded).toFixed(0)} µs`, target: '≤ 20 µs', met: phoenixAdded - pipeAdded <= 20 })
+  // The other reading: what one intermediate adds to each system's own direct path (Phoenix's
+  // endpoints, slower than a bare stream's, then count for neither side).
+  const phoenixHop = (at('phoenix-1', 64)?.latencyMedianUs ?? Number.NaN) - (at('phoenix-0', 64)?.latencyMedianUs ?? Number.NaN)
+  result.push({ what: `added median one-way latency per hop, 64 B, each over its own direct path: Phoenix 1 − Phoenix direct (${phoenixHop.toFixed(0)} µs) − best pipe relay (${pipeAdded.toFixed(0)} µs)`, value: phoenixHop - pipeAdded, display: `${(phoenixHop - pipeAdded).toFixed(0)} µs`, target: '≤ 20 µs', met: phoenixHop - pipeAdded <= 20 })
   const grownMiB = (path: PathId) => {
     const m = memory.find((row) => row.path === path)
     return m === undefined ? Number.NaN : (m.rssPeakBytes - m.rssStartBytes) / 2 ** 20
