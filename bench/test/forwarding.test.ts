@@ -98,7 +98,8 @@ describe('forwarding benchmark, --quick, one process per node', () => {
       expect.stringMatching(/64 KiB: Phoenix \/ best pipe relay/),
       expect.stringMatching(/64 KiB: Phoenix \/ circuit-relay-v2/),
       expect.stringMatching(/4 KiB: Phoenix \/ best pipe relay/),
-      expect.stringMatching(/added median one-way latency per hop/),
+      expect.stringMatching(/added median one-way latency per hop, 64 B, both over the bare stream/),
+      expect.stringMatching(/added median one-way latency per hop, 64 B, each over its own direct path/),
       expect.stringMatching(/middle node memory/),
     ])
     for (const g of goals) expect(Number.isFinite(g.value), g.what).toBe(true)
