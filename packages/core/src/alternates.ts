@@ -1,6 +1,5 @@
 import { invariant } from './errors.ts'
 import type { RouteEntry } from './route.ts'
-import { isUnreachableSeq } from './seq.ts'
 import type { NodeId } from './types.ts'
 
 /**
@@ -8,14 +7,16 @@ import type { NodeId } from './types.ts'
  * hops"). Besides `fwd`, a route entry keeps its *alternates*: the neighbours that advertised the
  * destination at exactly our (seq, nhops − 1) with an even seq. The freshness rule is unchanged:
  * a fresher route resets them to the one neighbour it came from; an equal offer from another
- * neighbour adds it. An alternate that advertises worse, retracts (odd seq), or whose connection
- * drops is removed; if it was `fwd`, `fwd` moves to a surviving alternate with no change of
- * (seq, nhops): nothing to advertise, so failover is as fast as the connection drop. Only when
- * none survives does the table's usual invalidation happen.
+ * neighbour adds it. An alternate that advertises worse at our seq, or whose connection drops, is
+ * removed; if it was `fwd`, `fwd` moves to a surviving alternate with no change of (seq, nhops):
+ * nothing to advertise, so failover is as fast as the connection drop. Only when none survives
+ * does the table's usual invalidation happen. A retraction (odd seq) is fresher, so it is adopted
+ * as in single-path DSDV even while alternates remain: the odd number must reach the destination
+ * for the retracting neighbour ever to get a route again (apply.ts, `applyAdvert`).
  *
  * Loop freedom holds for every alternate, not only `fwd`: w was admitted when it advertised
  * (s, h − 1) for our (s, h); a neighbour's value never decreases at a fixed seq, and w's
- * retraction reaches us on w's one ordered stream before anything w sends later, and removes it.
+ * retraction reaches us on w's one ordered stream before anything w sends later, and resets them.
  *
  * Storage: only entries with two or more alternates are stored (`fwd` is always among them);
  * absent means {fwd}. With `ecmpNextHopsMax` 1 nothing is ever stored and the table behaves
@@ -92,15 +93,6 @@ export class Alternates {
    */
   heldBetterThan(entry: RouteEntry, offerHops: number): readonly NodeId[] {
     return this.enabled && entry.nhops - 1 < offerHops ? this.of(entry) : []
-  }
-
-  /**
-   * A fresher advert from `from`: if it is a retraction (odd seq) from one of several alternates,
-   * that alternate is removed and the route kept (returns true: do not adopt). Otherwise false:
-   * the freshness rule applies as usual.
-   */
-  retracted(entry: RouteEntry, from: NodeId, advertSeq: number): boolean {
-    return isUnreachableSeq(advertSeq) && this.remove(entry, from)
   }
 
   /**

@@ -248,8 +248,12 @@ function applyAdvert(p: CoreParts, from: Neighbour, advert: RouteAdvert, sets: M
     else p.police.introduced(from.id)
     adopt(p, entry, from, advert, candidateHops, sets, true, nowMs)
   } else if (isFresher(advert.seq, candidateHops, entry.seq, entry.nhops)) {
-    // alternates.ts: a retraction from one of several next hops only removes it.
-    if (table.alternates.retracted(entry, from.id, advert.seq)) return
+    // A retraction (odd seq) is adopted even while other next hops remain: the retracting
+    // neighbour holds seq + 1 and refuses every older offer, so only the destination's next even
+    // number gives it a route again, and only the odd number reaching the destination makes it
+    // issue one. Keeping the route and swallowing the retraction left the neighbour without a
+    // route for good (test/link-loss.test.ts, pinned case). Failover on a dropped connection
+    // (`Alternates.neighbourGone`) is unchanged: no retraction goes out while an alternate lives.
     // A newer record that grows past its introducer's name share, or claims a held name, is
     // refused (the older one stays).
     if (entry.introducedBy !== undefined && advert.seq !== entry.seq && !p.police.mayGrowNames(entry.introducedBy, advert.names.length - entry.names.length)) return

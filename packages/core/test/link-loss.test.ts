@@ -50,6 +50,13 @@ function run(s: Scenario): ReturnType<typeof checkRoutesAgainstBfs> {
 }
 
 describe('a link fails with updates in flight on it', { timeout: 300_000 }, () => {
+  it('pinned (CI seed 213223563): a node whose retraction a neighbour with other next hops swallowed is never left without a route', () => {
+    // n6 lost its one route to n12 (the n0 link failed) and retracted it (seq 1); n2, with other
+    // next hops, kept its route and swallowed the retraction, so seq 1 never reached n12 and n6
+    // refused every older offer until its entry expired (apply.ts, applyAdvert).
+    expect(run({ nodes: 15, hubs: 1, density: 0, graphSeed: 7, scheduleSeed: 11, ecmpNextHopsMax: 8, failAt: 135, pick: 1237249835 })).toEqual([])
+  })
+
   it('random networks, a hub link failing at a random event: every route BFS-shortest after quiescence', () => {
     fc.assert(
       fc.property(scenario, (s) => {
