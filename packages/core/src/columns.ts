@@ -171,6 +171,21 @@ export class RouteColumns {
     return this.dirtyList
   }
 
+  /**
+   * The oldest `changedAtMs` among dirty rows whose seq is odd (unreachable), `except` aside;
+   * Infinity if none. A loop over typed arrays: the expiry asks on every held send step, and
+   * a view per dirty entry there was 3-5% of a 1,000-process run.
+   */
+  oldestDirtyUnreachableMs(except: number): number {
+    let oldest = Number.POSITIVE_INFINITY
+    for (const row of this.dirtyList) {
+      if (row === except || this.seq[row]! % 2 === 0) continue
+      const at = this.changedAtMs[row]!
+      if (at < oldest) oldest = at
+    }
+    return oldest
+  }
+
   clearDirty(): void {
     for (const row of this.dirtyList) this.flags[row] = this.flags[row]! & ~DIRTY
     this.dirtyList.length = 0
@@ -248,6 +263,11 @@ export class DirtyEntries {
 
   clear(): void {
     this.columns.clearDirty()
+  }
+
+  /** The oldest `changedAtMs` of the dirty entries that are unreachable, the row `except` (our own) aside; Infinity if none. No view made. */
+  oldestUnreachableMs(except: number): number {
+    return this.columns.oldestDirtyUnreachableMs(except)
   }
 
   /** Views of the dirty entries, one made per step; an entry made dirty while iterating is visited too. */

@@ -115,10 +115,7 @@ export class PhoenixCore {
   /** Forgets unreachable entries, and says when the next one is due (expiry.ts). */
   private readonly expiry = new Expiry()
 
-  /**
-   * `numbering`: only for a simulator running many cores side by side in one process (see
-   * `SharedNumbering`); a speed-up that changes no routing decision.
-   */
+  /** `numbering`: only for a simulator running many cores in one process (`SharedNumbering`), a speed-up that changes no routing decision. */
   constructor(config: CoreConfig, numbering?: SharedNumbering) {
     const { limits, timing, mode } = resolveSettings(config)
     this.limits = limits
@@ -403,6 +400,11 @@ export class PhoenixCore {
     return entry === undefined ? undefined : view(entry, this.table.alternates.of(entry))
   }
 
+  /** The next hop (`fwd`) of a reachable route to `destination`: `route(d)?.fwd` without the view, for a simulator's samples. */
+  nextHop(destination: NodeId): NodeId | undefined {
+    return nextHopOf(this.table.get(destination))
+  }
+
   /** Every entry but this node's own, reachable or not. */
   routes(): RouteView[] {
     const out: RouteView[] = []
@@ -495,6 +497,11 @@ function earliest(a: number | undefined, b: number | undefined): number | undefi
 
 function idle(wakeAtMs: number | undefined): StepResult {
   return { kind: 'idle', effects: [], messagesApplied: 0, entriesApplied: 0, messagesSent: 0, entriesSent: 0, wakeAtMs }
+}
+
+/** The next hop of `entry` if it is reachable. */
+function nextHopOf(entry: RouteEntry | undefined): NodeId | undefined {
+  return entry?.reachable === true ? entry.fwd : undefined
 }
 
 function view(entry: RouteEntry, alternates: readonly NodeId[]): RouteView {

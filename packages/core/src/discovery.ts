@@ -313,14 +313,16 @@ export class AddressBook {
 
   /** Start time of the oldest dial still in flight. */
   oldestDialStartMs(): number | undefined {
-    let oldest: number | undefined
+    // `inFlight` is in the order the dials started and the core's clock never goes back
+    // (PhoenixCore.enter), so the first one that counts is the oldest: asked on every step and
+    // wake of a node with sends pending, a walk over every dial was 3% of a 1,000-process run.
     for (const address of this.inFlight) {
       const state = this.addresses.get(address)
       // Re-dials of lost neighbours hold no sends: they are not discovery, and mostly fail.
       const started = state?.redial === 'lost' ? undefined : state?.dialStartedAtMs
-      if (started !== undefined && (oldest === undefined || started < oldest)) oldest = started
+      if (started !== undefined) return started
     }
-    return oldest
+    return undefined
   }
 
   private finish(address: PhysicalAddress): AddressState | undefined {

@@ -25,9 +25,7 @@ export class Expiry {
 
   /** Entries that changed since the last send round and are unreachable now start their retention. */
   noteUnreachable(table: RouteTable): void {
-    for (const entry of table.dirty) {
-      if (!entry.reachable && !table.isOwn(entry) && entry.changedAtMs < this.unreachableSinceMs) this.unreachableSinceMs = entry.changedAtMs
-    }
+    this.unreachableSinceMs = Math.min(this.unreachableSinceMs, table.dirty.oldestUnreachableMs(table.own.row))
   }
 
   /** Forgets unreachable entries kept longer than unreachableRetentionMs, and frees their node indices. */

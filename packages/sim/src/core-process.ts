@@ -86,6 +86,11 @@ export class CoreProcess implements SimProcess {
     return this.core.hasWork(nowMs)
   }
 
+  nextHop(v: SimNode): SimNode | undefined {
+    const fwd = this.core.nextHop(v.id)
+    return fwd === undefined ? undefined : this.env.kernel.byId.get(fwd)
+  }
+
   route(v: SimNode): SimRoute | undefined {
     const r = this.core.route(v.id)
     if (r === undefined || !r.reachable || r.fwd === undefined) return undefined

@@ -93,10 +93,11 @@ export class Measurement {
     let at = u
     let h = 0
     while (at !== v && h < SAMPLE_HOPS_MAX) {
-      const r = this.routeOf(at, v)
-      const conn = r === undefined ? undefined : at.links.get(r.fwd.index)
-      if (r === undefined || conn === undefined || !conn.open) break
-      at = r.fwd
+      const process = at.process
+      const fwd = process === undefined ? undefined : process.nextHop !== undefined ? process.nextHop(v) : process.route(v)?.fwd
+      const conn = fwd === undefined ? undefined : at.links.get(fwd.index)
+      if (fwd === undefined || conn === undefined || !conn.open) break
+      at = fwd
       h++
     }
     return at === v ? h : undefined

@@ -42,6 +42,8 @@ export interface SimProcess {
   leave(nowMs: number): Map<number, number> | undefined
   /** Its valid route to `v`, if any. */
   route(v: SimNode): SimRoute | undefined
+  /** `route(v)?.fwd`, where a process can tell it without building the route (reachability samples walk millions). */
+  nextHop?(v: SimNode): SimNode | undefined
   /**
    * Would its next step change something now: input it took and has not handled (an update in the
    * inbox of a node still busy with earlier work), sends due, an expiry due? The run is not over
