@@ -26,6 +26,7 @@ const { values } = scriptArgs(
       scenario: { type: 'string', default: 'paper-3-subnets' },
       top: { type: 'string', default: '25' },
       'interval-bytes': { type: 'string', default: '65536' },
+      callers: { type: 'string' },
     },
   },
   {
@@ -35,6 +36,7 @@ const { values } = scriptArgs(
       scenario: 'a file of simulations/scenarios/, without .json',
       top: 'how many sites to print',
       'interval-bytes': 'bytes allocated per sample',
+      callers: 'also print who calls this site (as printed, e.g. "next" or "messagesTo send.ts"), by bytes',
     },
   },
 )
@@ -60,19 +62,28 @@ const wallS = (performance.now() - started) / 1000
 const { profile } = (await session.post('HeapProfiler.stopSampling')) as { profile: { head: ProfileNode } }
 session.disconnect()
 
-// Self bytes by site, walking the tree with a stack (a deep call tree must not overflow ours).
-const bySite = new Map<string, number>()
-let total = 0
-const stack: ProfileNode[] = [profile.head]
-while (stack.length > 0) {
-  const node = stack.pop()!
+// Self bytes by site, and by caller of the --callers site, walking the tree with a stack (a deep
+// call tree must not overflow ours).
+const siteOf = (node: ProfileNode): string => {
   const file = node.callFrame.url.split('/').pop() ?? ''
-  const site = `${node.callFrame.functionName || '(anon)'}${file === '' ? '' : ` ${file}`}`
-  bySite.set(site, (bySite.get(site) ?? 0) + node.selfSize)
-  total += node.selfSize
-  stack.push(...node.children)
+  return `${node.callFrame.functionName || '(anon)'}${file === '' ? '' : ` ${file}`}`
 }
+const bySite = new Map<string, number>()
+const byCaller = new Map<string, number>()
+let total = 0
+const stack: { node: ProfileNode; caller: string }[] = [{ node: profile.head, caller: '(root)' }]
+while (stack.length > 0) {
+  const { node, caller } = stack.pop()!
+  const site = siteOf(node)
+  bySite.set(site, (bySite.get(site) ?? 0) + node.selfSize)
+  if (site === values.callers) byCaller.set(caller, (byCaller.get(caller) ?? 0) + node.selfSize)
+  total += node.selfSize
+  for (const child of node.children) stack.push({ node: child, caller: site })
+}
+const line = (bytes: number, what: string) => `${((100 * bytes) / total).toFixed(1).padStart(5)}%  ${(bytes / 2 ** 20).toFixed(0).padStart(6)} MiB  ${what}\n`
 process.stdout.write(`${scenario.name} at ${nodes}: ${result.converged && result.check.ok ? 'ok' : 'NOT ok'}, ${wallS.toFixed(1)} s wall (profiled), about ${(total / 2 ** 20).toFixed(0)} MiB allocated\n`)
-for (const [site, bytes] of [...bySite].sort((a, b) => b[1] - a[1]).slice(0, top)) {
-  process.stdout.write(`${((100 * bytes) / total).toFixed(1).padStart(5)}%  ${(bytes / 2 ** 20).toFixed(0).padStart(6)} MiB  ${site}\n`)
+for (const [site, bytes] of [...bySite].sort((a, b) => b[1] - a[1]).slice(0, top)) process.stdout.write(line(bytes, site))
+if (values.callers !== undefined) {
+  process.stdout.write(`\ncallers of ${values.callers}:\n`)
+  for (const [caller, bytes] of [...byCaller].sort((a, b) => b[1] - a[1]).slice(0, top)) process.stdout.write(line(bytes, caller))
 }
