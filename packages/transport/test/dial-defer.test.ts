@@ -23,9 +23,14 @@ describe('dialDeferMs: one connection when both ends learn each other at once', 
     await new Promise((r) => setTimeout(r, DEFER_MS * 2))
     // The smaller dialled the hub and the larger; the larger dialled only the hub (its hub dial is not deferred).
     expect(counter(smaller, 'dials_started')).toBe(2)
-    expect(counter(larger, 'dials_deferred')).toBe(1)
     expect(counter(larger, 'dials_started')).toBe(1)
-    expect(counter(larger, 'dials_skipped_connected')).toBe(1)
+    // Usually the larger deferred its dial and then found the smaller connected. But the smaller's
+    // connection may reach it before the hub's table does (one run in eight, in CI too): then the
+    // core never asks it to dial a node that is already a neighbour, and nothing is deferred.
+    // Either way every deferral ends in finding the other connected, and there is one connection.
+    const deferred = counter(larger, 'dials_deferred')
+    expect(deferred).toBeLessThanOrEqual(1)
+    expect(counter(larger, 'dials_skipped_connected')).toBe(deferred)
     expect(larger.libp2p.getConnections(smaller.libp2p.peerId)).toHaveLength(1)
   })
 
