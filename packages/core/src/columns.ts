@@ -2,6 +2,7 @@ import { invariant } from './errors.ts'
 import type { NodeIndex } from './nodeindex.ts'
 import { EMPTY_SET, type NodeSet } from './nodeset.ts'
 import { HOPS_NONE, NO_SIGNATURE, RouteEntry } from './route.ts'
+import { isUnreachableSeq } from './seq.ts'
 import type { NodeId, PhysicalAddress } from './types.ts'
 
 /** Rows a table starts with; it doubles from there. */
@@ -179,7 +180,7 @@ export class RouteColumns {
   oldestDirtyUnreachableMs(except: number): number {
     let oldest = Number.POSITIVE_INFINITY
     for (const row of this.dirtyList) {
-      if (row === except || this.seq[row]! % 2 === 0) continue
+      if (row === except || !isUnreachableSeq(this.seq[row]!)) continue
       const at = this.changedAtMs[row]!
       if (at < oldest) oldest = at
     }
