@@ -54,6 +54,8 @@ const flag = (name: string): string | undefined => {
 const nsPerEntry = (r: RunOutcome): string => (r.entries > 0 ? ((r.wallS * 1e9) / r.entries).toFixed(0) : 'n/a')
 const SCALE_BEGIN = '<!-- scale:begin (written by scale.ts) -->'
 const SCALE_END = '<!-- scale:end -->'
+/** The core's default neighbour limit (packages/core constants.ts DEFAULT_LIMITS.neighboursMax). */
+const NEIGHBOURS_MAX_DEFAULT = 4_096
 /** V8's semi-space for each run (MiB): see runChild. */
 const SEMI_SPACE_MIB = 64
 
@@ -66,7 +68,13 @@ async function child(): Promise<void> {
   const file = flag('--scenario-file')!
   const nodes = Number(flag('--nodes'))
   const sim = (await import(pathToFileURL(join(tree, 'packages/sim/src/index.ts')).href)) as typeof import('@phoenix-overlay/sim')
-  const scenario = sim.scaleScenario(sim.parseScenario(JSON.parse(readFileSync(file, 'utf8'))), nodes)
+  const scaled = sim.scaleScenario(sim.parseScenario(JSON.parse(readFileSync(file, 'utf8'))), nodes)
+  // Every process dials every gateway: a gateway needs a neighbour per process, past the core's
+  // default neighboursMax (4,096) from 4,097 processes on. At its limit it refuses dials, and the
+  // refused learn their records from peers instead of a hub: at 600 processes with a limit of
+  // 400, 41 entries per pair instead of 1.07 (packages/sim/README.md, "A node at its neighbour
+  // limit"). (A checkout from before scenarios had coreLimits ignores the field.)
+  const scenario = { ...scaled, coreLimits: { neighboursMax: Math.max(NEIGHBOURS_MAX_DEFAULT, nodes), ...scaled.coreLimits } }
   const start = performance.now()
   let nextLineMs = start + 10_000
   // The simulation is kept until the live set is measured: without it a full GC frees it all.
@@ -258,7 +266,7 @@ function writeReportSection(all: readonly RunOutcome[]): void {
 ## Scale
 
 Written by \`simulations/scale.ts\` (\`npx pnpm@10 --filter @phoenix-overlay/simulations run scale\`): each run
-in its own Node process (V8 semi-space ${SEMI_SPACE_MIB} MiB), hubs only, wall time and peak RSS of that process, every table checked
+in its own Node process (V8 semi-space ${SEMI_SPACE_MIB} MiB), hubs only, every core's \`neighboursMax\` at least N (a gateway has a neighbour per process), wall time and peak RSS of that process, every table checked
 (the check column: \`reference\` = core's BFS checker on every node; \`twin-classes\` = the exact
 same check with one BFS per class of nodes with identical closed neighbourhoods, every pair).
 ns per entry = wall time / entries sent; CPU s = the process's user + system time (wall time

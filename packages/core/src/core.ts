@@ -156,8 +156,8 @@ export class PhoenixCore {
       return
     }
     if (this.neighbours.has(peer)) return
-    const index = this.parts.nodeIndex.intern(peer)
-    if (this.neighbours.size >= this.limits.neighboursMax || index === undefined) {
+    const index = this.acceptsConnection(peer) ? this.parts.nodeIndex.intern(peer) : undefined
+    if (index === undefined) {
       this.pendingCloses.push({ type: 'close', peer, reason: `neighbour limit ${this.limits.neighboursMax} reached` })
       return
     }
@@ -420,17 +420,19 @@ export class PhoenixCore {
     return this.neighbours.has(peer)
   }
 
-  get ownSeq(): number {
-    return this.table.own.seq
+  /**
+   * Whether a connection from `peer` would be kept (it is one already, or there is room under
+   * neighboursMax). For the driver's connection gate: a full node refuses the handshake, so the
+   * dialler sees a failed dial (and backs off) instead of a neighbour that comes and goes, each
+   * going retracting its routes through us (simulations/ANALYSIS.md, "A full gateway").
+   */
+  acceptsConnection(peer: NodeId): boolean {
+    return peer !== this.id && (this.neighbours.has(peer) || this.neighbours.size < this.limits.neighboursMax)
   }
 
-  get names(): readonly string[] {
-    return this.table.own.names
-  }
-
-  get addresses(): readonly PhysicalAddress[] {
-    return this.table.own.addresses
-  }
+  get ownSeq(): number { return this.table.own.seq }
+  get names(): readonly string[] { return this.table.own.names }
+  get addresses(): readonly PhysicalAddress[] { return this.table.own.addresses }
 
   get hasLeft(): boolean {
     return this.left

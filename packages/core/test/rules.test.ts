@@ -716,6 +716,21 @@ describe('join and leave', () => {
     expect(() => new PhoenixCore({ id: 'u', names: Array.from({ length: 65 }, (_, i) => `n${i}`) })).toThrow(/namesPerNodeMax/)
   })
 
+  it('accepts connections up to neighboursMax and says so before one is made (acceptsConnection), closing any past it', () => {
+    const core = new PhoenixCore({ id: 'u', limits: { neighboursMax: 2 } })
+    expect(core.acceptsConnection('u')).toBe(false)
+    expect(core.acceptsConnection('a')).toBe(true)
+    core.connectionUp('a', 1)
+    core.connectionUp('b', 1)
+    expect(core.acceptsConnection('c')).toBe(false)
+    expect(core.acceptsConnection('a')).toBe(true) // a neighbour already: a crossing dial is kept
+    core.connectionUp('c', 2) // a driver that did not ask: the core closes it
+    expect(core.step(3).effects.filter((e) => e.type === 'close')).toEqual([{ type: 'close', peer: 'c', reason: 'neighbour limit 2 reached' }])
+    expect(core.neighbourIds().sort()).toEqual(['a', 'b'])
+    core.connectionDown('b', 4)
+    expect(core.acceptsConnection('c')).toBe(true)
+  })
+
   it('refuses time that goes backwards', () => {
     const core = new PhoenixCore({ id: 'u' })
     core.step(10)

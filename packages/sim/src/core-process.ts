@@ -59,6 +59,10 @@ export class CoreProcess implements SimProcess {
     this.core.connectionUp(target.id, nowMs, address)
   }
 
+  acceptsConnection(peer: SimNode): boolean {
+    return this.core.acceptsConnection(peer.id)
+  }
+
   connectionUp(peer: SimNode, nowMs: number): void {
     this.core.connectionUp(peer.id, nowMs)
   }
@@ -200,7 +204,7 @@ export function coreConfigFor(node: SimNode, kernel: Kernel): CoreConfig {
     // The paper's protocol: one next hop per destination. Several (alternates.ts) change the
     // update traffic and the failover, and the simulator models neither per-flow forwarding nor
     // the figures' baselines with them.
-    limits: { ecmpNextHopsMax: 1 },
+    limits: { ecmpNextHopsMax: 1, ...s.coreLimits },
     ...(signed ? { records: modelledRecordAuthority(node.id, node.recordOps, kernel.counters) } : {}),
   }
 }

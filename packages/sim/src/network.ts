@@ -109,8 +109,11 @@ export class Network {
     if (e.first) kernel.counters.firstDialsPending--
     const { node, target } = e
     if (!node.alive || node.incarnation !== e.incarnation) return
-    // Re-check at completion: the target may have died or the link failed meanwhile.
-    const success = e.ok && target !== undefined && target.alive && this.allowed(node, target)
+    // Re-check at completion: the target may have died or the link failed meanwhile. A target at
+    // its neighbour limit refuses the handshake (a real node's connection gate does the same,
+    // packages/transport node.ts), unless the two are connected already (a crossing dial).
+    const success =
+      e.ok && target !== undefined && target.alive && this.allowed(node, target) && (node.links.has(target.index) || target.process?.acceptsConnection?.(node) !== false)
     kernel.trace?.(kernel.nowMs, `dial ${node.id} -> ${target?.id ?? e.address} ${success ? 'up' : 'failed'}`)
     if (!success) {
       kernel.counters.dialsFailed++

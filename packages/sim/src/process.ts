@@ -29,6 +29,11 @@ export interface SimProcess {
   dialFailed(address: string, nowMs: number): void
   /** A dial this process started to `address` reached `target`: the connection is up. */
   dialSucceeded(target: SimNode, address: string, nowMs: number): void
+  /**
+   * Would it keep a connection from `peer` (room under its neighbour limit)? Asked when a dial to
+   * it completes: false refuses the handshake, and the dialler sees a failed dial. Absent = yes.
+   */
+  acceptsConnection?(peer: SimNode): boolean
   /** `peer` opened a connection to this node. */
   connectionUp(peer: SimNode, nowMs: number): void
   /** This node learned that its connection to `peer` is gone. */

@@ -72,6 +72,11 @@ export interface Scenario {
   readonly endMs: number
   /** Core timing options passed to every core (e.g. sendHoldForDialsMs). */
   readonly coreTiming: Readonly<Record<string, number>>
+  /**
+   * Core limits passed to every core (e.g. neighboursMax), over the simulator's own
+   * (ecmpNextHopsMax 1). Absent keys keep the core's defaults.
+   */
+  readonly coreLimits: Readonly<Record<string, number>>
   readonly events: readonly ScenarioEvent[]
 }
 
@@ -87,6 +92,17 @@ export const DEFAULT_NETWORK: NetworkSpec = {
 export const DEFAULT_PROCESSING: ProcessingSpec = { perMessageUs: 50, perEntryUs: 2, perConnectionUs: 200, perRecordSignUs: 0, perRecordVerifyUs: 0 }
 
 const CORE_TIMING_KEYS = ['coHubWaitMs', 'dialBackoffInitialMs', 'dialBackoffMaxMs', 'sendHoldForDialsMs', 'unreachableRetentionMs']
+/**
+ * Core limits a scenario may set, each an integer in [1, max]: the ones that shape a run at scale
+ * (a gateway's neighbour cap, dial concurrency, the size of a send step and of a message).
+ */
+const CORE_LIMIT_MAX: Readonly<Record<string, number>> = {
+  neighboursMax: 65_536,
+  dialsInFlightMax: 65_536,
+  entriesPerMessageMax: 65_536,
+  sendStepEntriesMax: 1_073_741_824,
+  lostRedialsPerSecondMax: 1_000_000,
+}
 
 type Json = unknown
 
@@ -227,7 +243,7 @@ function parseEvents(input: Record<string, Json>, subnetNames: readonly string[]
 /** Checks a parsed scenario file and fills in defaults. Every error names the offending field. */
 export function parseScenario(input: Json): Scenario {
   if (!isObject(input)) fail('(root)', 'must be a JSON object')
-  checkKeys(input, '', ['name', 'description', 'seed', 'strategy', 'discovery', 'subnets', 'network', 'processing', 'startSpreadMs', 'sampleEveryMs', 'samplePairsMax', 'quietMs', 'endMs', 'coreTiming', 'events'])
+  checkKeys(input, '', ['name', 'description', 'seed', 'strategy', 'discovery', 'subnets', 'network', 'processing', 'startSpreadMs', 'sampleEveryMs', 'samplePairsMax', 'quietMs', 'endMs', 'coreTiming', 'coreLimits', 'events'])
   const name = input.name === undefined ? 'scenario' : str(input.name, 'name')
   const subnets = parseSubnets(input)
   const network = section(input, 'network', ['intraSubnet', 'interSubnet', 'connectSetupUs', 'synTimeoutMs', 'crashDetectMs', 'firewall'])
@@ -235,6 +251,9 @@ export function parseScenario(input: Json): Scenario {
   const coreTimingIn = section(input, 'coreTiming', CORE_TIMING_KEYS)
   const coreTiming: Record<string, number> = {}
   for (const key of Object.keys(coreTimingIn).sort()) coreTiming[key] = num(coreTimingIn[key], `coreTiming.${key}`, 0, 86_400_000, true)
+  const coreLimitsIn = section(input, 'coreLimits', Object.keys(CORE_LIMIT_MAX))
+  const coreLimits: Record<string, number> = {}
+  for (const key of Object.keys(coreLimitsIn).sort()) coreLimits[key] = num(coreLimitsIn[key], `coreLimits.${key}`, 1, CORE_LIMIT_MAX[key]!, true)
   const synTimeoutMs = optNum(network, 'synTimeoutMs', 'network', DEFAULT_NETWORK.synTimeoutMs, 0, 600_000)
   const events = parseEvents(input, subnets.map((s) => s.name))
   const sendHold = coreTiming.sendHoldForDialsMs ?? 0
@@ -254,6 +273,7 @@ export function parseScenario(input: Json): Scenario {
     quietMs: optNum(input, 'quietMs', '', synTimeoutMs + sendHold + 1000, 1, 3_600_000),
     endMs: optNum(input, 'endMs', '', 600_000, 1, 86_400_000),
     coreTiming,
+    coreLimits,
     events,
   }
   if (scenario.quietMs <= sendHold) fail('quietMs', `must exceed coreTiming.sendHoldForDialsMs (${sendHold}), or held sends pass for quiet`)

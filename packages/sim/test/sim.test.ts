@@ -292,6 +292,8 @@ describe('scenario validation', () => {
     [{ subnets: [{ name: 'A', nodes: 4 }], events: [{ atMs: 1, type: 'crash', nodes: { fraction: 0.5, subnet: 'Z' } }] }, 'scenario.events[0].nodes.subnet'],
     [{ subnets: [{ name: 'A', nodes: 4 }], events: [{ atMs: 5, type: 'crash', nodes: ['A-001'] }, { atMs: 1, type: 'restart', nodes: ['A-001'] }] }, 'scenario.events[1].atMs'],
     [{ subnets: [{ name: 'A', nodes: 4 }], coreTiming: { sendHoldForDialMs: 5 } }, 'scenario.coreTiming.sendHoldForDialMs: unknown field'],
+    [{ subnets: [{ name: 'A', nodes: 4 }], coreLimits: { ecmpNextHopsMax: 4 } }, 'scenario.coreLimits.ecmpNextHopsMax: unknown field'],
+    [{ subnets: [{ name: 'A', nodes: 4 }], coreLimits: { neighboursMax: 0 } }, 'scenario.coreLimits.neighboursMax: must be in [1, 65536], got 0'],
     [{ subnets: [{ name: 'A', nodes: 4, gateways: 0 }, { name: 'B', nodes: 4, gateways: 0 }] }, 'no gateway'],
   ]
   for (const [input, message] of bad) {

@@ -128,6 +128,21 @@ function strangerGater(gater: ConnectionGater | undefined, limits: StrangerLimit
   }
 }
 
+/**
+ * The caller's gater, plus the core's neighbour limit: a node with no room left refuses the
+ * handshake, so the dialler sees a failed dial and backs off. Accepted and then closed, the
+ * connection would be a neighbour that comes and goes at the dialler, each going retracting its
+ * routes through us: in the simulator, gateways at their limit kept the network from ever
+ * settling (simulations/ANALYSIS.md, "A full gateway"). `node()` is undefined until libp2p has
+ * made the service.
+ */
+function neighbourLimitGater(gater: ConnectionGater | undefined, node: () => PhoenixNode | undefined): ConnectionGater {
+  return {
+    ...gater,
+    denyInboundEncryptedConnection: async (peer, conn) => node()?.acceptsNeighbour(peer.toString()) === false || ((await gater?.denyInboundEncryptedConnection?.(peer, conn)) ?? false),
+  }
+}
+
 /** The caller's gater, narrowed to `allowedPeers` when a list is given. */
 function membershipGater(gater: ConnectionGater | undefined, allowedPeers: string[] | undefined): ConnectionGater | undefined {
   if (allowedPeers === undefined) return gater
@@ -178,7 +193,8 @@ async function createStarted(options: OverlayNodeOptions, listen: string[]): Pro
   for (const [key, value] of Object.entries(stranger)) {
     if (!Number.isInteger(value) || value < 1) throw new PhoenixTransportError('INVALID_INPUT', `strangers.${key} must be a positive integer, got ${String(value)}`)
   }
-  const gater = strangerGater(membershipGater(connectionGater, allowedPeers), stranger)
+  let service: PhoenixNode | undefined
+  const gater = strangerGater(neighbourLimitGater(membershipGater(connectionGater, allowedPeers), () => service), stranger)
   const timing = { ...TRANSPORT_TIMING, ...init.timing }
   // libp2p cuts each address's dial at addressDialTimeout (6 s) whatever our signal says: it must
   // cover a direct dial's two phases (DialDeadline) and an SSH dial.
@@ -203,6 +219,7 @@ async function createStarted(options: OverlayNodeOptions, listen: string[]): Pro
     services: { phoenix: phoenix(init) },
     start: false,
   })
+  service = libp2p.services.phoenix
   try {
     await libp2p.start()
   } catch (error) {

@@ -354,6 +354,11 @@ export class PhoenixNode extends TypedEventEmitter<PhoenixEvents> implements Pho
     return this.session?.neighbours.ids() ?? []
   }
 
+  /** Whether a connection from `peer` would be kept as a neighbour (room under the core's neighboursMax): the connection gate asks before the handshake ends. */
+  acceptsNeighbour(peer: string): boolean {
+    return this.session?.core.acceptsConnection(peer) ?? true
+  }
+
   /** Names claimed by more than one node, as far as this node knows. */
   nameConflicts(): NameConflict[] {
     return this.session?.nameConflicts() ?? []
