@@ -4,7 +4,7 @@
  *
  * Transport API used (and nothing else):
  * - `createPhoenixLibp2p({ listen, hubs, names, discovery })` → `{ libp2p, phoenix }`;
- * - `phoenix.send(name, payload)` (no acknowledgement; resolves once handed to the next hop);
+ * - `phoenix.send(name, payload, { transfer: true })` (no acknowledgement; resolves once handed to the next hop; the payload handed over, not copied);
  *   a send refused with an error whose `code` is `'QUEUE_FULL'` is retried after a short wait
  *   (that is the overlay's backpressure toward a local sender), for at most QUEUE_FULL_GIVE_UP_MS;
  * - `phoenix.messages()`: an async iterator of `{ from, name, payload, hops }`;
@@ -62,7 +62,9 @@ export async function startOverlayNode(options: OverlayNodeOptions): Promise<Ove
       const refusedSinceMs = performance.now()
       for (;;) {
         try {
-          await phoenix.send(name, payload)
+          // Handed over, not copied (the buffer is never changed after): the contract of a
+          // libp2p stream's send, which the other paths have.
+          await phoenix.send(name, payload, { transfer: true })
           return
         } catch (error) {
           if ((error as { code?: unknown }).code !== 'QUEUE_FULL') throw error

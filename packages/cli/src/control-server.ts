@@ -88,7 +88,8 @@ async function send(target: ControlTarget, req: IncomingMessage, res: ServerResp
   const { name, waitMs, ack } = sendParams(url, 'send')
   const body = await readBody(req)
   const t0 = performance.now()
-  const sent: unknown = await target.phoenix.send(name, body, { ack, routeWaitMs: waitMs })
+  // The body is ours alone: handed over, not copied again (SendOptions.transfer).
+  const sent: unknown = await target.phoenix.send(name, body, { ack, routeWaitMs: waitMs, transfer: true })
   reply(res, 200, sentAnswer(target, name, ack, body.length, t0, sent))
 }
 
@@ -101,7 +102,7 @@ async function sendWaitingForRoom(target: ControlTarget, name: string, payload: 
   const deadline = performance.now() + waitMs
   for (;;) {
     try {
-      return await target.phoenix.send(name, payload, { ack, routeWaitMs: waitMs })
+      return await target.phoenix.send(name, payload, { ack, routeWaitMs: waitMs, transfer: payload.byteLength >= TRANSFER_BYTES_MIN })
     } catch (error) {
       const full = error instanceof Error && (error as Error & { code?: unknown }).code === 'QUEUE_FULL'
       if (!full || performance.now() >= deadline) throw error
@@ -109,6 +110,14 @@ async function sendWaitingForRoom(target: ControlTarget, name: string, payload: 
     }
   }
 }
+
+/**
+ * A streamed message is a view into the request chunk it arrived in (send-stream.ts), which is
+ * ours alone, so it is handed over (SendOptions.transfer) instead of copied; but a small view
+ * handed over would keep its whole chunk (up to 64 KiB) alive until written, so below this size
+ * the copy is the cheaper of the two.
+ */
+const TRANSFER_BYTES_MIN = 16 * 1024
 
 /** Resolves once the answer may be written again, or its connection is gone (then the next read fails). */
 function drainedOrClosed(res: ServerResponse): Promise<void> {

@@ -124,6 +124,14 @@ export interface SendOptions {
    * receiver drops a repeat it already delivered (and acknowledges it again). Default: a new id.
    */
   messageId?: number
+  /**
+   * Hand the payload over instead of copying it (default false). The node then keeps `payload`
+   * itself until it has been written to the first hop's connection, as a libp2p stream's `send`
+   * does: the caller must not change those bytes after the call. A copy per message is what a
+   * sender of large messages spends most of its CPU on, in the garbage collector (64 KiB
+   * messages: bench/REPORT.md). Without it, `payload` may be reused as soon as `send` returns.
+   */
+  transfer?: boolean
 }
 
 export interface SendResult {

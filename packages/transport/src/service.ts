@@ -238,13 +238,14 @@ export class PhoenixNode extends TypedEventEmitter<PhoenixEvents> implements Pho
     const session = this.running('send')
     const data: DataFrame = { source: this.id, destination: route.owner, name, hopLimit: session.core.limits.hopLimit, messageId, ackRequested: options.ack === true, payload }
     if (route.owner === this.id) return this.sendToSelf(data)
+    const own = options.transfer === true ? 'transfer' : 'copy'
     if (options.ack !== true) {
-      session.router.routeData(data, undefined)
+      session.router.routeData(data, undefined, undefined, undefined, own)
       return { messageId }
     }
     const acknowledged = this.sends.expectAck(messageId, route.owner, name, options.ackTimeoutMs ?? this.timing.ackTimeoutMs)
     try {
-      session.router.routeData(data, undefined)
+      session.router.routeData(data, undefined, undefined, undefined, own)
     } catch (error) {
       this.sends.forget(messageId)
       throw error

@@ -22,6 +22,7 @@ export function checkSendOptions(options: SendOptions): void {
   checkWaitMs('options.routeWaitMs', options.routeWaitMs)
   checkWaitMs('options.ackTimeoutMs', options.ackTimeoutMs)
   if (options.ack !== undefined && typeof options.ack !== 'boolean') throw invalidInput('options.ack', 'must be a boolean')
+  if (options.transfer !== undefined && typeof options.transfer !== 'boolean') throw invalidInput('options.transfer', 'must be a boolean')
 }
 
 /** Runs a core call, turning the core's refusal (PhoenixError) into INVALID_INPUT naming `field`: no core error reaches the API. */

@@ -32,4 +32,32 @@ describe('zero-copy forwarding', () => {
     expect(new Uint8Array((await inbox.next()).value.payload)).toEqual(payload)
     expect(relay.phoenix.metricsText()).toMatch(/^phoenix_forwarded_in_place_total 1$/m)
   })
+
+  it('a frame in pieces whose hop limit changes width is re-encoded whole, its payload joined from the pieces', async () => {
+    const receiver = await nodes.start({ names: ['dst'], discovery: false })
+    const relay = await nodes.start({ hubs: [addressOf(receiver)], discovery: false })
+    // The sender's frames leave with hop limit 128 (two varint bytes); the relay's 127 takes one.
+    const sender = await nodes.start({ hubs: [addressOf(relay)], discovery: false, core: { limits: { hopLimit: 129 } } })
+    await waitUntil('a 2-hop route', () => sender.phoenix.resolve('dst')?.nhops === 2, 20_000)
+    const payload = new Uint8Array(100_000).map((_, i) => (i * 11) % 253)
+    const inbox = receiver.phoenix.messages()
+    await sender.phoenix.send('dst', payload, { ack: true })
+    expect(new Uint8Array((await inbox.next()).value.payload)).toEqual(payload)
+    expect(relay.phoenix.metricsText()).not.toMatch(/^phoenix_forwarded_in_(pieces|place)_total [1-9]/m)
+  })
+
+  it('a payload handed over (transfer) arrives intact, large or small, through a relay', async () => {
+    const receiver = await nodes.start({ names: ['dst'], discovery: false })
+    const relay = await nodes.start({ hubs: [addressOf(receiver)], discovery: false })
+    const sender = await nodes.start({ hubs: [addressOf(relay)], discovery: false })
+    await waitUntil('a 2-hop route', () => sender.phoenix.resolve('dst')?.nhops === 2, 20_000)
+    const inbox = receiver.phoenix.messages()
+    const sizes = [0, 1, 1_000, 16_384, 65_536, 100_000]
+    const payloads = sizes.map((n, k) => new Uint8Array(n).map((_, i) => (i * 13 + k) % 251))
+    // Unacknowledged and in a burst: several frames of the sender's own share a batch.
+    for (const payload of payloads.slice(0, -1)) await sender.phoenix.send('dst', payload, { transfer: true })
+    await sender.phoenix.send('dst', payloads.at(-1)!, { transfer: true, ack: true })
+    for (const payload of payloads) expect(new Uint8Array((await inbox.next()).value.payload)).toEqual(payload)
+    await expect(sender.phoenix.send('dst', new Uint8Array(1), { transfer: 'yes' as never })).rejects.toMatchObject({ code: 'INVALID_INPUT', field: 'options.transfer' })
+  })
 })

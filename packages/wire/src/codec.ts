@@ -129,6 +129,35 @@ export function encodeFrame(frame: Frame, frameBytesMax: number = WIRE_LIMITS.fr
   return bytes
 }
 
+/** Bytes of `value` as a protobuf varint. */
+function varintBytes(value: number): number[] {
+  const out: number[] = []
+  for (; value >= 0x80; value = Math.floor(value / 0x80)) out.push((value % 0x80) | 0x80)
+  out.push(value)
+  return out
+}
+
+/**
+ * A data frame as two pieces: everything up to the payload's bytes (a small buffer), and the
+ * payload itself, not copied. Byte for byte what `encodeFrame` gives (the payload is the last
+ * field), so any decoder reads it. Whoever holds the pieces holds the caller's payload: it must
+ * not change until they are written (the transport's `send(…, { transfer: true })`).
+ */
+export function encodeDataFramePieces(data: DataFrame, frameBytesMax: number = WIRE_LIMITS.frameBytesMax): [Uint8Array, Uint8Array] {
+  const fields = DataMessage.encode({ ...data, payload: new Uint8Array(0) })
+  const payloadBytes = data.payload.byteLength
+  const payloadHead = payloadBytes === 0 ? [] : [PAYLOAD_TAG, ...varintBytes(payloadBytes)]
+  const innerBytes = fields.byteLength + payloadHead.length + payloadBytes
+  const outerHead = [FRAME_DATA_TAG, ...varintBytes(innerBytes)]
+  const total = outerHead.length + innerBytes
+  if (total > frameBytesMax) throw new WireError('FRAME_TOO_LARGE', `data frame is ${total} bytes, more than frameBytesMax (${frameBytesMax})`)
+  const head = new Uint8Array(outerHead.length + fields.byteLength + payloadHead.length)
+  head.set(outerHead, 0)
+  head.set(fields, outerHead.length)
+  head.set(payloadHead, outerHead.length + fields.byteLength)
+  return [head, data.payload]
+}
+
 /** Decodes one frame of untrusted bytes, within `limits`. Throws only WireError. */
 export function decodeFrame(bytes: Uint8Array, overrides: Partial<WireLimits> = {}): Frame {
   const limits: WireLimits = { ...WIRE_LIMITS, ...overrides }

@@ -3,6 +3,7 @@ export {
   WireError,
   decodeDataHeader,
   decodeFrame,
+  encodeDataFramePieces,
   encodeFrame,
   type AckFrame,
   type CreditFrame,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { WireError, decodeDataHeader, decodeFrame, encodeFrame, rewriteDataHopLimit, type DataFrame } from '../src/index.ts'
+import { WireError, decodeDataHeader, decodeFrame, encodeDataFramePieces, encodeFrame, rewriteDataHopLimit, type DataFrame } from '../src/index.ts'
 
 const seed = Number(process.env.PHOENIX_SEED ?? Date.now() % 1_000_000)
 let state = seed
@@ -62,5 +62,28 @@ describe('decodeDataHeader: a relay reads a data frame that arrived in pieces fr
     expect(() => decodeFrame(long)).toThrow(WireError)
     expect(() => decodeDataHeader(long, long.length)).toThrow(WireError)
     expect(() => decodeDataHeader(frame, 2 ** 30)).toThrow(WireError)
+  })
+})
+
+describe('encodeDataFramePieces: a data frame as its header and the payload itself', () => {
+  it(`is byte for byte encodeFrame's frame, and its second piece is the caller's payload (seed ${seed})`, () => {
+    const edge = [0, 1, 127, 128, 16_383, 16_384, 65_536, 2_097_152]
+    const cases = [...edge.map((n) => ({ ...randomData(), payload: new Uint8Array(n).fill(n % 251) })), ...Array.from({ length: 200 }, randomData)]
+    for (const data of cases) {
+      const whole = encodeFrame({ kind: 'data', data })
+      const [head, payload] = encodeDataFramePieces(data)
+      expect(payload).toBe(data.payload)
+      const joined = new Uint8Array(head.length + payload.length)
+      joined.set(head)
+      joined.set(payload, head.length)
+      expect(joined).toEqual(whole)
+      expect(decodeFrame(joined)).toEqual({ kind: 'data', data })
+    }
+  })
+
+  it('refuses a frame over frameBytesMax, as encodeFrame does', () => {
+    const data = { ...randomData(), payload: new Uint8Array(1_000) }
+    expect(() => encodeDataFramePieces(data, 900)).toThrowError(WireError)
+    expect(() => encodeDataFramePieces(data, 900)).toThrowError(/frameBytesMax \(900\)/)
   })
 })
