@@ -202,18 +202,27 @@ class SendRound {
   takeFromFanout(): void {
     const { fanout, table, neighbours, limits } = this.p
     const live = (n: Neighbour, e: RouteEntry) => neighbours.get(n.id) === n && table.has(e.destination)
+    // The neighbours a held-back entry now goes to join its trans in one copy per entry (by row),
+    // interned once when the step's share is taken, not in one new interned set per neighbour:
+    // that was O(N) per (neighbour, entry) pair, and at 5,000 processes a gateway's held-back
+    // round built millions of 5,000-bit sets (the first 5,000-process run stalled there). The
+    // messages are built after the take, so they read the same sets either way.
+    const adding = new Map<number, { entry: RouteEntry; trans: NodeSet }>()
     fanout.take(
       limits.sendStepEntriesMax,
       // A promise stands while the entry is the one promised: a change empties its trans, and the next round decides again.
       (n, e) => live(n, e) && e.trans.has(n.index),
       (n, e) => {
-        if (!live(n, e) || e.trans.has(n.index) || e.rcpt.has(n.index)) return false
+        if (!live(n, e) || (adding.get(e.row)?.trans ?? e.trans).has(n.index) || e.rcpt.has(n.index)) return false
         if (table.isOwn(e) && n.ownWaitsForHello) return false
-        e.trans = table.holders.union(e.trans, n.index, undefined)
+        let added = adding.get(e.row)
+        if (added === undefined) adding.set(e.row, (added = { entry: e, trans: e.trans.clone() }))
+        added.trans.add(n.index)
         return true
       },
       (n, e) => this.push(n.slot, e),
     )
+    for (const { entry, trans } of adding.values()) entry.trans = table.holders.intern(trans)
   }
 
   private push(slot: number, entry: RouteEntry): void {
