@@ -9,6 +9,10 @@ import { TestNet, addressOf, prng, randomConnectedGraph } from '../src/testing/i
 const PROPERTY_RUNS = Number(process.env.PHOENIX_PROPERTY_RUNS ?? 100)
 if (!Number.isInteger(PROPERTY_RUNS) || PROPERTY_RUNS < 1) throw new Error(`PHOENIX_PROPERTY_RUNS must be a positive integer, got ${JSON.stringify(process.env.PHOENIX_PROPERTY_RUNS)}`)
 const runs = () => ({ numRuns: PROPERTY_RUNS, verbose: true })
+// The naive baseline (plain DSDV) costs several times an optimized run: its comparison runs a
+// third as many cases. It was 214 of the file's 297 s in a clean-clone CI run on a 2-core machine
+// half as fast as the one the budget was set on (34.8 s alone), with the netns tests beside it.
+const comparisonRuns = () => ({ numRuns: Math.ceil(PROPERTY_RUNS / 3), verbose: true })
 
 const scenario = fc.record({
   nodes: fc.integer({ min: 2, max: 40 }),
@@ -146,7 +150,7 @@ describe('routing converges to shortest paths (fast-check)', { timeout: 300_000 
         expect(optimized.entriesSent).toBeLessThanOrEqual(naive.entriesSent)
         if (naive.entriesSent > 0) ratios.push(optimized.entriesSent / naive.entriesSent)
       }),
-      runs(),
+      comparisonRuns(),
     )
     ratios.sort((a, b) => a - b)
     console.log(`optimized/naive entries: median ${ratios[ratios.length >> 1]?.toFixed(3)}, max ${ratios.at(-1)?.toFixed(3)}`)
