@@ -155,13 +155,24 @@ async function sendStream(target: ControlTarget, req: IncomingMessage, res: Serv
   try {
     // destroyOnReturn false: leaving the loop on a failure must not destroy the socket before the error line is out.
     for await (const chunk of req.iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer>) {
-      for (const payload of frames.push(chunk)) {
-        const t0 = performance.now()
-        const result = await sendWaitingForRoom(target, name, payload, ack, waitMs)
-        sent++
-        bytes += payload.length
-        if (!res.write(`${JSON.stringify(sentAnswer(target, name, ack, payload.length, t0, result))}\n`)) await drainedOrClosed(res)
-        if (res.destroyed) throw new Error(`the client went away after message ${sent}`)
+      // The answer lines of one request chunk's messages go out in one write, not one each
+      // (a writev per line was the control node's largest cost at 4 KiB, measured).
+      res.cork()
+      try {
+        for (const payload of frames.push(chunk)) {
+          const t0 = performance.now()
+          const result = await sendWaitingForRoom(target, name, payload, ack, waitMs)
+          sent++
+          bytes += payload.length
+          if (!res.write(`${JSON.stringify(sentAnswer(target, name, ack, payload.length, t0, result))}\n`)) {
+            res.uncork()
+            await drainedOrClosed(res)
+            res.cork()
+          }
+          if (res.destroyed) throw new Error(`the client went away after message ${sent}`)
+        }
+      } finally {
+        res.uncork()
       }
     }
     frames.end()
