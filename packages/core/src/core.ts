@@ -424,7 +424,7 @@ export class PhoenixCore {
    * Whether a connection from `peer` would be kept (it is one already, or there is room under
    * neighboursMax). For the driver's connection gate: a full node refuses the handshake, so the
    * dialler sees a failed dial (and backs off) instead of a neighbour that comes and goes, each
-   * going retracting its routes through us (simulations/ANALYSIS.md, "A full gateway").
+   * going retracting its routes through us (packages/sim/README.md, "A node at its neighbour limit").
    */
   acceptsConnection(peer: NodeId): boolean {
     return peer !== this.id && (this.neighbours.has(peer) || this.neighbours.size < this.limits.neighboursMax)

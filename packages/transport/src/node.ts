@@ -133,7 +133,7 @@ function strangerGater(gater: ConnectionGater | undefined, limits: StrangerLimit
  * handshake, so the dialler sees a failed dial and backs off. Accepted and then closed, the
  * connection would be a neighbour that comes and goes at the dialler, each going retracting its
  * routes through us: in the simulator, gateways at their limit kept the network from ever
- * settling (simulations/ANALYSIS.md, "A full gateway"). `node()` is undefined until libp2p has
+ * settling (packages/sim/README.md, "A node at its neighbour limit"). `node()` is undefined until libp2p has
  * made the service.
  */
 function neighbourLimitGater(gater: ConnectionGater | undefined, node: () => PhoenixNode | undefined): ConnectionGater {
