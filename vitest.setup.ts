@@ -5,6 +5,7 @@
  * configures itself the same way, in its vitest.setup.mjs.)
  */
 import fc from 'fast-check'
+import { sendSelfCheck } from './packages/core/src/send.ts'
 
 /** fast-check seeds are 32-bit integers; the clock's milliseconds are folded into [0, 2^31). */
 const SEED_RANGE = 2 ** 31
@@ -20,3 +21,7 @@ export function seedOf(text: string | undefined): number {
 export const seed = seedOf(process.env.PHOENIX_SEED)
 fc.configureGlobal({ seed })
 console.log(`fast-check seed ${seed} (replay with PHOENIX_SEED=${seed})`)
+
+// Every send round checks that the neighbours that joined are the only ones an unchanged entry
+// can lack (packages/core/src/send.ts, `sendSelfCheck`): the shortcut that makes a round O(joined).
+sendSelfCheck.enabled = true

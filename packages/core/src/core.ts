@@ -12,7 +12,7 @@ import type { CoreParts, TrafficCounters } from './parts.ts'
 import { Police } from './police.ts'
 import type { RecordAuthority } from './records.ts'
 import type { RouteEntry } from './route.ts'
-import { leaveMessages, sendRound } from './send.ts'
+import { hasPendingSends, leaveMessages, sendHoldUntil, sendRound } from './send.ts'
 import { isUnreachableSeq, isValidSeq } from './seq.ts'
 import type { SharedNumbering } from './shared-numbering.ts'
 import { RouteTable } from './table.ts'
@@ -166,7 +166,7 @@ export class PhoenixCore {
     // Every entry may have to go to the new neighbour, except those it is already known to hold
     // (it was named in a trans set we received, e.g. a hub's broadcast): that is where indexing
     // all known nodes, not only neighbours, saves a full table per connection.
-    this.table.allDirty = true
+    this.table.joined.add(index)
     // Our record waits for the hello only where the peer probably holds it: with discovery on,
     // connections follow the records (we dial what we learned), so if we hold the peer's record
     // it most likely got ours the same way (a hub broadcasts both). A hub met through our
@@ -280,10 +280,9 @@ export class PhoenixCore {
   /** True if `step(nowMs)` would do something now. Changes nothing. */
   hasWork(nowMs: number): boolean {
     if (this.left) return false
-    if (this.pendingCloses.length > 0 || this.book.hasDialReady(nowMs) || this.inbox.length > 0) return true
-    if ((earliest(this.expiry.dueMs(this.parts), this.holders.nextReclaimMs()) ?? Number.POSITIVE_INFINITY) <= nowMs) return true
-    if (!this.hasPendingSends()) return false
-    return this.sendHoldUntil(nowMs) === undefined
+    if (this.pendingCloses.length > 0 || (this.dialRoom() > 0 && this.book.hasDialReady(nowMs)) || this.inbox.length > 0) return true
+    if ((this.housekeepingDueMs() ?? Number.POSITIVE_INFINITY) <= nowMs) return true
+    return hasPendingSends(this.parts) && sendHoldUntil(this.parts, nowMs) === undefined
   }
 
   /**
@@ -295,8 +294,9 @@ export class PhoenixCore {
   nextWakeMs(nowMs: number): number | undefined {
     if (this.left) return undefined
     if (this.hasWork(nowMs)) return nowMs
-    const hold = this.hasPendingSends() ? this.sendHoldUntil(nowMs) : undefined
-    return earliest(earliest(hold, this.book.nextRetryAfter(nowMs)), earliest(this.expiry.dueMs(this.parts), this.holders.nextReclaimMs()))
+    const hold = hasPendingSends(this.parts) ? sendHoldUntil(this.parts, nowMs) : undefined
+    const retry = this.dialRoom() > 0 ? this.book.nextRetryAfter(nowMs) : undefined
+    return earliest(earliest(hold, retry), this.housekeepingDueMs())
   }
 
   /** The next expiry or name reclaim: an idle node wakes for them. */
@@ -329,8 +329,8 @@ export class PhoenixCore {
     }
 
     // Priority 3: send, one merged message per neighbour.
-    if (this.hasPendingSends()) {
-      const holdUntil = this.sendHoldUntil(nowMs)
+    if (hasPendingSends(this.parts)) {
+      const holdUntil = sendHoldUntil(this.parts, nowMs)
       this.expiry.noteUnreachable(this.table)
       if (holdUntil !== undefined) return idle(earliest(holdUntil, this.housekeepingDueMs()))
       return sendRound(this.parts, nowMs)
@@ -339,23 +339,18 @@ export class PhoenixCore {
   }
 
   private discoveryDials(): Effect[] {
-    const picked = this.book.takeDials(this.nowMs, (owner) => owner === this.id || this.neighbours.has(owner))
+    const picked = this.book.takeDials(this.nowMs, (owner) => owner === this.id || this.neighbours.has(owner), this.dialRoom())
     return picked.map(({ address, owner }) => ({ type: 'dial', address, expectedPeer: owner }))
   }
 
-  /** While dials started less than sendHoldForDialsMs ago are in flight, a new round waits (bounded); a round under way, only for co-hubs. */
-  private sendHoldUntil(nowMs: number): number | undefined {
-    if (this.fanout.pending) return this.fanout.waiting(nowMs) ? this.fanout.waitEndsAtMs : undefined
-    if (this.mode === 'naive' || this.timing.sendHoldForDialsMs === 0) return undefined
-    const oldest = this.book.oldestDialStartMs()
-    if (oldest === undefined) return undefined
-    const until = oldest + this.timing.sendHoldForDialsMs
-    return until > nowMs ? until : undefined
-  }
-
-  private hasPendingSends(): boolean {
-    const n = this.neighbours
-    return this.table.dirty.size > 0 || this.table.allDirty || n.count('needsWholeTable') > 0 || n.count('helloDue') > 0 || n.lostNoticesDue > 0 || this.fanout.pending
+  /**
+   * Dials we may start: room under neighboursMax for their connections, less the dials in flight.
+   * A full node takes none (and sleeps on its queue): the connection would be refused by its own
+   * core, the peer seeing a neighbour that comes and goes (packages/sim/README.md, "A node at its
+   * neighbour limit"). The queue is kept, and dialled once a neighbour leaves.
+   */
+  private dialRoom(): number {
+    return Math.max(0, this.limits.neighboursMax - this.neighbours.size - this.book.inFlightCount)
   }
 
   // ---------------------------------------------------------------- names and forwarding

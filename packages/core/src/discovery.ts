@@ -246,15 +246,16 @@ export class AddressBook {
 
   /**
    * Takes the next addresses to dial, skipping those whose owner `skipOwner` says needs no dial
-   * (self, or already a neighbour) and owners that already have a dial in flight.
+   * (self, or already a neighbour) and owners that already have a dial in flight; at most
+   * `countMax` of them (the core's room for more neighbours).
    */
-  takeDials(nowMs: number, skipOwner: (owner: NodeId) => boolean): { address: PhysicalAddress; owner: NodeId | undefined }[] {
+  takeDials(nowMs: number, skipOwner: (owner: NodeId) => boolean, countMax = Number.POSITIVE_INFINITY): { address: PhysicalAddress; owner: NodeId | undefined }[] {
     const out: { address: PhysicalAddress; owner: NodeId | undefined }[] = []
     // Another address of a node already being dialled waits its turn: if that dial fails, this
     // one is next (a dual-stacked node's IPv6 address may be unreachable from here, its IPv4 not).
     const waiting: PhysicalAddress[] = []
     if (this.queueUnsorted) this.sortQueue()
-    while (this.queueHead < this.queue.length && this.inFlight.size < this.maxInFlight) {
+    while (this.queueHead < this.queue.length && this.inFlight.size < this.maxInFlight && out.length < countMax) {
       const address = this.queue[this.queueHead++]!
       const state = this.addresses.get(address)
       if (state === undefined) continue

@@ -22,12 +22,29 @@ export function sendRound(p: CoreParts, nowMs: number): StepResult {
     else round.collectOptimized()
     p.table.dirty.clear()
     p.table.allDirty = false
+    p.table.joined.clear()
     if (p.mode === 'naive') return round.build()
     p.fanout.sortPromised()
     p.fanout.begin(round.plannedForCoHubs(), nowMs + p.timing.coHubWaitMs)
   }
   if (!p.fanout.waiting(nowMs)) round.takeFromFanout()
   return round.build()
+}
+
+/** Whether a send round has anything to do: changed entries, a new neighbour, a hello or lost notice due, or a round under way. */
+export function hasPendingSends(p: CoreParts): boolean {
+  const n = p.neighbours
+  return p.table.dirty.size > 0 || p.table.allDirty || p.table.joined.size > 0 || n.count('needsWholeTable') > 0 || n.count('helloDue') > 0 || n.lostNoticesDue > 0 || p.fanout.pending
+}
+
+/** While dials started less than sendHoldForDialsMs ago are in flight, a new round waits (bounded); a round under way, only for co-hubs. */
+export function sendHoldUntil(p: CoreParts, nowMs: number): number | undefined {
+  if (p.fanout.pending) return p.fanout.waiting(nowMs) ? p.fanout.waitEndsAtMs : undefined
+  if (p.mode === 'naive' || p.timing.sendHoldForDialsMs === 0) return undefined
+  const oldest = p.book.oldestDialStartMs()
+  if (oldest === undefined) return undefined
+  const until = oldest + p.timing.sendHoldForDialsMs
+  return until > nowMs ? until : undefined
 }
 
 /** One entry as sent: R_u[v] with the index of its trans set in the message (-1 = empty). */
@@ -93,14 +110,14 @@ class SendRound {
     this.coHubSet = new Set(this.coHubs)
     fanout.prune(neighbours)
     // Entries whose trans and rcpt are the same (shared) sets get the same targets and the same
-    // new trans: compute each pair once per round.
-    const decided = new Map<NodeSet, Map<NodeSet, Decision>>()
-    for (const entry of table.allDirty ? table.values() : table.dirty) {
-      let byRcpt = decided.get(entry.trans)
-      if (byRcpt === undefined) decided.set(entry.trans, (byRcpt = new Map()))
-      let decision = byRcpt.get(entry.rcpt)
-      if (decision === undefined) byRcpt.set(entry.rcpt, (decision = this.decide(entry)))
+    // new trans: compute each pair once per round (for an unchanged entry, once more for the
+    // neighbours that joined).
+    const decided: DecisionCache = new Map()
+    const decidedForJoined: DecisionCache = new Map()
+    const joined = this.joinedNeighbours()
+    for (const entry of table.allDirty || joined !== undefined ? table.values() : table.dirty) {
       const owner = neighbours.get(entry.destination)
+      const decision = this.decisionFor(entry, joined !== undefined && !table.dirty.has(entry) && !table.isOwn(entry) ? joined : undefined, decided, decidedForJoined)
       for (const slot of decision.heldBack) if (slot !== owner?.slot) fanout.holdBack(this.neighbourAt(slot), entry)
       if (table.isOwn(entry) && neighbours.count('ownWaitsForHello') > 0) {
         entry.trans = this.ownWaitingForHellos(entry, decision)
@@ -116,16 +133,59 @@ class SendRound {
       // issue a newer one; every route to it stayed lost.)
       if (owner !== undefined && ownerNeedsOwnEntry(owner, entry)) this.route(owner.slot, entry)
       entry.trans = decision.trans
+      // An owner held back for a co-hub holds its own entry all the same, as one we serve does
+      // (decide puts it in trans; it gets the entry only if it asks, above). Left out of trans it
+      // lacked the entry at every later round, and each such round sent the entry to every co-hub
+      // again (what a gateway sends anyone goes to its co-hubs): at N processes, (2/3)·N entries
+      // to each co-hub per round, for nothing.
+      if (owner !== undefined && !entry.trans.has(owner.index) && !entry.rcpt.has(owner.index) && this.heldBackFor(owner.slot)) {
+        entry.trans = table.holders.union(entry.trans, owner.index, undefined)
+      }
     }
   }
 
-  /** The neighbours in neither trans nor rcpt of `entry` (less those a co-hub serves), and its trans once they have it. */
-  private decide(entry: RouteEntry): Decision {
+  /**
+   * The node indices of the neighbours that joined since the last round, ascending, if only they
+   * can lack an unchanged entry (undefined: no neighbour joined, or every entry goes to every
+   * neighbour that lacks it). After a round every neighbour is in each entry's trans or rcpt, or
+   * held back and decided again, or waits for a hello that decides it; whatever takes one out of
+   * them makes the entry dirty (table.ts, apply.ts). So an unchanged entry is checked against the
+   * joined neighbours only: a round after each new connection tested every neighbour of every
+   * entry, O(N^2 / 32) per connection, the most expensive loop of a 2,000-process run (9%).
+   */
+  private joinedNeighbours(): Joined | undefined {
+    const { table, neighbours } = this.p
+    if (table.allDirty || table.joined.size === 0) return undefined
+    const list = [...table.joined].filter((index) => neighbours.indexSet.has(index)).sort((a, b) => a - b)
+    if (list.length <= JOINED_LIST_MAX) return { list, set: undefined }
+    const set = new NodeSet(list.at(-1)! + 1)
+    for (const index of list) set.add(index)
+    return { list, set }
+  }
+
+  /** The decision for `entry`, shared by entries with the same trans and rcpt sets. `joined`: it is unchanged, and only the neighbours that joined can lack it. */
+  private decisionFor(entry: RouteEntry, joined: Joined | undefined, decided: DecisionCache, decidedForJoined: DecisionCache): Decision {
+    const cache = joined === undefined ? decided : decidedForJoined
+    let byRcpt = cache.get(entry.trans)
+    if (byRcpt === undefined) cache.set(entry.trans, (byRcpt = new Map()))
+    let decision = byRcpt.get(entry.rcpt)
+    if (decision === undefined) byRcpt.set(entry.rcpt, (decision = this.decide(entry, joined)))
+    if (sendSelfCheck.enabled && joined !== undefined) {
+      const full = this.decide(entry, undefined)
+      const targets = (d: Decision) => JSON.stringify([d.slots, d.heldBack])
+      sendSelfCheck.decisionsChecked++
+      invariant(targets(full) === targets(decision), `an unchanged entry (${entry.destination}) lacked by a neighbour that did not join: ${targets(full)} vs ${targets(decision)}`)
+    }
+    return decision
+  }
+
+  /** The neighbours (of `among`, if given) in neither trans nor rcpt of `entry`, less those a co-hub serves, and its trans once they have it. */
+  private decide(entry: RouteEntry, among: Joined | undefined): Decision {
     const { neighbours } = this.p
     const slots: number[] = []
     const heldBack: number[] = []
     let trans = entry.trans
-    NodeSet.forEachMissing(neighbours.indexSet, entry.trans, entry.rcpt, (index) => {
+    forEachLacking(neighbours.indexSet, entry, among, (index) => {
       const slot = neighbours.slotOfIndex(index)
       if (this.heldBackFor(slot)) {
         heldBack.push(slot)
@@ -343,6 +403,34 @@ class SendRound {
     this.advertCache.set(entry.row, advert)
     return advert
   }
+}
+
+/**
+ * The tests turn this on (vitest.setup.ts): every decision made for the joined neighbours only is
+ * compared with the one over every neighbour, which is what `joinedNeighbours` rests on. Off, it
+ * costs one test per entry and round.
+ */
+export const sendSelfCheck = { enabled: false, decisionsChecked: 0 }
+type DecisionCache = Map<NodeSet, Map<NodeSet, Decision>>
+
+/** The neighbours that joined since the last round (node indices, ascending), and as a set when there are many. */
+interface Joined {
+  readonly list: readonly number[]
+  readonly set: NodeSet | undefined
+}
+
+/**
+ * Up to this many joined neighbours are tested one by one; more, word by word (a set of them):
+ * a node's index space is N/32 words, so a list of N/32 costs as much as the words.
+ */
+const JOINED_LIST_MAX = 32
+
+/** Each neighbour (of `among`, if given) in neither trans nor rcpt of `entry`, in ascending index order. */
+function forEachLacking(neighbours: NodeSet, entry: RouteEntry, among: Joined | undefined, visit: (index: number) => void): void {
+  if (among === undefined) return NodeSet.forEachMissing(neighbours, entry.trans, entry.rcpt, visit)
+  if (among.set !== undefined) return NodeSet.forEachMissing(among.set, entry.trans, entry.rcpt, visit)
+  const { trans, rcpt } = entry
+  for (const index of among.list) if (!trans.has(index) && !rcpt.has(index)) visit(index)
 }
 
 /** The bytes as a string, one character per byte: a Map key for their content. */

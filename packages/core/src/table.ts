@@ -37,8 +37,13 @@ export class RouteTable {
   readonly own: RouteEntry
   /** Entries that changed since the last send round. */
   readonly dirty: DirtyEntries
-  /** A neighbour joined since the last send round: every entry must be considered for it. */
+  /** Every entry must be considered for every neighbour in the next send round (a co-hub closed: fanout.ts). */
   allDirty = false
+  /**
+   * Neighbours (node indices) that joined since the last send round: every entry must be
+   * considered for them, and only for them unless it changed (send.ts). At most neighboursMax.
+   */
+  readonly joined = new Set<number>()
   private nextExpiryScanMs = 0
   /** The oldest `changedAtMs` of the unreachable entries the last `expire` scan kept (Infinity: none). */
   oldestUnreachableMs = Number.POSITIVE_INFINITY
@@ -317,7 +322,7 @@ export class RouteTable {
     let oldestKept = Number.POSITIVE_INFINITY
     for (const entry of this.values()) {
       if (this.isOwn(entry) || entry.reachable) continue
-      if (entry.changedAtMs > cutoff || this.dirty.has(entry) || this.allDirty) {
+      if (entry.changedAtMs > cutoff || this.dirty.has(entry) || this.allDirty || this.joined.size > 0) {
         oldestKept = Math.min(oldestKept, entry.changedAtMs)
         continue
       }

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest'
+import { sendSelfCheck } from '../src/send.ts'
 import { DEFAULT_TIMING, PhoenixCore, PhoenixError, isFresher, nextOwnSeq, seqNewer, type Effect, type RouteAdvert, type UpdateMessage } from '../src/index.ts'
 
 const advert = (destination: string, seq: number, nhops: number, extra: Partial<RouteAdvert> = {}): RouteAdvert => ({
@@ -582,6 +583,39 @@ describe('discovery', () => {
     expect(drain(core).filter((e) => e.type === 'dial').length).toBe(2)
     core.dialFailed('addr:v', 1)
     expect(drain(core, 1).filter((e) => e.type === 'dial').length).toBe(1)
+  })
+
+  it('a round after a new connection sends every entry to the new neighbour and nothing old to the others (checked against a decision over every neighbour)', () => {
+    const core = coreWithNeighbours('u', ['a', 'b'])
+    core.receive('a', update([advert('x', 2, 1), advert('y', 2, 2)]), 0)
+    expect(sentTo(drain(core)).get('b')?.map((e) => e.destination).sort()).toEqual(['x', 'y'])
+    const checked = sendSelfCheck.decisionsChecked
+    core.connectionUp('c', 1)
+    core.receive('c', { ...hello(), entries: [advert('c', 2, 0)] }, 1)
+    const sent = sentTo(drain(core, 1))
+    expect(sent.get('c')?.map((e) => e.destination).sort()).toEqual(['u', 'x', 'y'])
+    // a and b hear of c (a new route), nothing they hold already.
+    expect(sent.get('a')?.map((e) => e.destination)).toEqual(['c'])
+    expect(sent.get('b')?.map((e) => e.destination)).toEqual(['c'])
+    expect(sendSelfCheck.decisionsChecked).toBeGreaterThan(checked) // vitest.setup.ts turns the check on
+  })
+
+  it('dials no more nodes than it has room for under neighboursMax, and dials the rest as neighbours leave', () => {
+    const core = new PhoenixCore({ id: 'u', limits: { neighboursMax: 2 } })
+    core.connectionUp('a', 0)
+    core.receive('a', update(['v', 'w', 'x'].map((d) => advert(d, 2, 1, { addresses: [`addr:${d}`] }))), 0)
+    const dialsNow = (t: number) => drain(core, t).flatMap((e) => (e.type === 'dial' ? [e.address] : []))
+    expect(dialsNow(0)).toEqual(['addr:v']) // a, and one dial in flight: full
+    core.dialFailed('addr:v', 1)
+    expect(dialsNow(1)).toEqual(['addr:w'])
+    core.connectionUp('w', 2, 'addr:w')
+    // Full: x stays queued, and neither hasWork nor a wake-up asks for a step to dial it (nor v's back-off).
+    expect(dialsNow(60_000)).toEqual([])
+    expect(core.hasWork(60_000)).toBe(false)
+    expect(core.nextWakeMs(60_000)).toBeUndefined()
+    core.connectionDown('a', 60_001)
+    expect(dialsNow(60_001).length).toBe(1) // room for one again (a, x or v: whichever is due first)
+    expect(core.neighbourIds()).toEqual(['w'])
   })
 })
 

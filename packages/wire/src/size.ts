@@ -12,21 +12,22 @@ const varintBytes = (n: number): number => (n < 0x80 ? 1 : n < 0x4000 ? 2 : n < 
 const lengthDelimited = (length: number): number => 1 + varintBytes(length) + length
 const stringField = (s: string): number => lengthDelimited(utf8Bytes(s))
 
-/** Adverts are shared by every message of a send round: measure each once. */
-const advertSizes = new WeakMap<RouteAdvert, number>()
-
+/**
+ * An advert's size, computed each time it is counted. (A WeakMap of sizes by advert crashed the
+ * 5,000-process simulation: every advert of every message in flight was a key, the table passed
+ * V8's largest hash table, "invalid table size", after mark-compacts of 8 s each spent on it.)
+ * The names and addresses are measured directly: a record has a few (at most namesPerNodeMax
+ * and addressesPerNodeMax).
+ */
 function advertBytes(a: RouteAdvert): number {
-  let size = advertSizes.get(a)
-  if (size !== undefined) return size
-  size = 0
+  let size = 0
   if (a.destination !== '') size += stringField(a.destination)
   if (a.seq !== 0) size += 1 + varintBytes(a.seq)
   if (a.nhops !== 0) size += 1 + varintBytes(a.nhops)
-  for (const name of a.names) size += stringField(name)
-  for (const address of a.addresses) size += stringField(address)
+  for (let i = 0; i < a.names.length; i++) size += stringField(a.names[i]!)
+  for (let i = 0; i < a.addresses.length; i++) size += stringField(a.addresses[i]!)
   if (a.trans + 1 !== 0) size += 1 + varintBytes(a.trans + 1)
   if (a.signature !== undefined && a.signature.length > 0) size += lengthDelimited(a.signature.length)
-  advertSizes.set(a, size)
   return size
 }
 
