@@ -186,6 +186,21 @@ export class NodeSet {
   }
 
   /** Slots in `universe` that are in neither `a` nor `b`, i.e. universe \ (a ∪ b). */
+  /** Whether some member of `universe` is in neither `a` nor `b` (`forEachMissing` would visit one). */
+  static anyMissing(universe: NodeSet, a: NodeSet, b: NodeSet): boolean {
+    const u = universe.words
+    const aw = a.words
+    const bw = b.words
+    for (let i = 0; i < u.length; i++) {
+      let w = u[i]!
+      if (w === 0) continue
+      if (i < aw.length) w &= ~aw[i]!
+      if (i < bw.length) w &= ~bw[i]!
+      if (w !== 0) return true
+    }
+    return false
+  }
+
   static forEachMissing(universe: NodeSet, a: NodeSet, b: NodeSet, visit: (slot: number) => void): void {
     const u = universe.words
     const aw = a.words

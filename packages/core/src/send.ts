@@ -115,7 +115,8 @@ class SendRound {
     const decided: DecisionCache = new Map()
     const decidedForJoined: DecisionCache = new Map()
     const joined = this.joinedNeighbours()
-    for (const entry of table.allDirty || joined !== undefined ? table.values() : table.dirty) {
+    const entries = table.allDirty ? table.values() : joined !== undefined ? table.valuesWhere(this.mayConcern(joined)) : table.dirty
+    for (const entry of entries) {
       const owner = neighbours.get(entry.destination)
       const decision = this.decisionFor(entry, joined !== undefined && !table.dirty.has(entry) && !table.isOwn(entry) ? joined : undefined, decided, decidedForJoined)
       for (const slot of decision.heldBack) if (slot !== owner?.slot) fanout.holdBack(this.neighbourAt(slot), entry)
@@ -161,6 +162,36 @@ class SendRound {
     const set = new NodeSet(list.at(-1)! + 1)
     for (const index of list) set.add(index)
     return { list, set }
+  }
+
+  /**
+   * Whether a round with `joined` neighbours has anything to do with an entry, read from its
+   * columns: it changed, or it is our own, or a joined neighbour lacks it, or its owner (a
+   * neighbour) lacks it or asked for it (`ownerNeedsOwnEntry`). A round after new connections
+   * visits every entry, and most of them concern nobody: no view, no decision is made for those
+   * (at 5,000 processes the visit itself, a view and two lookups per entry and round, was the
+   * largest cost after garbage collection). The tests check every entry skipped (`sendSelfCheck`).
+   */
+  private mayConcern(joined: Joined): (row: number, dirty: boolean, trans: NodeSet, rcpt: NodeSet, seq: number) => boolean {
+    const { table, neighbours } = this.p
+    const ownRow = table.own.row
+    return (row, dirty, trans, rcpt, seq) => {
+      if (dirty || row === ownRow) return true
+      if (joined.set !== undefined ? NodeSet.anyMissing(joined.set, trans, rcpt) : anyLacking(joined.list, trans, rcpt)) return true
+      const slot = neighbours.slotOfIndex(row)
+      const owner = slot < 0 ? undefined : neighbours.at(slot)
+      const concerns = owner !== undefined && ((!trans.has(owner.index) && !rcpt.has(owner.index)) || (owner.ownerSeqHeard !== undefined && seqNewer(seq, owner.ownerSeqHeard)))
+      if (!concerns && sendSelfCheck.enabled) this.checkSkipped(row)
+      return concerns
+    }
+  }
+
+  /** `sendSelfCheck`: an entry `mayConcern` skipped goes to nobody by a decision over every neighbour. */
+  private checkSkipped(row: number): void {
+    const entry = this.p.table.get(this.p.nodeIndex.id(row)!)!
+    const full = this.decide(entry, undefined)
+    sendSelfCheck.decisionsChecked++
+    invariant(full.slots.length + full.heldBack.length === 0, `a skipped entry (${entry.destination}) goes to ${JSON.stringify([full.slots, full.heldBack])}`)
   }
 
   /** The decision for `entry`, shared by entries with the same trans and rcpt sets. `joined`: it is unchanged, and only the neighbours that joined can lack it. */
@@ -424,6 +455,12 @@ interface Joined {
  * a node's index space is N/32 words, so a list of N/32 costs as much as the words.
  */
 const JOINED_LIST_MAX = 32
+
+/** Whether one of `indices` is in neither `trans` nor `rcpt`. */
+function anyLacking(indices: readonly number[], trans: NodeSet, rcpt: NodeSet): boolean {
+  for (const index of indices) if (!trans.has(index) && !rcpt.has(index)) return true
+  return false
+}
 
 /** Each neighbour (of `among`, if given) in neither trans nor rcpt of `entry`, in ascending index order. */
 function forEachLacking(neighbours: NodeSet, entry: RouteEntry, among: Joined | undefined, visit: (index: number) => void): void {

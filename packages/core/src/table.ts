@@ -104,6 +104,12 @@ export class RouteTable {
     for (const row of this.columns.rows()) yield this.columns.view(row)
   }
 
+  /** The entries `wanted` picks from their columns, in `values()` order; no view is made for the others (send.ts). */
+  *valuesWhere(wanted: (row: number, dirty: boolean, trans: NodeSet, rcpt: NodeSet, seq: number) => boolean): IterableIterator<RouteEntry> {
+    const c = this.columns
+    for (const row of c.rows()) if (wanted(row, c.isDirty(row), c.trans[row]!, c.rcpt[row]!, c.seq[row]!)) yield c.view(row)
+  }
+
   /**
    * A new destination, first heard of from neighbour `from` (limits count against it); undefined
    * when the node index has no number left for it (the caller refuses it as with a full table).
