@@ -39,10 +39,7 @@ export class RouteTable {
   readonly dirty: DirtyEntries
   /** Every entry must be considered for every neighbour in the next send round (a co-hub closed: fanout.ts). */
   allDirty = false
-  /**
-   * Neighbours (node indices) that joined since the last send round: every entry must be
-   * considered for them, and only for them unless it changed (send.ts). At most neighboursMax.
-   */
+  /** Neighbours (node indices) joined since the last send round: every entry is considered for them (send.ts). At most neighboursMax. */
   readonly joined = new Set<number>()
   private nextExpiryScanMs = 0
   /** The oldest `changedAtMs` of the unreachable entries the last `expire` scan kept (Infinity: none). */
