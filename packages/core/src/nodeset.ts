@@ -185,7 +185,6 @@ export class NodeSet {
     return true
   }
 
-  /** Slots in `universe` that are in neither `a` nor `b`, i.e. universe \ (a ∪ b). */
   /** Whether some member of `universe` is in neither `a` nor `b` (`forEachMissing` would visit one). */
   static anyMissing(universe: NodeSet, a: NodeSet, b: NodeSet): boolean {
     const u = universe.words
@@ -201,6 +200,7 @@ export class NodeSet {
     return false
   }
 
+  /** Slots in `universe` that are in neither `a` nor `b`, i.e. universe \ (a ∪ b). */
   static forEachMissing(universe: NodeSet, a: NodeSet, b: NodeSet, visit: (slot: number) => void): void {
     const u = universe.words
     const aw = a.words

@@ -65,8 +65,8 @@ export function advertOf(entry: RouteEntry, trans: number): RouteAdvert {
  * record than we do. Until it has advertised itself on this connection (it always does, first
  * thing) we wait: `heardFromOwner` in apply.ts makes the entry due if it turns out to be older.
  */
-function ownerNeedsOwnEntry(owner: Neighbour, entry: RouteEntry): boolean {
-  return owner.ownerSeqHeard !== undefined && seqNewer(entry.seq, owner.ownerSeqHeard)
+function ownerNeedsOwnEntry(owner: Neighbour, seq: number): boolean {
+  return owner.ownerSeqHeard !== undefined && seqNewer(seq, owner.ownerSeqHeard)
 }
 
 /** Who gets which entries (per neighbour slot), who is held back for a co-hub, and the new trans of each entry. */
@@ -132,7 +132,7 @@ class SendRound {
       // a co-hub, which has not heard it. (Found by a sweep of random scenarios: a node restarted
       // before its crash was noticed, and no neighbour ever sent it the odd number that makes it
       // issue a newer one; every route to it stayed lost.)
-      if (owner !== undefined && ownerNeedsOwnEntry(owner, entry)) this.route(owner.slot, entry)
+      if (owner !== undefined && ownerNeedsOwnEntry(owner, entry.seq)) this.route(owner.slot, entry)
       entry.trans = decision.trans
       // An owner held back for a co-hub holds its own entry all the same, as one we serve does
       // (decide puts it in trans; it gets the entry only if it asks, above). Left out of trans it
@@ -180,7 +180,7 @@ class SendRound {
       if (joined.set !== undefined ? NodeSet.anyMissing(joined.set, trans, rcpt) : anyLacking(joined.list, trans, rcpt)) return true
       const slot = neighbours.slotOfIndex(row)
       const owner = slot < 0 ? undefined : neighbours.at(slot)
-      const concerns = owner !== undefined && ((!trans.has(owner.index) && !rcpt.has(owner.index)) || (owner.ownerSeqHeard !== undefined && seqNewer(seq, owner.ownerSeqHeard)))
+      const concerns = owner !== undefined && ((!trans.has(owner.index) && !rcpt.has(owner.index)) || ownerNeedsOwnEntry(owner, seq))
       if (!concerns && sendSelfCheck.enabled) this.checkSkipped(row)
       return concerns
     }
