@@ -167,6 +167,7 @@ export class RouteTable {
     const set = trans !== undefined && this.alternates.covers(senderHops + 1, entry.nhops + 1) ? trans.trans(transIndex) : undefined
     const holderCovered = this.alternates.covers(senderHops, entry.nhops + 1)
     if (!holderCovered && set === undefined) return
+    if (set === undefined && this.isOwn(entry)) return noteOwnHolder(entry, fromIndex, senderHops)
     const holder = holderCovered ? fromIndex : -1
     // The union is memoized (HolderSets): when it gives the very set we hold, nothing is lacking,
     // without looking at N bits; otherwise the bits decide (our set may be an equal, uninterned one).
@@ -397,9 +398,10 @@ export class RouteTable {
     if (!left) invariant(this.own.nhops === 0 && !isUnreachableSeq(this.own.seq), 'our own entry is 0 hops away with an even sequence number')
     const checkedSets = new Set<NodeSet>()
     for (const entry of this.values()) {
-      if (!this.isOwn(entry)) this.checkEntry(entry, isNeighbour)
+      if (!this.isOwn(entry)) checkEntry(entry, isNeighbour)
       this.alternates.checkEntry(entry, isNeighbour)
       for (const set of [entry.trans, entry.rcpt]) {
+        invariant(set.frozen || this.isOwn(entry), `trans/rcpt of ${entry.destination} are shared sets, frozen (only our own entry's grow in place)`)
         if (checkedSets.has(set)) continue
         checkedSets.add(set)
         set.forEach((index) => invariant(isKnownIndex(index), `trans/rcpt of ${entry.destination} name only known nodes (index ${index})`))
@@ -407,16 +409,6 @@ export class RouteTable {
     }
     for (const entry of this.dirty) invariant(this.columns.has(entry.row), `dirty entry ${entry.row} is in the table`)
     this.nameHolders.checkInvariants((node, name) => this.get(node)?.names.includes(name) === true)
-  }
-
-  private checkEntry(entry: RouteEntry, isNeighbour: (id: NodeId) => boolean): void {
-    const what = `route to ${entry.destination}`
-    if (entry.reachable) {
-      invariant(entry.fwd !== undefined && isNeighbour(entry.fwd), `${what}: a reachable route's next hop is a neighbour`)
-      invariant(Number.isInteger(entry.nhops) && entry.nhops >= 1, `${what}: a reachable route is at least one hop`)
-    } else {
-      invariant(entry.fwd === undefined && entry.nhops === UNREACHABLE_HOPS, `${what}: an unreachable route has no next hop`)
-    }
   }
 
   private indexNames(entry: RouteEntry, previous: readonly string[]): void {
@@ -434,4 +426,39 @@ export class RouteTable {
 /** Whether `s` lacks `holder` (if ≥ 0) or a member of `set` (if given). */
 function lacksHolders(s: NodeSet, holder: number, set: NodeSet | undefined): boolean {
   return (holder >= 0 && !s.has(holder)) || (set !== undefined && !s.containsAll(set))
+}
+
+function checkEntry(entry: RouteEntry, isNeighbour: (id: NodeId) => boolean): void {
+  const what = `route to ${entry.destination}`
+  if (entry.reachable) {
+    invariant(entry.fwd !== undefined && isNeighbour(entry.fwd), `${what}: a reachable route's next hop is a neighbour`)
+    invariant(Number.isInteger(entry.nhops) && entry.nhops >= 1, `${what}: a reachable route is at least one hop`)
+  } else {
+    invariant(entry.fwd === undefined && entry.nhops === UNREACHABLE_HOPS, `${what}: an unreachable route has no next hop`)
+  }
+}
+
+/**
+ * `RouteTable.noteHolder` for our own entry, with no trans set (a neighbour's hello, or its offer
+ * of our current record; the holder is covered). Our own entry gains a holder with every new
+ * neighbour, one at a time, and no other entry shares its sets: they grow in place, copied once
+ * from a shared set, not built and interned anew as N-bit sets per neighbour. That was up to
+ * N³/4 bytes of garbage per run, and 81% of a 5,000-process run went to collecting it
+ * (simulations/ANALYSIS.md, "The fourth wall"). Whatever else changes them makes shared sets
+ * again (`HolderSets`); a send round reads them within one call, with no change in between.
+ */
+function noteOwnHolder(own: RouteEntry, fromIndex: number, senderHops: number): void {
+  const transLacks = !own.trans.has(fromIndex)
+  const rcptLacks = !own.rcpt.has(fromIndex)
+  if (!transLacks && !rcptLacks) return
+  own.rcptHopsMax = Math.max(own.rcptHopsMax, senderHops)
+  if (transLacks) own.trans = withMember(own.trans, fromIndex)
+  if (rcptLacks) own.rcpt = withMember(own.rcpt, fromIndex)
+}
+
+/** `set` with `member`: changed in place if it is private (not frozen), else a private copy. */
+function withMember(set: NodeSet, member: number): NodeSet {
+  const grown = set.frozen ? set.clone() : set
+  grown.add(member)
+  return grown
 }

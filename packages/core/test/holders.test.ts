@@ -108,4 +108,26 @@ describe('HolderSets: a send round to neighbours whose hello is awaited', () => 
     expect(sent.some((e) => e.type === 'send' && e.to === 'p0' && e.message.entries.some((a) => a.destination === 'u'))).toBe(true)
     expect(sent.some((e) => e.type === 'send' && e.to === 'p1' && e.message.entries.some((a) => a.destination === 'u'))).toBe(false)
   })
+
+  it("our own entry's holders grow in place: hellos of neighbours holding our record intern no set (two N-bit sets per neighbour before)", () => {
+    const peers = Array.from({ length: 40 }, (_, i) => `p${i}`)
+    const numbering = new SharedNumbering(100)
+    const u = new PhoenixCore({ id: 'u', addresses: ['addr:u'] }, numbering)
+    // As above: our record waits for the peers' hellos.
+    u.connectionUp('h', 0)
+    u.receive('h', { neighbourSlots: [], transSets: [], entries: [], hello: { receiverSeq: undefined } }, 0)
+    u.receive('h', { neighbourSlots: [], transSets: [], entries: [advert('h', 2, 0), ...peers.map((p) => advert(p, 2, 1))] }, 0)
+    drain(u)
+    for (const p of peers) u.connectionUp(p, 0)
+    drain(u)
+    const before = numbering.holders.size
+    // All but the last say they hold our current record; the last holds an older one.
+    for (const p of peers) u.receive(p, { neighbourSlots: [], transSets: [], entries: [], hello: { receiverSeq: p === 'p39' ? u.ownSeq - 2 : u.ownSeq } }, 0)
+    const sent: Effect[] = []
+    for (let i = 0; i < 100 && u.hasWork(0); i++) sent.push(...u.step(0).effects)
+    expect(numbering.holders.size - before).toBeLessThanOrEqual(2)
+    const gotOurs = (to: string): boolean => sent.some((e) => e.type === 'send' && e.to === to && e.message.entries.some((a) => a.destination === 'u'))
+    expect(peers.filter(gotOurs)).toEqual(['p39'])
+    u.checkInvariants()
+  })
 })
