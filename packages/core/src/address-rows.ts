@@ -15,13 +15,18 @@ const REDIAL_SHIFT = 1
  * An object per address cost ~90 bytes (72 for the object, 16 for the boxed dial-start time, a
  * fractional millisecond); with discovery every node learns every destination's address, so at
  * the end of a 400-process run (three subnets) the book's objects were the largest per-entry item
- * after the route table's. A row here is 31 bytes and allocates nothing when it changes.
+ * after the route table's. A row here is 35 bytes (and 4 per address number, `AddressNumbers`)
+ * and allocates nothing when it changes.
  *
  * Addresses are never forgotten by the book, so rows are never freed: at most `max` rows (the
  * book's `knownAddressesMax`), grown by doubling.
  */
 export class AddressRows {
-  private readonly rowOf = new Map<PhysicalAddress, number>()
+  /** Address number (`AddressNumbers`) -> row, -1 for an address this book has not learned. */
+  private rowOfNumber: Int32Array = new Int32Array(0)
+  /** Row -> address number: the row's address, and the order addresses were learned. */
+  private numberOfRow: Int32Array = new Int32Array(0)
+  private count = 0
   private capacity = 0
   /** QUEUED, and the redial code above REDIAL_SHIFT. */
   flags = new Uint8Array(0)
@@ -33,24 +38,37 @@ export class AddressRows {
   /** Characters the address shares at the start with the nearest of our own addresses (dial order, discovery.ts's `takeDials`); text longer than 65,535 counts as 65,535. */
   nearness = new Uint16Array(0)
 
-  constructor(private readonly max: number) {}
+  /** `numbers`: a simulator's shared `AddressNumbers`, or (a core's own) numbers for at most `max` addresses. */
+  constructor(
+    private readonly max: number,
+    private readonly numbers = new AddressNumbers(max),
+  ) {}
 
   get size(): number {
-    return this.rowOf.size
+    return this.count
   }
 
   /** The state of `address`, a view made on demand; undefined if not learned. */
   get(address: PhysicalAddress): AddressState | undefined {
-    const row = this.rowOf.get(address)
-    return row === undefined ? undefined : new AddressState(this, row)
+    const row = this.rowOf(address)
+    return row < 0 ? undefined : new AddressState(this, row)
   }
 
-  /** A new address's state: no owner, not queued, not backed off. The caller checks the book's limit first. */
+  /** Whether `address` (not learned yet) can be added: within the book's limit, and numbered or room to number it. */
+  canAdd(address: PhysicalAddress): boolean {
+    return this.count < this.max && (!this.numbers.full || this.numbers.get(address) !== undefined)
+  }
+
+  /** A new address's state: no owner, not queued, not backed off. The caller checks `canAdd` first. */
   add(address: PhysicalAddress): AddressState {
-    invariant(!this.rowOf.has(address) && this.rowOf.size < this.max, 'an address is added once, within the book limit')
-    const row = this.rowOf.size
+    invariant(this.rowOf(address) < 0 && this.count < this.max, 'an address is added once, within the book limit')
+    const number = this.numbers.intern(address)
+    invariant(number !== undefined, 'an address is numbered within the numbering limit')
+    const row = this.count++
     if (row >= this.capacity) this.grow()
-    this.rowOf.set(address, row)
+    if (number >= this.rowOfNumber.length) this.rowOfNumber = grownInt32(this.rowOfNumber, Math.max(ROWS_INITIAL, number + 1, this.rowOfNumber.length * 2), -1)
+    this.rowOfNumber[number] = row
+    this.numberOfRow[row] = number
     this.flags[row] = 0
     this.consecutiveFailures[row] = 0
     this.retryAtMs[row] = 0
@@ -62,7 +80,12 @@ export class AddressRows {
 
   /** Every address learned with its state, in the order learned. */
   *[Symbol.iterator](): IterableIterator<[PhysicalAddress, AddressState]> {
-    for (const [address, row] of this.rowOf) yield [address, new AddressState(this, row)]
+    for (let row = 0; row < this.count; row++) yield [this.numbers.address(this.numberOfRow[row]!), new AddressState(this, row)]
+  }
+
+  private rowOf(address: PhysicalAddress): number {
+    const number = this.numbers.get(address)
+    return number === undefined || number >= this.rowOfNumber.length ? -1 : this.rowOfNumber[number]!
   }
 
   private grow(): void {
@@ -80,11 +103,65 @@ export class AddressRows {
     const started = new Float64Array(capacity).fill(Number.NaN)
     started.set(this.dialStartedAtMs)
     this.dialStartedAtMs = started
+    this.numberOfRow = grownInt32(this.numberOfRow, capacity, 0)
     const nearness = new Uint16Array(capacity)
     nearness.set(this.nearness)
     this.nearness = nearness
     for (let row = this.capacity; row < capacity; row++) this.owner.push(undefined)
     this.capacity = capacity
+  }
+}
+
+/** `array` copied into a new one of `length`, the rest filled with `fill`. */
+function grownInt32(array: Int32Array, length: number, fill: number): Int32Array {
+  const grown = new Int32Array(length).fill(fill)
+  grown.set(array)
+  return grown
+}
+
+/**
+ * Small integers for addresses, so that a book finds an address's row through an array instead
+ * of a map of its own. A core has its own numbers; a simulator's cores share one set
+ * (`SharedNumbering`), and each book then costs 4 bytes per address of the whole simulation
+ * instead of a map entry (~47 bytes) per address it learned: with discovery every book learns
+ * every address, so at 5,000 processes that map was ~1 GB. Numbers are never freed: books never
+ * forget an address. At most `max` numbers (a core's: its book's knownAddressesMax).
+ */
+export class AddressNumbers {
+  private readonly numberOf = new Map<PhysicalAddress, number>()
+  private readonly addressAt: PhysicalAddress[] = []
+
+  constructor(readonly max: number) {
+    invariant(Number.isInteger(max) && max >= 1, 'an address numbering holds at least one address')
+  }
+
+  get size(): number {
+    return this.addressAt.length
+  }
+
+  get full(): boolean {
+    return this.addressAt.length >= this.max
+  }
+
+  get(address: PhysicalAddress): number | undefined {
+    return this.numberOf.get(address)
+  }
+
+  address(number: number): PhysicalAddress {
+    const address = this.addressAt[number]
+    invariant(address !== undefined, `address number ${number} is in use`)
+    return address
+  }
+
+  /** `address`'s number, given one if new; undefined when the numbering is full. */
+  intern(address: PhysicalAddress): number | undefined {
+    const known = this.numberOf.get(address)
+    if (known !== undefined) return known
+    if (this.full) return undefined
+    const number = this.addressAt.length
+    this.numberOf.set(address, number)
+    this.addressAt.push(address)
+    return number
   }
 }
 

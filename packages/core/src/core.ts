@@ -133,7 +133,7 @@ export class PhoenixCore {
     // Destinations plus neighbours plus room for nodes that are only named in trans sets so far.
     const nodeIndex = numbering?.index ?? new NodeIndex(limits.destinationsMax + 2 * limits.neighboursMax)
     nodeIndex.intern(config.id)
-    this.book = new AddressBook(limits.knownAddressesMax, limits.dialsInFlightMax, { ...timing, lostRedialsPerSecondMax: limits.lostRedialsPerSecondMax })
+    this.book = new AddressBook(limits.knownAddressesMax, limits.dialsInFlightMax, { ...timing, lostRedialsPerSecondMax: limits.lostRedialsPerSecondMax }, numbering?.addresses)
     const addresses = this.police.checkAddresses(config.addresses ?? [], 'config.addresses')
     this.book.setOwnAddresses(addresses) // dial order (discovery.ts)
     const names = this.police.checkNames(config.names ?? [], 'config.names')

@@ -1,4 +1,4 @@
-import { AddressRows, type AddressState } from './address-rows.ts'
+import { type AddressNumbers, AddressRows, type AddressState } from './address-rows.ts'
 import { CORE_CONSTANTS } from './constants.ts'
 import { PhoenixError } from './errors.ts'
 import type { NodeId, PhysicalAddress } from './types.ts'
@@ -51,11 +51,13 @@ export class AddressBook {
   redialsStarted = 0
 
   constructor(
-    private readonly maxAddresses: number,
+    maxAddresses: number,
     private readonly maxInFlight: number,
     private readonly timing: DiscoveryTiming,
+    /** A simulator's shared address numbers (`SharedNumbering`); a core's own otherwise. */
+    numbers?: AddressNumbers,
   ) {
-    this.addresses = new AddressRows(maxAddresses)
+    this.addresses = new AddressRows(maxAddresses, numbers)
   }
 
   get size(): number {
@@ -70,7 +72,7 @@ export class AddressBook {
   learn(address: PhysicalAddress, owner: NodeId | undefined): boolean {
     let state = this.addresses.get(address)
     if (state === undefined) {
-      if (this.addresses.size >= this.maxAddresses) {
+      if (!this.addresses.canAdd(address)) {
         this.addressesRefused++
         return false
       }

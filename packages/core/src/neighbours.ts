@@ -91,7 +91,10 @@ export class Neighbour {
 export class NeighbourTable {
   private readonly byId = new Map<NodeId, Neighbour>()
   private readonly bySlot: (Neighbour | undefined)[] = []
+  /** Slots of closed connections, highest first once sorted (at most neighboursMax). */
   private readonly freeSlots: number[] = []
+  /** Whether `freeSlots` is in order: sorted once after removals, not on every add (O(free) each). */
+  private freeSlotsSorted = true
   /** The wire form of the slots, rebuilt only after a change so receivers can recognise it. */
   private cachedSlotTable: readonly NodeId[] | undefined
   /** Node index -> neighbour slot (-1: not a neighbour), for the hot paths of sending. */
@@ -149,7 +152,10 @@ export class NeighbourTable {
   add(id: NodeId, index: number, mode: RoutingMode): Neighbour {
     invariant(!this.byId.has(id), 'a neighbour is added once per connection')
     // Lowest free slot first keeps the bitsets narrow.
-    this.freeSlots.sort((a, b) => b - a)
+    if (!this.freeSlotsSorted) {
+      this.freeSlots.sort((a, b) => b - a)
+      this.freeSlotsSorted = true
+    }
     const slot = this.freeSlots.pop() ?? this.bySlot.length
     const neighbour = new Neighbour(id, index, slot, ++this.connectionsOpened, mode)
     this.byId.set(id, neighbour)
@@ -169,6 +175,7 @@ export class NeighbourTable {
     this.byId.delete(id)
     this.bySlot[neighbour.slot] = undefined
     this.freeSlots.push(neighbour.slot)
+    this.freeSlotsSorted = false
     this.cachedSlotTable = undefined
     this.indexSet.delete(neighbour.index)
     this.setSlotOfIndex(neighbour.index, -1)

@@ -1,3 +1,4 @@
+import { AddressNumbers } from './address-rows.ts'
 import { HolderSets } from './holders.ts'
 import { NodeIndex } from './nodeindex.ts'
 import type { NodeSet } from './nodeset.ts'
@@ -27,12 +28,15 @@ export class SharedNumbering {
   readonly index: NodeIndex
   /** trans/rcpt sets in the shared numbering, one object per content for every core (see `HolderSets`). */
   readonly holders = new HolderSets(SHARED_HOLDER_SETS_MAX, SHARED_HOLDER_MEMO_SLOTS)
+  /** Every core's address book numbers addresses here (`AddressNumbers`): an array per book, not a map. */
+  readonly addresses: AddressNumbers
   /** Held weakly: a message forgotten by the simulator takes its sets with it. */
   private readonly sets = new WeakMap<UpdateMessage, readonly NodeSet[]>()
 
-  /** `nodesMax`: how many node ids the whole process may number. */
+  /** `nodesMax`: how many node ids the whole process may number, and as many addresses. */
   constructor(nodesMax: number) {
     this.index = new NodeIndex(nodesMax)
+    this.addresses = new AddressNumbers(nodesMax)
   }
 
   /** The sender's side: `sets[i]` is `message.transSets[i]` in the shared numbering. */

@@ -1,6 +1,7 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { AddressRows } from '../src/address-rows.ts'
+import { AddressNumbers, AddressRows } from '../src/address-rows.ts'
+import { AddressBook } from '../src/discovery.ts'
 import { RouteColumns } from '../src/columns.ts'
 import { NodeIndex } from '../src/nodeindex.ts'
 import { UNREACHABLE_HOPS } from '../src/route.ts'
@@ -127,6 +128,35 @@ describe('AddressRows: the address book in columns', () => {
     s.queued = false
     expect(s.redial).toBe('lost')
     expect(rows.get('/a/none')).toBeUndefined()
+  })
+
+  it('books sharing one address numbering (a simulator) keep their own rows, states and order', () => {
+    const numbers = new AddressNumbers(10)
+    const a = new AddressRows(10, numbers)
+    const b = new AddressRows(10, numbers)
+    a.add('/x')
+    a.add('/y')
+    b.add('/z')
+    b.add('/y')
+    a.get('/y')!.consecutiveFailures = 3
+    expect(b.get('/y')!.consecutiveFailures).toBe(0)
+    expect(b.get('/x')).toBeUndefined()
+    expect([...a].map(([address]) => address)).toEqual(['/x', '/y'])
+    expect([...b].map(([address]) => address)).toEqual(['/z', '/y'])
+    expect([a.size, b.size, numbers.size]).toEqual([2, 2, 3])
+  })
+
+  it('a full shared numbering fills every book that shares it: the address is refused and counted, not thrown', () => {
+    const numbers = new AddressNumbers(2)
+    const timing = { dialBackoffInitialMs: 1000, dialBackoffMaxMs: 60_000, redialBackoffMaxMs: 4000, lostRedialsPerSecondMax: 10 }
+    const one = new AddressBook(100, 2, timing, numbers)
+    const other = new AddressBook(100, 2, timing, numbers)
+    expect([one.learn('/a', 'n1'), other.learn('/b', 'n2')]).toEqual([true, true])
+    expect(one.learn('/c', 'n3')).toBe(false)
+    expect(one.addressesRefused).toBe(1)
+    // An address already numbered is still learned by another book.
+    expect(one.learn('/b', 'n2')).toBe(true)
+    expect(one.size).toBe(2)
   })
 
   it('holds at most its limit (the book checks it first): one more is an invariant violation', () => {
