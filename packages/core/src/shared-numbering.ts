@@ -24,14 +24,20 @@ const SHARED_HOLDER_MEMO_SLOTS = 262_144
  * `SharedNumbering` object (the second argument of `new PhoenixCore`) use it. Never on real nodes:
  * their messages cross a wire, and each core keeps its own numbering.
  */
+/** The hidden property of a message that holds its trans sets in a shared numbering (`SharedNumbering.attach`). */
+const SHARED_SETS = Symbol('phoenix.sharedSets')
+
+interface AttachedSets {
+  readonly numbering: SharedNumbering
+  readonly sets: readonly NodeSet[]
+}
+
 export class SharedNumbering {
   readonly index: NodeIndex
   /** trans/rcpt sets in the shared numbering, one object per content for every core (see `HolderSets`). */
   readonly holders = new HolderSets(SHARED_HOLDER_SETS_MAX, SHARED_HOLDER_MEMO_SLOTS)
   /** Every core's address book numbers addresses here (`AddressNumbers`): an array per book, not a map. */
   readonly addresses: AddressNumbers
-  /** Held weakly: a message forgotten by the simulator takes its sets with it. */
-  private readonly sets = new WeakMap<UpdateMessage, readonly NodeSet[]>()
 
   /** `nodesMax`: how many node ids the whole process may number, and as many addresses. */
   constructor(nodesMax: number) {
@@ -39,13 +45,20 @@ export class SharedNumbering {
     this.addresses = new AddressNumbers(nodesMax)
   }
 
-  /** The sender's side: `sets[i]` is `message.transSets[i]` in the shared numbering. */
+  /**
+   * The sender's side: `sets[i]` is `message.transSets[i]` in the shared numbering. Kept on the
+   * message itself (a hidden property), so a message forgotten by the simulator takes its sets
+   * with it. Not in a WeakMap of messages: with every message in flight a key, V8 could not grow
+   * that map's table at 5,000 processes on one subnet ("FATAL ERROR: invalid table size", as the
+   * wire's WeakMap of advert sizes did at three subnets).
+   */
   attach(message: UpdateMessage, sets: readonly NodeSet[]): void {
-    this.sets.set(message, sets)
+    Object.defineProperty(message, SHARED_SETS, { value: { numbering: this, sets }, enumerable: false })
   }
 
-  /** The receiver's side: the message's trans sets in the shared numbering, if its sender left them. */
+  /** The receiver's side: the message's trans sets in the shared numbering, if its sender left them (in this numbering). */
   setsOf(message: UpdateMessage): readonly NodeSet[] | undefined {
-    return this.sets.get(message)
+    const attached = (message as { [SHARED_SETS]?: AttachedSets })[SHARED_SETS]
+    return attached?.numbering === this ? attached.sets : undefined
   }
 }

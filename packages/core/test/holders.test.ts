@@ -1,6 +1,6 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { HolderSets, NodeSet, PhoenixCore, SharedNumbering, type Effect, type RouteAdvert } from '../src/index.ts'
+import { HolderSets, NodeSet, PhoenixCore, SharedNumbering, type Effect, type RouteAdvert, type UpdateMessage } from '../src/index.ts'
 import { membersOf, setOf } from './nodesets.ts'
 
 const sorted = (xs: Iterable<number>): number[] => [...new Set(xs)].sort((p, q) => p - q)
@@ -129,5 +129,20 @@ describe('HolderSets: a send round to neighbours whose hello is awaited', () => 
     const gotOurs = (to: string): boolean => sent.some((e) => e.type === 'send' && e.to === to && e.message.entries.some((a) => a.destination === 'u'))
     expect(peers.filter(gotOurs)).toEqual(['p39'])
     u.checkInvariants()
+  })
+})
+
+describe('SharedNumbering: trans sets left on a message for its receiver', () => {
+  it('the receiver finds the sets the sender attached, in the same numbering only; a copy of the message does not carry them', () => {
+    const numbering = new SharedNumbering(10)
+    const other = new SharedNumbering(10)
+    const message: UpdateMessage = { neighbourSlots: ['a'], transSets: [new Uint8Array([1])], entries: [] }
+    const sets = [setOf([3])]
+    expect(numbering.setsOf(message)).toBeUndefined()
+    numbering.attach(message, sets)
+    expect(numbering.setsOf(message)).toBe(sets)
+    expect(other.setsOf(message)).toBeUndefined()
+    expect(numbering.setsOf({ ...message })).toBeUndefined()
+    expect(JSON.stringify(message)).toBe(JSON.stringify({ neighbourSlots: ['a'], transSets: [{ 0: 1 }], entries: [] }))
   })
 })
