@@ -85,17 +85,30 @@ describe('HolderSets: a send round to neighbours whose hello is awaited', () => 
   const drain = (core: PhoenixCore): void => {
     for (let i = 0; i < 100 && core.hasWork(0); i++) core.step(0)
   }
-
-  it('interns one set for our record, not one per awaited neighbour (each of N bits: O(N) per neighbour in a clique)', () => {
+  const stepsSent = (core: PhoenixCore): Effect[] => {
+    const sent: Effect[] = []
+    for (let i = 0; i < 100 && core.hasWork(0); i++) sent.push(...core.step(0).effects)
+    return sent
+  }
+  const sentOurRecordTo = (sent: readonly Effect[], to: string): boolean => sent.some((e) => e.type === 'send' && e.to === to && e.message.entries.some((a) => a.destination === 'u'))
+  /**
+   * Core u, connected to 40 peers whose records a hub brought first: u holds routes to them, so
+   * its record waits for their hellos. The connections are up, their round not run yet.
+   */
+  const awaitingHellos = (): { u: PhoenixCore; numbering: SharedNumbering; peers: string[] } => {
     const peers = Array.from({ length: 40 }, (_, i) => `p${i}`)
     const numbering = new SharedNumbering(100)
     const u = new PhoenixCore({ id: 'u', addresses: ['addr:u'] }, numbering)
-    // A hub brings every peer's record: we hold routes to them, so our record waits for their hellos.
     u.connectionUp('h', 0)
     u.receive('h', { neighbourSlots: [], transSets: [], entries: [], hello: { receiverSeq: undefined } }, 0)
     u.receive('h', { neighbourSlots: [], transSets: [], entries: [advert('h', 2, 0), ...peers.map((p) => advert(p, 2, 1))] }, 0)
     drain(u)
     for (const p of peers) u.connectionUp(p, 0)
+    return { u, numbering, peers }
+  }
+
+  it('interns one set for our record, not one per awaited neighbour (each of N bits: O(N) per neighbour in a clique)', () => {
+    const { u, numbering, peers } = awaitingHellos()
     const before = numbering.holders.size
     drain(u)
     // One decision per peer's entry (each has its own rcpt) and a few for our record; before the
@@ -103,31 +116,20 @@ describe('HolderSets: a send round to neighbours whose hello is awaited', () => 
     expect(numbering.holders.size - before).toBeLessThanOrEqual(peers.length + 4)
     // Our record went to none of them (it waits for their hellos) and goes to each whose hello says it lacks it.
     u.receive('p0', { neighbourSlots: [], transSets: [], entries: [], hello: { receiverSeq: undefined } }, 0)
-    const sent: Effect[] = []
-    for (let i = 0; i < 100 && u.hasWork(0); i++) sent.push(...u.step(0).effects)
-    expect(sent.some((e) => e.type === 'send' && e.to === 'p0' && e.message.entries.some((a) => a.destination === 'u'))).toBe(true)
-    expect(sent.some((e) => e.type === 'send' && e.to === 'p1' && e.message.entries.some((a) => a.destination === 'u'))).toBe(false)
+    const sent = stepsSent(u)
+    expect(sentOurRecordTo(sent, 'p0')).toBe(true)
+    expect(sentOurRecordTo(sent, 'p1')).toBe(false)
   })
 
   it("our own entry's holders grow in place: hellos of neighbours holding our record intern no set (two N-bit sets per neighbour before)", () => {
-    const peers = Array.from({ length: 40 }, (_, i) => `p${i}`)
-    const numbering = new SharedNumbering(100)
-    const u = new PhoenixCore({ id: 'u', addresses: ['addr:u'] }, numbering)
-    // As above: our record waits for the peers' hellos.
-    u.connectionUp('h', 0)
-    u.receive('h', { neighbourSlots: [], transSets: [], entries: [], hello: { receiverSeq: undefined } }, 0)
-    u.receive('h', { neighbourSlots: [], transSets: [], entries: [advert('h', 2, 0), ...peers.map((p) => advert(p, 2, 1))] }, 0)
-    drain(u)
-    for (const p of peers) u.connectionUp(p, 0)
+    const { u, numbering, peers } = awaitingHellos()
     drain(u)
     const before = numbering.holders.size
     // All but the last say they hold our current record; the last holds an older one.
     for (const p of peers) u.receive(p, { neighbourSlots: [], transSets: [], entries: [], hello: { receiverSeq: p === 'p39' ? u.ownSeq - 2 : u.ownSeq } }, 0)
-    const sent: Effect[] = []
-    for (let i = 0; i < 100 && u.hasWork(0); i++) sent.push(...u.step(0).effects)
+    const sent = stepsSent(u)
     expect(numbering.holders.size - before).toBeLessThanOrEqual(2)
-    const gotOurs = (to: string): boolean => sent.some((e) => e.type === 'send' && e.to === to && e.message.entries.some((a) => a.destination === 'u'))
-    expect(peers.filter(gotOurs)).toEqual(['p39'])
+    expect(peers.filter((p) => sentOurRecordTo(sent, p))).toEqual(['p39'])
     u.checkInvariants()
   })
 })
