@@ -1,4 +1,5 @@
 import { invariant } from './errors.ts'
+import { NodeIndex } from './nodeindex.ts'
 import type { NodeId, PhysicalAddress } from './types.ts'
 
 /** Why an address is kept dialled (discovery.ts's `Redial`), stored as a number. */
@@ -15,14 +16,14 @@ const REDIAL_SHIFT = 1
  * An object per address cost ~90 bytes (72 for the object, 16 for the boxed dial-start time, a
  * fractional millisecond); with discovery every node learns every destination's address, so at
  * the end of a 400-process run (three subnets) the book's objects were the largest per-entry item
- * after the route table's. A row here is 35 bytes (and 4 per address number, `AddressNumbers`)
+ * after the route table's. A row here is 35 bytes (and 4 per address number, see the constructor)
  * and allocates nothing when it changes.
  *
  * Addresses are never forgotten by the book, so rows are never freed: at most `max` rows (the
  * book's `knownAddressesMax`), grown by doubling.
  */
 export class AddressRows {
-  /** Address number (`AddressNumbers`) -> row, -1 for an address this book has not learned. */
+  /** Address number (`numbers`) -> row, -1 for an address this book has not learned. */
   private rowOfNumber: Int32Array = new Int32Array(0)
   /** Row -> address number: the row's address, and the order addresses were learned. */
   private numberOfRow: Int32Array = new Int32Array(0)
@@ -38,10 +39,17 @@ export class AddressRows {
   /** Characters the address shares at the start with the nearest of our own addresses (dial order, discovery.ts's `takeDials`); text longer than 65,535 counts as 65,535. */
   nearness = new Uint16Array(0)
 
-  /** `numbers`: a simulator's shared `AddressNumbers`, or (a core's own) numbers for at most `max` addresses. */
+  /**
+   * `numbers`: small integers for addresses (a `NodeIndex` over addresses, never released: books
+   * never forget an address), so the book finds a row through an array, not a map of its own. A
+   * core has its own, for at most `max` addresses; a simulator's cores share one
+   * (`SharedNumbering`), and each book then costs 4 bytes per address of the whole simulation
+   * instead of a map entry per address it learned (the live set at the end of a 1,000-process run,
+   * three subnets: 444 vs 461 MiB).
+   */
   constructor(
     private readonly max: number,
-    private readonly numbers = new AddressNumbers(max),
+    private readonly numbers = new NodeIndex(max),
   ) {}
 
   get size(): number {
@@ -56,7 +64,7 @@ export class AddressRows {
 
   /** Whether `address` (not learned yet) can be added: within the book's limit, and numbered or room to number it. */
   canAdd(address: PhysicalAddress): boolean {
-    return this.count < this.max && (!this.numbers.full || this.numbers.get(address) !== undefined)
+    return this.count < this.max && (this.numbers.size < this.numbers.max || this.numbers.get(address) !== undefined)
   }
 
   /** A new address's state: no owner, not queued, not backed off. The caller checks `canAdd` first. */
@@ -80,7 +88,11 @@ export class AddressRows {
 
   /** Every address learned with its state, in the order learned. */
   *[Symbol.iterator](): IterableIterator<[PhysicalAddress, AddressState]> {
-    for (let row = 0; row < this.count; row++) yield [this.numbers.address(this.numberOfRow[row]!), new AddressState(this, row)]
+    for (let row = 0; row < this.count; row++) {
+      const address = this.numbers.id(this.numberOfRow[row]!)
+      invariant(address !== undefined, 'a learned address keeps its number')
+      yield [address, new AddressState(this, row)]
+    }
   }
 
   private rowOf(address: PhysicalAddress): number {
@@ -117,52 +129,6 @@ function grownInt32(array: Int32Array, length: number, fill: number): Int32Array
   const grown = new Int32Array(length).fill(fill)
   grown.set(array)
   return grown
-}
-
-/**
- * Small integers for addresses, so that a book finds an address's row through an array instead
- * of a map of its own. A core has its own numbers; a simulator's cores share one set
- * (`SharedNumbering`), and each book then costs 4 bytes per address of the whole simulation
- * instead of a map entry (~47 bytes) per address it learned: with discovery every book learns
- * every address, so at 5,000 processes that map was ~1 GB. Numbers are never freed: books never
- * forget an address. At most `max` numbers (a core's: its book's knownAddressesMax).
- */
-export class AddressNumbers {
-  private readonly numberOf = new Map<PhysicalAddress, number>()
-  private readonly addressAt: PhysicalAddress[] = []
-
-  constructor(readonly max: number) {
-    invariant(Number.isInteger(max) && max >= 1, 'an address numbering holds at least one address')
-  }
-
-  get size(): number {
-    return this.addressAt.length
-  }
-
-  get full(): boolean {
-    return this.addressAt.length >= this.max
-  }
-
-  get(address: PhysicalAddress): number | undefined {
-    return this.numberOf.get(address)
-  }
-
-  address(number: number): PhysicalAddress {
-    const address = this.addressAt[number]
-    invariant(address !== undefined, `address number ${number} is in use`)
-    return address
-  }
-
-  /** `address`'s number, given one if new; undefined when the numbering is full. */
-  intern(address: PhysicalAddress): number | undefined {
-    const known = this.numberOf.get(address)
-    if (known !== undefined) return known
-    if (this.full) return undefined
-    const number = this.addressAt.length
-    this.numberOf.set(address, number)
-    this.addressAt.push(address)
-    return number
-  }
 }
 
 /** One address's state: a view of its row (see `AddressRows`), with the fields the book reads and writes. */

@@ -1,6 +1,7 @@
-import { type AddressNumbers, AddressRows, type AddressState } from './address-rows.ts'
+import { AddressRows, type AddressState } from './address-rows.ts'
 import { CORE_CONSTANTS } from './constants.ts'
 import { PhoenixError } from './errors.ts'
+import type { NodeIndex } from './nodeindex.ts'
 import type { NodeId, PhysicalAddress } from './types.ts'
 
 /**
@@ -55,7 +56,7 @@ export class AddressBook {
     private readonly maxInFlight: number,
     private readonly timing: DiscoveryTiming,
     /** A simulator's shared address numbers (`SharedNumbering`); a core's own otherwise. */
-    numbers?: AddressNumbers,
+    numbers?: NodeIndex,
   ) {
     this.addresses = new AddressRows(maxAddresses, numbers)
   }

@@ -1,4 +1,3 @@
-import { AddressNumbers } from './address-rows.ts'
 import { HolderSets } from './holders.ts'
 import { NodeIndex } from './nodeindex.ts'
 import type { NodeSet } from './nodeset.ts'
@@ -16,14 +15,6 @@ const SHARED_HOLDER_SETS_MAX = 65_536
  */
 const SHARED_HOLDER_MEMO_SLOTS = 262_144
 
-/**
- * A simulator's speed-up, apart from the protocol: one node numbering shared by every core of one
- * process, and a side table in which a sender leaves each message's trans sets already in that
- * numbering, so the receiver need not translate them from the wire form bit by bit. The routing is
- * the same with or without it (a property test compares whole traces); only cores given the same
- * `SharedNumbering` object (the second argument of `new PhoenixCore`) use it. Never on real nodes:
- * their messages cross a wire, and each core keeps its own numbering.
- */
 /** The hidden property of a message that holds its trans sets in a shared numbering (`SharedNumbering.attach`). */
 const SHARED_SETS = Symbol('phoenix.sharedSets')
 
@@ -32,25 +23,33 @@ interface AttachedSets {
   readonly sets: readonly NodeSet[]
 }
 
+/**
+ * A simulator's speed-up, apart from the protocol: one node numbering (and one address numbering)
+ * shared by every core of one process, and each message's trans sets left on it by its sender
+ * already in that numbering, so the receiver need not translate them from the wire form bit by
+ * bit. The routing is the same with or without it (a property test compares whole traces); only
+ * cores given the same `SharedNumbering` object (the second argument of `new PhoenixCore`) use it.
+ * Never on real nodes: their messages cross a wire, and each core keeps its own numbering.
+ */
 export class SharedNumbering {
   readonly index: NodeIndex
   /** trans/rcpt sets in the shared numbering, one object per content for every core (see `HolderSets`). */
   readonly holders = new HolderSets(SHARED_HOLDER_SETS_MAX, SHARED_HOLDER_MEMO_SLOTS)
-  /** Every core's address book numbers addresses here (`AddressNumbers`): an array per book, not a map. */
-  readonly addresses: AddressNumbers
+  /** Every core's address book numbers addresses here (address-rows.ts): an array per book, not a map. */
+  readonly addresses: NodeIndex
 
   /** `nodesMax`: how many node ids the whole process may number, and as many addresses. */
   constructor(nodesMax: number) {
     this.index = new NodeIndex(nodesMax)
-    this.addresses = new AddressNumbers(nodesMax)
+    this.addresses = new NodeIndex(nodesMax)
   }
 
   /**
    * The sender's side: `sets[i]` is `message.transSets[i]` in the shared numbering. Kept on the
    * message itself (a hidden property), so a message forgotten by the simulator takes its sets
-   * with it. Not in a WeakMap of messages: with every message in flight a key, V8 could not grow
-   * that map's table at 5,000 processes on one subnet ("FATAL ERROR: invalid table size", as the
-   * wire's WeakMap of advert sizes did at three subnets).
+   * with it. Not in a WeakMap of messages: with every message in flight a key, such a table can
+   * outgrow what V8 allows (a 5,000-process run on one subnet died of "FATAL ERROR: invalid table
+   * size" in a WeakMap insert, as one with the wire's WeakMap of advert sizes did on three).
    */
   attach(message: UpdateMessage, sets: readonly NodeSet[]): void {
     Object.defineProperty(message, SHARED_SETS, { value: { numbering: this, sets }, enumerable: false })

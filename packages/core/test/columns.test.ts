@@ -1,6 +1,6 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { AddressNumbers, AddressRows } from '../src/address-rows.ts'
+import { AddressRows } from '../src/address-rows.ts'
 import { AddressBook } from '../src/discovery.ts'
 import { RouteColumns } from '../src/columns.ts'
 import { NodeIndex } from '../src/nodeindex.ts'
@@ -131,7 +131,7 @@ describe('AddressRows: the address book in columns', () => {
   })
 
   it('books sharing one address numbering (a simulator) keep their own rows, states and order', () => {
-    const numbers = new AddressNumbers(10)
+    const numbers = new NodeIndex(10)
     const a = new AddressRows(10, numbers)
     const b = new AddressRows(10, numbers)
     a.add('/x')
@@ -147,7 +147,7 @@ describe('AddressRows: the address book in columns', () => {
   })
 
   it('a full shared numbering fills every book that shares it: the address is refused and counted, not thrown', () => {
-    const numbers = new AddressNumbers(2)
+    const numbers = new NodeIndex(2)
     const timing = { dialBackoffInitialMs: 1000, dialBackoffMaxMs: 60_000, redialBackoffMaxMs: 4000, lostRedialsPerSecondMax: 10 }
     const one = new AddressBook(100, 2, timing, numbers)
     const other = new AddressBook(100, 2, timing, numbers)
