@@ -156,6 +156,7 @@ function applyMessage(p: CoreParts, from: Neighbour, message: UpdateMessage, now
     if (advert.destination === from.id && p.mode === 'optimized') heardFromOwner(p, from, advert.seq)
   }
   if (message.lostNeighbours !== undefined && message.lostNeighbours.length > 0 && p.mode === 'optimized') heardConnectionsLost(p, from, message.lostNeighbours)
+  if (message.planEnd === true) p.fanout.planEnded(from.id, p.neighbours.connectionsOpened)
   // Our names claimed before we heard anyone are established now (names.ts).
   p.names.heardNetwork()
 }

@@ -24,9 +24,10 @@ import type { NodeId, PhysicalAddress } from './types.ts'
  *   co-hubs first, then the neighbours it owns, and holds back the others'. Those updates to the
  *   co-hubs carry, as trans, everyone each hub promised to serve; every hub adds what its
  *   co-hubs promised to rcpt (the paper's rule), so when it decides the held-back neighbours
- *   again, after its co-hubs' updates arrived (or `coHubWaitMs`), it sends only what no co-hub
- *   promised at least as good. Nothing is promised that is not sent (a held-back neighbour is
- *   not in trans), so a neighbour a co-hub cannot serve still gets every entry from us, later.
+ *   again, after each co-hub said its plan ended (`UpdateMessage.planEnd`, or `coHubWaitMs`),
+ *   it sends only what no co-hub promised at least as good. Nothing is promised that is not
+ *   sent (a held-back neighbour is not in trans), so a neighbour a co-hub cannot serve still
+ *   gets every entry from us, later.
  *
  * The bookkeeping is per round: entries promised to a neighbour (in its trans), and entries held
  * back for it (in neither trans nor rcpt yet), by neighbour. Both are bounded by the table size
@@ -44,6 +45,14 @@ export class Fanout {
    * before ours begins). Bounded by the neighbour table: emptied at every round.
    */
   private readonly heard = new Map<NodeId, number>()
+  /**
+   * For each neighbour whose plan ended (`UpdateMessage.planEnd`), how many connections we had
+   * opened when the word came (`NeighbourTable.connectionsOpened`). A co-hub's plan that came
+   * before our round began covers the neighbours that had joined us by then (they join every hub
+   * at about the same time), so a round that holds back only those needs no other. Bounded by
+   * the neighbour table: a neighbour leaves it when it goes.
+   */
+  private readonly planEndConnections = new Map<NodeId, number>()
   /** The round's wait for its co-hubs ends then at the latest. */
   private waitEndsMs = Number.NEGATIVE_INFINITY
   /** The co-hubs the owner cache was made for (their ids joined), and the cache: neighbour -> owned by a co-hub. */
@@ -87,19 +96,32 @@ export class Fanout {
 
   /**
    * The round begins. If it held anything back, it waits until `untilMs` at the latest for each
-   * co-hub's plan: as many entries from it as we send it now (`planned`), the co-hubs having
-   * the same records to share out; whatever it sent since our last round counts.
+   * co-hub's plan: until the co-hub says its plan ended (`planEnded`), or as many entries came
+   * from it as we send it now (`planned`; a co-hub that does not say so, an older node, has the
+   * same records to share out). What it sent since our last round began counts.
    */
   begin(planned: ReadonlyMap<NodeId, number>, untilMs: number): void {
     this.awaited.clear()
     if (this.heldBack.size > 0) {
+      let newestHeld = 0
+      for (const n of this.heldBack.keys()) newestHeld = Math.max(newestHeld, n.connection)
       for (const [hub, entries] of planned) {
         const missing = entries - (this.heard.get(hub) ?? 0)
-        if (missing > 0) this.awaited.set(hub, missing)
+        const planCovers = (this.planEndConnections.get(hub) ?? 0) >= newestHeld
+        if (missing > 0 && !planCovers) this.awaited.set(hub, missing)
       }
       this.waitEndsMs = untilMs
     }
     this.heard.clear()
+  }
+
+  /**
+   * `peer` sent the last message of its round's first step to us (`UpdateMessage.planEnd`) when
+   * we had opened `connectionsOpened` connections: a co-hub's plan is all in.
+   */
+  planEnded(peer: NodeId, connectionsOpened: number): void {
+    this.planEndConnections.set(peer, connectionsOpened)
+    this.awaited.delete(peer)
   }
 
   /** `entries` from `peer` were applied: part of its plan, if it is a co-hub. */
@@ -116,6 +138,7 @@ export class Fanout {
     this.heldBack.delete(neighbour)
     this.awaited.delete(neighbour.id)
     this.heard.delete(neighbour.id)
+    this.planEndConnections.delete(neighbour.id)
     this.orphans.delete(neighbour.index)
     if (coHubOf !== undefined) coHubGone(coHubOf, neighbour)
   }

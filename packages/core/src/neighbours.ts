@@ -15,6 +15,19 @@ export interface UpdateBudget {
   atMs: number
 }
 
+/**
+ * Marks a slot table made by `NeighbourTable.slotTable()` with the length of its longest id: it is
+ * frozen and holds only ids a core checked when their connections came up. The symbol is this
+ * module's, so nothing decoded from the wire carries the mark; in a simulator, where senders are
+ * cores in the same process, the police need not read such a table again (`coreSlotTableLongestId`).
+ */
+const LONGEST_ID = Symbol('longest id of a slot table made by a core')
+
+/** The longest id's length if `table` was made by a core's `NeighbourTable`, else undefined (see `LONGEST_ID`). */
+export function coreSlotTableLongestId(table: readonly unknown[]): number | undefined {
+  return (table as { [LONGEST_ID]?: number })[LONGEST_ID]
+}
+
 /** The bit of each flag in `Neighbour.flags`. */
 const FLAG_BITS = { ownWaitsForHello: 1, helloDue: 2, needsWholeTable: 4 } as const
 
@@ -40,6 +53,11 @@ export class Neighbour {
    * neighbours do, so most messages reuse the translation of the previous one.
    */
   senderSlots: SenderSlots | undefined = undefined
+  /**
+   * The last slot table of its that the police read, if frozen (`police.ts`): a sender's table is
+   * one frozen array until its neighbours change, so each is read once per receiver.
+   */
+  checkedSlotTable: readonly unknown[] | undefined = undefined
   /** Its update token bucket, from its first update on (`police.ts`). */
   budget: UpdateBudget | undefined = undefined
   /** How many of the neighbours we lost it has been told of (a position in `NeighbourTable`'s log of losses); changed by the table only. */
@@ -101,7 +119,12 @@ export class NeighbourTable {
   private slotOfIndexMap = new Int32Array(CORE_CONSTANTS.slotOfIndexInitial).fill(-1)
   /** Our neighbours, as node indices: the universe of every send decision. */
   readonly indexSet = new NodeSet()
-  private connectionsOpened = 0
+  private opened = 0
+
+  /** Connections opened so far: the number of the newest (`Neighbour.connection`). */
+  get connectionsOpened(): number {
+    return this.opened
+  }
   private readonly counts = { ownWaitsForHello: 0, helloDue: 0, needsWholeTable: 0 }
   /**
    * The neighbours we lost, in order, to tell the others in our next update to each
@@ -157,7 +180,7 @@ export class NeighbourTable {
       this.freeSlotsSorted = true
     }
     const slot = this.freeSlots.pop() ?? this.bySlot.length
-    const neighbour = new Neighbour(id, index, slot, ++this.connectionsOpened, mode)
+    const neighbour = new Neighbour(id, index, slot, ++this.opened, mode)
     this.byId.set(id, neighbour)
     this.bySlot[slot] = neighbour
     this.cachedSlotTable = undefined
@@ -248,7 +271,12 @@ export class NeighbourTable {
     let end = this.bySlot.length
     while (end > 0 && this.bySlot[end - 1] === undefined) end--
     const out: NodeId[] = new Array(end)
-    for (let i = 0; i < end; i++) out[i] = this.bySlot[i]?.id ?? ''
+    let longest = 0
+    for (let i = 0; i < end; i++) {
+      out[i] = this.bySlot[i]?.id ?? ''
+      longest = Math.max(longest, out[i]!.length)
+    }
+    Object.defineProperty(out, LONGEST_ID, { value: longest })
     this.cachedSlotTable = Object.freeze(out)
     return out
   }

@@ -1,17 +1,11 @@
 import { CORE_CONSTANTS, type CoreLimits } from './constants.ts'
 import { PhoenixError, invariant } from './errors.ts'
-import type { Neighbour } from './neighbours.ts'
+import { type Neighbour, coreSlotTableLongestId } from './neighbours.ts'
 import { type RecordAuthority, bytesEqual, recordPayload } from './records.ts'
 import { NO_SIGNATURE, type RouteEntry } from './route.ts'
 import { isValidSeq } from './seq.ts'
 import type { Effect, NodeId, UpdateMessage } from './types.ts'
 
-/**
- * Slot tables already read, when frozen (a sender's table is one frozen array until its neighbours
- * change: every receiver in one process sees the same array), with their longest id. Weak:
- * dropped with them.
- */
-const checkedSlotTables = new WeakMap<readonly unknown[], number>()
 
 /** What the police count (part of `CoreStats`). */
 export interface PoliceCounters {
@@ -90,8 +84,8 @@ export class Police {
   }
 
   /** Checks a whole update against the wire's shape and our limits (throws INVALID_INPUT, nothing kept). */
-  checkMessage(message: UpdateMessage): void {
-    this.checkFrame(message)
+  checkMessage(message: UpdateMessage, from: Neighbour): void {
+    this.checkFrame(message, from)
     for (const entry of message.entries) this.checkAdvert(entry, message.transSets.length)
   }
 
@@ -147,27 +141,30 @@ export class Police {
     for (const [peer, n] of this.introducedNamesBy) invariant(n >= 0 && n <= this.limits.namesPerNeighbourMax, `${peer}'s destinations carry ${n} names, within [0, namesPerNeighbourMax]`)
   }
 
-  private checkFrame(message: UpdateMessage): void {
+  private checkFrame(message: UpdateMessage, from: Neighbour): void {
     if (typeof message !== 'object' || message === null) malformed('not an object')
     if (!Array.isArray(message.entries) || !Array.isArray(message.transSets) || !Array.isArray(message.neighbourSlots)) malformed('missing entries, transSets or neighbourSlots')
     if (message.entries.length > this.limits.entriesPerMessageMax) malformed(`${message.entries.length} entries, at most ${this.limits.entriesPerMessageMax} (entriesPerMessageMax)`)
     if (message.neighbourSlots.length > this.limits.neighboursMax) malformed(`${message.neighbourSlots.length} neighbour slots, at most ${this.limits.neighboursMax}`)
-    let longest = checkedSlotTables.get(message.neighbourSlots)
-    if (longest === undefined) {
-      longest = 0
+    // A table a core made holds only checked ids (a simulator's cores share their senders'
+    // tables); any other frozen table is read once per sender's table, remembered on the
+    // neighbour, not in a map keyed by table: at 5,000 processes in one subnet such a WeakMap
+    // outgrew V8's largest hash table (simulations/ANALYSIS.md).
+    const longest = coreSlotTableLongestId(message.neighbourSlots)
+    if (longest !== undefined) {
+      if (longest > this.limits.nodeIdLengthMax) malformed('neighbour slot is not a node id')
+    } else if (from.checkedSlotTable !== message.neighbourSlots) {
       for (const id of message.neighbourSlots) {
-        if (typeof id !== 'string') malformed('neighbour slot is not a node id')
-        longest = Math.max(longest, id.length)
+        if (typeof id !== 'string' || id.length > this.limits.nodeIdLengthMax) malformed('neighbour slot is not a node id')
       }
-      // A frozen table cannot change: read once (a simulator's cores share their senders' tables).
-      if (Object.isFrozen(message.neighbourSlots)) checkedSlotTables.set(message.neighbourSlots, longest)
+      if (Object.isFrozen(message.neighbourSlots)) from.checkedSlotTable = message.neighbourSlots
     }
-    if (longest > this.limits.nodeIdLengthMax) malformed('neighbour slot is not a node id')
     const lost = message.lostNeighbours
     if (lost !== undefined) {
       if (!Array.isArray(lost) || lost.length > this.limits.neighboursMax) malformed(`lostNeighbours is not a list of at most ${this.limits.neighboursMax} node ids (neighboursMax)`)
       for (const id of lost) this.checkNodeId(id, 'lostNeighbours entry')
     }
+    if (message.planEnd !== undefined && message.planEnd !== true) malformed('planEnd is neither true nor absent')
     const maxTransBytes = Math.ceil(message.neighbourSlots.length / 8)
     for (const set of message.transSets) if (!(set instanceof Uint8Array) || set.length > maxTransBytes) malformed('trans set wider than the neighbour slots')
   }

@@ -24,6 +24,7 @@ export function sendRound(p: CoreParts, nowMs: number): StepResult {
     p.table.allDirty = false
     p.table.joined.clear()
     if (p.mode === 'naive') return round.build()
+    round.endPlans()
     p.fanout.sortPromised()
     p.fanout.begin(round.plannedForCoHubs(), nowMs + p.timing.coHubWaitMs)
   }
@@ -90,6 +91,8 @@ class SendRound {
   /** Our co-hubs among the neighbours when this round began (fanout.ts); empty unless we are a hub with co-hubs. */
   coHubs: readonly Neighbour[] = []
   private coHubSet = new Set<Neighbour>()
+  /** Slots of the co-hubs this step tells that our plan ended (`UpdateMessage.planEnd`): each at the round's first step. */
+  private readonly planEndSlots = new Set<number>()
   /** Per slot of this round: held back for a co-hub that owns the neighbour. */
   private readonly heldBackSlots = new Map<number, boolean>()
 
@@ -283,6 +286,11 @@ class SendRound {
     return out
   }
 
+  /** This is the round's first step: each co-hub gets its plan now (maybe none), and word that it ended. */
+  endPlans(): void {
+    for (const hub of this.coHubs) this.planEndSlots.add(hub.slot)
+  }
+
   /** A decided send: to a co-hub in this step (its plan is what the others wait for), to anyone else when the round reaches it. */
   private route(slot: number, entry: RouteEntry): void {
     if (this.coHubs.length > 0 && this.coHubSet.has(this.neighbourAt(slot))) this.push(slot, entry)
@@ -334,6 +342,7 @@ class SendRound {
         if (due && !this.perNeighbour.has(neighbour.slot)) this.perNeighbour.set(neighbour.slot, [])
       }
     }
+    for (const slot of this.planEndSlots) if (!this.perNeighbour.has(slot)) this.perNeighbour.set(slot, [])
     const effects: Effect[] = []
     let entriesSent = 0
     for (const [slot, entries] of [...this.perNeighbour].sort((x, y) => x[0] - y[0])) {
@@ -354,9 +363,11 @@ class SendRound {
     const { limits } = this.p
     const hello = this.helloFor(to)
     const lost = this.p.neighbours.takeLost(to)
+    const planEnd = this.planEndSlots.has(to.slot)
     const out: UpdateMessage[] = []
-    for (let start = 0; start < entries.length || (start === 0 && (hello !== undefined || lost !== undefined)); start += limits.entriesPerMessageMax) {
-      out.push(this.message(entries.slice(start, start + limits.entriesPerMessageMax), start === 0 ? hello : undefined, start === 0 ? lost : undefined))
+    for (let start = 0; start < entries.length || (start === 0 && (hello !== undefined || lost !== undefined || planEnd)); start += limits.entriesPerMessageMax) {
+      const last = start + limits.entriesPerMessageMax >= entries.length
+      out.push(this.message(entries.slice(start, start + limits.entriesPerMessageMax), start === 0 ? hello : undefined, start === 0 ? lost : undefined, planEnd && last))
     }
     return out
   }
@@ -371,7 +382,7 @@ class SendRound {
     return { receiverSeq }
   }
 
-  private message(chunk: readonly RouteEntry[], hello: UpdateMessage['hello'], lost: readonly NodeId[] | undefined): UpdateMessage {
+  private message(chunk: readonly RouteEntry[], hello: UpdateMessage['hello'], lost: readonly NodeId[] | undefined, planEnd: boolean): UpdateMessage {
     const transSets: Uint8Array[] = []
     const indexOfSet = new Map<Uint8Array, number>()
     const adverts = chunk.map((entry) => {
@@ -386,7 +397,7 @@ class SendRound {
       }
       return this.advertFor(entry, index)
     })
-    const message: UpdateMessage = { neighbourSlots: transSets.length > 0 ? this.slotTable : [], transSets, entries: adverts, ...(hello !== undefined ? { hello } : {}), ...(lost !== undefined ? { lostNeighbours: lost } : {}) }
+    const message: UpdateMessage = { neighbourSlots: transSets.length > 0 ? this.slotTable : [], transSets, entries: adverts, ...(hello !== undefined ? { hello } : {}), ...(lost !== undefined ? { lostNeighbours: lost } : {}), ...(planEnd ? { planEnd: true as const } : {}) }
     const numbering = this.p.numbering
     if (numbering !== undefined && transSets.length > 0) {
       numbering.attach(

@@ -45,6 +45,14 @@ export interface UpdateMessage {
    * whoever lacks them. See "Lost with a connection" in packages/core/README.md.
    */
   readonly lostNeighbours?: readonly NodeId[]
+  /**
+   * Optimized mode, from a hub to a co-hub (see "Co-hubs" in packages/core/README.md): the last
+   * message of the first step of the sender's send round, which carries everything it plans to
+   * send the receiver in that round (its plan), sent even when the plan is empty. A co-hub whose
+   * round waits for this sender's plan stops waiting; until then it holds back what the sender
+   * may serve.
+   */
+  readonly planEnd?: true
 }
 
 export type Effect =

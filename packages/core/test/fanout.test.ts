@@ -16,6 +16,18 @@ function hubJoinedBy(limits: Record<string, number> = {}): PhoenixCore {
   return h
 }
 
+/** Hub `h` (co-hub `g`, a 20 ms wait) that 12 nodes joined at 1 ms, their hellos applied: its next step begins the round. */
+function hubWithCoHubAndJoiners(): { h: PhoenixCore; joiners: string[] } {
+  const h = new PhoenixCore({ id: 'h', addresses: ['addr:h'], hubs: ['addr:h', 'addr:g'], discovery: false, timing: { coHubWaitMs: 20 }, limits: { ecmpNextHopsMax: 1 } })
+  h.step(0)
+  h.connectionUp('g', 1, 'addr:g')
+  const joiners = Array.from({ length: 12 }, (_, i) => `n${i}`)
+  for (const n of joiners) h.connectionUp(n, 1)
+  for (const n of ['g', ...joiners]) h.receive(n, helloWithRecord(n), 1)
+  h.step(1)
+  return { h, joiners }
+}
+
 describe('bounded send steps (sendStepEntriesMax, fanout.ts)', () => {
   it('a round larger than the bound goes out over several steps, a whole neighbour at a time, in slot order', () => {
     const h = hubJoinedBy({ sendStepEntriesMax: 1 })
@@ -96,15 +108,25 @@ describe('co-hubs own a share of the neighbours (fanout.ts)', () => {
     for (const n of joiners.filter((j) => !gOwns.includes(j))) expect(rest.find((r) => r.startsWith(`${n}:`))?.split(',')).toHaveLength(joiners.length + 1)
   })
 
+  it('a co-hub that says its plan ended ends the wait, though it sent fewer entries than we sent it', () => {
+    const { h, joiners } = hubWithCoHubAndJoiners()
+    // Our round's first step: the co-hub alone, and its last message says our plan ended.
+    const first = h.step(1).effects.flatMap((e) => (e.type === 'send' ? [e] : []))
+    expect(first.map((e) => e.to)).toEqual(['g'])
+    expect(first.map((e) => e.message.planEnd)).toEqual([...first.slice(1).map(() => undefined), true])
+    expect(h.nextWakeMs(1)).toBe(21)
+    // The co-hub's plan: only its own record (it knew no joiner yet), and the end of it.
+    h.receive('g', { neighbourSlots: [], transSets: [], entries: [record('g')], planEnd: true }, 2)
+    const got = new Map<string, number>()
+    while (h.hasWork(2)) for (const e of h.step(2).effects) if (e.type === 'send') got.set(e.to, (got.get(e.to) ?? 0) + e.message.entries.length)
+    // Served at 2, not at 21: the co-hub promised them nothing, so they get everything from us.
+    const gOwns = joiners.filter((n) => ownerHash('g', n) < ownerHash('h', n))
+    for (const n of gOwns) expect(got.get(n)).toBe(joiners.length + 1)
+  })
+
   it('without the co-hub\u2019s plan, the held-back neighbours get everything when the wait ends', () => {
     expect(DEFAULT_TIMING.coHubWaitMs).toBe(0)
-    const h = new PhoenixCore({ id: 'h', addresses: ['addr:h'], hubs: ['addr:h', 'addr:g'], discovery: false, timing: { coHubWaitMs: 20 }, limits: { ecmpNextHopsMax: 1 } })
-    h.step(0)
-    h.connectionUp('g', 1, 'addr:g')
-    const joiners = Array.from({ length: 12 }, (_, i) => `n${i}`)
-    for (const n of joiners) h.connectionUp(n, 1)
-    for (const n of ['g', ...joiners]) h.receive(n, helloWithRecord(n), 1)
-    h.step(1)
+    const { h, joiners } = hubWithCoHubAndJoiners()
     h.step(1)
     const gOwns = joiners.filter((n) => ownerHash('g', n) < ownerHash('h', n))
     const got = new Map<string, number>()

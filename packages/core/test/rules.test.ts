@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest'
+import { NeighbourTable } from '../src/neighbours.ts'
 import { sendSelfCheck } from '../src/send.ts'
 import { DEFAULT_TIMING, PhoenixCore, PhoenixError, isFresher, nextOwnSeq, seqNewer, type Effect, type RouteAdvert, type UpdateMessage } from '../src/index.ts'
 
@@ -284,6 +285,25 @@ describe('a misbehaving neighbour', () => {
     strict.connectionUp('a', 0)
     expect(() => strict.receive('a', update([], slots as string[]), 0)).toThrow(/neighbour slot is not a node id/)
     expect(() => strict.receive('a', update([], ['y', 42 as unknown as string]), 0)).toThrow(/neighbour slot is not a node id/)
+  })
+
+  it('has a slot table refused by its longest id when a core made it (a simulator\u2019s senders), and read once per neighbour otherwise', () => {
+    // A table a core made carries its longest id's length, which a core with a smaller limit refuses.
+    const made = new NeighbourTable()
+    made.add('y'.repeat(20), 0, 'optimized')
+    const strict = new PhoenixCore({ id: 'w', limits: { nodeIdLengthMax: 10 } })
+    strict.connectionUp('a', 0)
+    expect(() => strict.receive('a', update([], made.slotTable() as string[]), 0)).toThrow(/neighbour slot is not a node id/)
+    const lenient = new PhoenixCore({ id: 'u' })
+    lenient.connectionUp('a', 0)
+    expect(() => lenient.receive('a', update([], made.slotTable() as string[]), 0)).not.toThrow()
+    // A frozen table from elsewhere is read in full once per neighbour that sends it.
+    const slots = Object.freeze(['b', 'x'.repeat(20)])
+    const core = new PhoenixCore({ id: 'v', limits: { nodeIdLengthMax: 10 } })
+    core.connectionUp('a', 0)
+    core.connectionUp('c', 0)
+    expect(() => core.receive('a', update([], slots as string[]), 0)).toThrow(/neighbour slot is not a node id/)
+    expect(() => core.receive('c', update([], slots as string[]), 0)).toThrow(/neighbour slot is not a node id/)
   })
 
   it('has the destinations it relays past destinationsPerNeighbourMax refused, and keeps its link', () => {

@@ -26,6 +26,18 @@ describe('co-hubs (core fanout.ts): one copy of each record per node with three 
     expect(on.convergenceMs).toBeLessThan(off.convergenceMs * 1.3)
   })
 
+  it('a long bound on the wait costs nothing when every co-hub says where its plan ends', () => {
+    // 25 processes: a gateway has less to share than it is sent, so a wait that ended only on a
+    // count of entries ran to the bound (2 s here, and convergence with it).
+    const short = simulate(threeSubnets(25, 20)).result
+    const long = simulate(threeSubnets(25, 2000)).result
+    for (const r of [short, long]) {
+      expect(r.converged).toBe(true)
+      expect(r.check.ok, JSON.stringify(r.check.failures.slice(0, 3))).toBe(true)
+    }
+    expect(long.convergenceMs).toBeLessThan(short.convergenceMs + 50)
+  })
+
   it('half the processes killed and restarted: still converges to BFS-shortest tables', () => {
     const events = [
       { atMs: 2000, type: 'crash', nodes: { fraction: 0.5 } },

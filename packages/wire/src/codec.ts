@@ -96,7 +96,7 @@ function advertToWire(a: RouteAdvert): AdvertMessage {
 }
 
 function updateToWire(u: UpdateMessage): UpdateWire {
-  const wire: UpdateWire = { neighbourSlots: [...u.neighbourSlots], transSets: [...u.transSets] as Uint8Array<ArrayBuffer>[], entries: u.entries.map(advertToWire), lostNeighbours: [...(u.lostNeighbours ?? [])] }
+  const wire: UpdateWire = { neighbourSlots: [...u.neighbourSlots], transSets: [...u.transSets] as Uint8Array<ArrayBuffer>[], entries: u.entries.map(advertToWire), lostNeighbours: [...(u.lostNeighbours ?? [])], planEnd: u.planEnd === true }
   if (u.hello !== undefined) wire.hello = u.hello.receiverSeq === undefined ? {} : { receiverSeq: u.hello.receiverSeq }
   return wire
 }
@@ -265,6 +265,7 @@ class Checker {
       entries,
       ...(u.hello !== undefined ? { hello: { receiverSeq: u.hello.receiverSeq } } : {}),
       ...(u.lostNeighbours.length > 0 ? { lostNeighbours: u.lostNeighbours } : {}),
+      ...(u.planEnd ? { planEnd: true as const } : {}),
     }
   }
 }

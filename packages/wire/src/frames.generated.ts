@@ -272,6 +272,7 @@ export interface Update {
   entries: RouteAdvert[]
   hello?: Hello
   lostNeighbours: string[]
+  planEnd: boolean
 }
 
 export namespace Update {
@@ -317,6 +318,11 @@ export namespace Update {
           }
         }
 
+        if ((obj.planEnd != null && obj.planEnd !== false)) {
+          w.uint32(48)
+          w.bool(obj.planEnd)
+        }
+
         if (opts.lengthDelimited !== false) {
           w.ldelim()
         }
@@ -325,7 +331,8 @@ export namespace Update {
           neighbourSlots: [],
           transSets: [],
           entries: [],
-          lostNeighbours: []
+          lostNeighbours: [],
+          planEnd: false
         }
 
         const end = length == null ? reader.len : reader.pos + length
@@ -372,6 +379,10 @@ export namespace Update {
               }
 
               obj.lostNeighbours.push(reader.string())
+              break
+            }
+            case 6: {
+              obj.planEnd = reader.bool()
               break
             }
             default: {
@@ -466,6 +477,13 @@ export namespace Update {
 
               break
             }
+            case 6: {
+              yield {
+                field: `${prefix}.planEnd`,
+                value: reader.bool()
+              }
+              break
+            }
             default: {
               reader.skipType(tag & 7)
               break
@@ -543,6 +561,11 @@ export namespace Update {
     value: string
   }
 
+  export interface UpdatePlanEndFieldEvent {
+    field: '$.planEnd'
+    value: boolean
+  }
+
   export function encode (obj: Partial<Update>): Uint8Array<ArrayBuffer> {
     return encodeMessage(obj, Update.codec())
   }
@@ -551,7 +574,7 @@ export namespace Update {
     return decodeMessage(buf, Update.codec(), opts)
   }
 
-  export function stream (buf: Uint8Array | Uint8ArrayList, opts?: DecodeOptions<Update>): Generator<UpdateNeighbourSlotsFieldEvent | UpdateTransSetsFieldEvent | UpdateEntriesDestinationFieldEvent | UpdateEntriesSeqFieldEvent | UpdateEntriesNhopsFieldEvent | UpdateEntriesNamesFieldEvent | UpdateEntriesAddressesFieldEvent | UpdateEntriesTransPlusOneFieldEvent | UpdateEntriesSignatureFieldEvent | UpdateHelloReceiverSeqFieldEvent | UpdateLostNeighboursFieldEvent> {
+  export function stream (buf: Uint8Array | Uint8ArrayList, opts?: DecodeOptions<Update>): Generator<UpdateNeighbourSlotsFieldEvent | UpdateTransSetsFieldEvent | UpdateEntriesDestinationFieldEvent | UpdateEntriesSeqFieldEvent | UpdateEntriesNhopsFieldEvent | UpdateEntriesNamesFieldEvent | UpdateEntriesAddressesFieldEvent | UpdateEntriesTransPlusOneFieldEvent | UpdateEntriesSignatureFieldEvent | UpdateHelloReceiverSeqFieldEvent | UpdateLostNeighboursFieldEvent | UpdatePlanEndFieldEvent> {
     return streamMessage(buf, Update.codec(), opts)
   }
 }
@@ -1840,6 +1863,11 @@ export namespace Frame {
     value: string
   }
 
+  export interface FrameUpdatePlanEndFieldEvent {
+    field: '$.update.planEnd'
+    value: boolean
+  }
+
   export interface FrameDataSourceFieldEvent {
     field: '$.data.source'
     value: string
@@ -1956,7 +1984,7 @@ export namespace Frame {
     return decodeMessage(buf, Frame.codec(), opts)
   }
 
-  export function stream (buf: Uint8Array | Uint8ArrayList, opts?: DecodeOptions<Frame>): Generator<FrameUpdateNeighbourSlotsFieldEvent | FrameUpdateTransSetsFieldEvent | FrameUpdateEntriesDestinationFieldEvent | FrameUpdateEntriesSeqFieldEvent | FrameUpdateEntriesNhopsFieldEvent | FrameUpdateEntriesNamesFieldEvent | FrameUpdateEntriesAddressesFieldEvent | FrameUpdateEntriesTransPlusOneFieldEvent | FrameUpdateEntriesSignatureFieldEvent | FrameUpdateHelloReceiverSeqFieldEvent | FrameUpdateLostNeighboursFieldEvent | FrameDataSourceFieldEvent | FrameDataDestinationFieldEvent | FrameDataNameFieldEvent | FrameDataHopLimitFieldEvent | FrameDataMessageIdFieldEvent | FrameDataAckRequestedFieldEvent | FrameDataPayloadFieldEvent | FrameAckSourceFieldEvent | FrameAckDestinationFieldEvent | FrameAckHopLimitFieldEvent | FrameAckMessageIdFieldEvent | FrameUndeliverableSourceFieldEvent | FrameUndeliverableDestinationFieldEvent | FrameUndeliverableHopLimitFieldEvent | FrameUndeliverableMessageIdFieldEvent | FrameUndeliverableReasonFieldEvent | FrameProbeNonceFieldEvent | FrameProbeReplyFieldEvent | FrameCreditFlowsSourceFieldEvent | FrameCreditFlowsDestinationFieldEvent | FrameCreditFlowsBytesFieldEvent> {
+  export function stream (buf: Uint8Array | Uint8ArrayList, opts?: DecodeOptions<Frame>): Generator<FrameUpdateNeighbourSlotsFieldEvent | FrameUpdateTransSetsFieldEvent | FrameUpdateEntriesDestinationFieldEvent | FrameUpdateEntriesSeqFieldEvent | FrameUpdateEntriesNhopsFieldEvent | FrameUpdateEntriesNamesFieldEvent | FrameUpdateEntriesAddressesFieldEvent | FrameUpdateEntriesTransPlusOneFieldEvent | FrameUpdateEntriesSignatureFieldEvent | FrameUpdateHelloReceiverSeqFieldEvent | FrameUpdateLostNeighboursFieldEvent | FrameUpdatePlanEndFieldEvent | FrameDataSourceFieldEvent | FrameDataDestinationFieldEvent | FrameDataNameFieldEvent | FrameDataHopLimitFieldEvent | FrameDataMessageIdFieldEvent | FrameDataAckRequestedFieldEvent | FrameDataPayloadFieldEvent | FrameAckSourceFieldEvent | FrameAckDestinationFieldEvent | FrameAckHopLimitFieldEvent | FrameAckMessageIdFieldEvent | FrameUndeliverableSourceFieldEvent | FrameUndeliverableDestinationFieldEvent | FrameUndeliverableHopLimitFieldEvent | FrameUndeliverableMessageIdFieldEvent | FrameUndeliverableReasonFieldEvent | FrameProbeNonceFieldEvent | FrameProbeReplyFieldEvent | FrameCreditFlowsSourceFieldEvent | FrameCreditFlowsDestinationFieldEvent | FrameCreditFlowsBytesFieldEvent> {
     return streamMessage(buf, Frame.codec(), opts)
   }
 }

@@ -38,22 +38,39 @@ function updateBytes(u: UpdateMessage): number {
   for (const entry of u.entries) size += lengthDelimited(advertBytes(entry))
   if (u.hello !== undefined) size += helloFieldBytes(u.hello)
   size += lostFieldBytes(u)
+  if (u.planEnd === true) size += PLAN_END_BYTES
   return size
 }
 
 /**
  * A sender shares one slot table among its updates until its neighbours change, and one list of
- * lost neighbours among the updates of a round: each list of ids is measured once (a gateway's
- * table names every node that joined through it: 1,000 strings per update at 1,000 processes).
+ * lost neighbours among the updates of a round, and sizes a round's updates one after another: the
+ * sizes of the last few lists are kept, so each is measured about once (a gateway's table names
+ * every node that joined through it: 1,000 strings per update at 1,000 processes). A few, by
+ * identity, not a map keyed by every list: at 5,000 processes in one subnet such a WeakMap
+ * outgrew V8's largest hash table (simulations/ANALYSIS.md); a ring holds at most this many lists.
  */
-const idListSizes = new WeakMap<readonly string[], number>()
+const RECENT_ID_LISTS = 8
+const recentLists: (readonly string[] | undefined)[] = new Array<undefined>(RECENT_ID_LISTS).fill(undefined)
+const recentSizes = new Float64Array(RECENT_ID_LISTS)
+let recentNext = 0
 
 function idListBytes(ids: readonly string[]): number {
-  let size = idListSizes.get(ids)
-  if (size === undefined) idListSizes.set(ids, (size = ids.reduce((sum, id) => sum + stringField(id), 0)))
+  if (ids.length === 0) return 0
+  for (let i = 0; i < RECENT_ID_LISTS; i++) if (recentLists[i] === ids) return recentSizes[i]!
+  let size = 0
+  for (let i = 0; i < ids.length; i++) size += stringField(ids[i]!)
+  // Only a list that cannot change may be remembered by identity.
+  if (Object.isFrozen(ids)) {
+    recentLists[recentNext] = ids
+    recentSizes[recentNext] = size
+    recentNext = (recentNext + 1) % RECENT_ID_LISTS
+  }
   return size
 }
 
+/** `plan_end = true`: a one-byte tag and a one-byte varint. */
+const PLAN_END_BYTES = 2
 const lostFieldBytes = (u: UpdateMessage): number => (u.lostNeighbours === undefined ? 0 : idListBytes(u.lostNeighbours))
 
 const helloFieldBytes = (hello: NonNullable<UpdateMessage['hello']>): number => lengthDelimited(hello.receiverSeq === undefined ? 0 : 1 + varintBytes(hello.receiverSeq))
@@ -69,7 +86,8 @@ export function encodedUpdateSize(update: UpdateMessage): number {
  */
 export function splitUpdate(update: UpdateMessage, frameBytesMax: number = WIRE_LIMITS.frameBytesMax): UpdateMessage[] {
   if (encodedUpdateSize(update) <= frameBytesMax) return [update]
-  const base = idListBytes(update.neighbourSlots)
+  // Every part is measured as if it carried the plan's end, which only the last one does.
+  const base = idListBytes(update.neighbourSlots) + (update.planEnd === true ? PLAN_END_BYTES : 0)
   // The hello and the lost neighbours ride on the first part only (each is said once).
   const helloBytes = (update.hello === undefined ? 0 : helloFieldBytes(update.hello)) + lostFieldBytes(update)
   const parts: UpdateMessage[] = []
@@ -118,7 +136,10 @@ export function splitUpdate(update: UpdateMessage, frameBytesMax: number = WIRE_
   }
   flush()
   // No entries: the hello or the lost neighbours alone, as they are.
-  return parts.length === 0 ? [update] : parts
+  if (parts.length === 0) return [update]
+  // The plan's end rides on the last part (what it says holds once every part is out).
+  if (update.planEnd === true) parts[parts.length - 1] = { ...parts[parts.length - 1]!, planEnd: true }
+  return parts
 }
 
 /** Encodes an update as one frame or, if it is too large, several. */

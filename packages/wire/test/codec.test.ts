@@ -18,6 +18,8 @@ const updateArb: fc.Arbitrary<UpdateMessage> = fc
     hello: fc.oneof(fc.constant(undefined), fc.constant(null), uint32),
     // Neighbours the sender lost since its last update (none: the field is absent).
     lost: fc.option(fc.array(id, { minLength: 1, maxLength: 8 }), { nil: undefined }),
+    // The end of a co-hub's plan (absent when false).
+    planEnd: fc.boolean(),
     entries: fc.array(
       fc.record({
         destination: id,
@@ -35,6 +37,7 @@ const updateArb: fc.Arbitrary<UpdateMessage> = fc
     fc.array(bytes(Math.ceil(u.neighbourSlots.length / 8)), { minLength: u.setCount, maxLength: u.setCount }).map((transSets) => ({
       ...(u.hello === undefined ? {} : { hello: { receiverSeq: u.hello ?? undefined } }),
       ...(u.lost === undefined ? {} : { lostNeighbours: u.lost }),
+      ...(u.planEnd ? { planEnd: true as const } : {}),
       neighbourSlots: u.neighbourSlots,
       transSets,
       entries: u.entries.map(({ transPick, ...e }): RouteAdvert => ({ ...e, trans: transSets.length === 0 ? -1 : (transPick % (transSets.length + 1)) - 1 })),
@@ -90,6 +93,8 @@ describe('wire codec', () => {
         // The hello and the lost neighbours are said once, on the first part.
         expect(parts.map((p) => p.hello)).toEqual(parts.map((_, i) => (i === 0 ? update.hello : undefined)))
         expect(parts.map((p) => p.lostNeighbours)).toEqual(parts.map((_, i) => (i === 0 ? update.lostNeighbours : undefined)))
+        // The plan's end, once, on the last part: it is true only once every part is out.
+        expect(parts.map((p) => p.planEnd)).toEqual(parts.map((_, i) => (i === parts.length - 1 ? update.planEnd : undefined)))
       }),
       runs(300),
     )
