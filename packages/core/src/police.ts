@@ -148,8 +148,8 @@ export class Police {
     if (message.neighbourSlots.length > this.limits.neighboursMax) malformed(`${message.neighbourSlots.length} neighbour slots, at most ${this.limits.neighboursMax}`)
     // A table a core made holds only checked ids (a simulator's cores share their senders'
     // tables); any other frozen table is read once per sender's table, remembered on the
-    // neighbour, not in a map keyed by table: at 5,000 processes in one subnet such a WeakMap
-    // outgrew V8's largest hash table (simulations/ANALYSIS.md).
+    // neighbour, not in a map keyed by every table (a clique of 5,000 makes millions of them, and
+    // that run died inside a WeakMap insert: simulations/ANALYSIS.md, "The fifth wall").
     const longest = coreSlotTableLongestId(message.neighbourSlots)
     if (longest !== undefined) {
       if (longest > this.limits.nodeIdLengthMax) malformed('neighbour slot is not a node id')

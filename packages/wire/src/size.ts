@@ -47,8 +47,9 @@ function updateBytes(u: UpdateMessage): number {
  * lost neighbours among the updates of a round, and sizes a round's updates one after another: the
  * sizes of the last few lists are kept, so each is measured about once (a gateway's table names
  * every node that joined through it: 1,000 strings per update at 1,000 processes). A few, by
- * identity, not a map keyed by every list: at 5,000 processes in one subnet such a WeakMap
- * outgrew V8's largest hash table (simulations/ANALYSIS.md); a ring holds at most this many lists.
+ * identity, not a map keyed by every list (a clique of 5,000 makes millions of them, and that run
+ * died inside a WeakMap insert: simulations/ANALYSIS.md, "The fifth wall"); the ring holds at most
+ * this many lists.
  */
 const RECENT_ID_LISTS = 8
 const recentLists: (readonly string[] | undefined)[] = new Array<undefined>(RECENT_ID_LISTS).fill(undefined)
