@@ -206,7 +206,7 @@ export class PhoenixCore {
     this.enter(nowMs)
     const neighbour = this.neighbours.get(from)
     if (neighbour === undefined) throw new PhoenixError('INVALID_INPUT', `update from ${JSON.stringify(from)}, which is not a neighbour`)
-    this.police.checkMessage(message, neighbour)
+    this.police.checkMessage(message)
     if (this.inbox.length >= this.limits.inboxMessagesMax) return false
     this.police.admit(neighbour, message, nowMs, (d) => this.table.get(d))
     this.inbox.push({ from, connection: neighbour.connection, message })

@@ -53,11 +53,6 @@ export class Neighbour {
    * neighbours do, so most messages reuse the translation of the previous one.
    */
   senderSlots: SenderSlots | undefined = undefined
-  /**
-   * The last slot table of its that the police read, if frozen (`police.ts`): a sender's table is
-   * one frozen array until its neighbours change, so each is read once per receiver.
-   */
-  checkedSlotTable: readonly unknown[] | undefined = undefined
   /** Its update token bucket, from its first update on (`police.ts`). */
   budget: UpdateBudget | undefined = undefined
   /** How many of the neighbours we lost it has been told of (a position in `NeighbourTable`'s log of losses); changed by the table only. */

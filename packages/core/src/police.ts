@@ -84,8 +84,8 @@ export class Police {
   }
 
   /** Checks a whole update against the wire's shape and our limits (throws INVALID_INPUT, nothing kept). */
-  checkMessage(message: UpdateMessage, from: Neighbour): void {
-    this.checkFrame(message, from)
+  checkMessage(message: UpdateMessage): void {
+    this.checkFrame(message)
     for (const entry of message.entries) this.checkAdvert(entry, message.transSets.length)
   }
 
@@ -141,23 +141,22 @@ export class Police {
     for (const [peer, n] of this.introducedNamesBy) invariant(n >= 0 && n <= this.limits.namesPerNeighbourMax, `${peer}'s destinations carry ${n} names, within [0, namesPerNeighbourMax]`)
   }
 
-  private checkFrame(message: UpdateMessage, from: Neighbour): void {
+  private checkFrame(message: UpdateMessage): void {
     if (typeof message !== 'object' || message === null) malformed('not an object')
     if (!Array.isArray(message.entries) || !Array.isArray(message.transSets) || !Array.isArray(message.neighbourSlots)) malformed('missing entries, transSets or neighbourSlots')
     if (message.entries.length > this.limits.entriesPerMessageMax) malformed(`${message.entries.length} entries, at most ${this.limits.entriesPerMessageMax} (entriesPerMessageMax)`)
     if (message.neighbourSlots.length > this.limits.neighboursMax) malformed(`${message.neighbourSlots.length} neighbour slots, at most ${this.limits.neighboursMax}`)
-    // A table a core made holds only checked ids (a simulator's cores share their senders'
-    // tables); any other frozen table is read once per sender's table, remembered on the
-    // neighbour, not in a map keyed by every table (a clique of 5,000 makes millions of them, and
-    // that run died inside a WeakMap insert: simulations/ANALYSIS.md, "The fifth wall").
+    // A table a core made holds only checked ids and says how long the longest is (a simulator's
+    // cores share their senders' tables); any other table (decoded from the wire) is read. Not a
+    // map keyed by every table read: a clique of 5,000 makes millions of them, and that run died
+    // inside a WeakMap insert (simulations/ANALYSIS.md, "The fifth wall").
     const longest = coreSlotTableLongestId(message.neighbourSlots)
     if (longest !== undefined) {
       if (longest > this.limits.nodeIdLengthMax) malformed('neighbour slot is not a node id')
-    } else if (from.checkedSlotTable !== message.neighbourSlots) {
+    } else {
       for (const id of message.neighbourSlots) {
         if (typeof id !== 'string' || id.length > this.limits.nodeIdLengthMax) malformed('neighbour slot is not a node id')
       }
-      if (Object.isFrozen(message.neighbourSlots)) from.checkedSlotTable = message.neighbourSlots
     }
     const lost = message.lostNeighbours
     if (lost !== undefined) {

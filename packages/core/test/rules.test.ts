@@ -287,7 +287,7 @@ describe('a misbehaving neighbour', () => {
     expect(() => strict.receive('a', update([], ['y', 42 as unknown as string]), 0)).toThrow(/neighbour slot is not a node id/)
   })
 
-  it('has a slot table refused by its longest id when a core made it (a simulator\u2019s senders), and read once per neighbour otherwise', () => {
+  it('has a slot table refused by its longest id when a core made it (a simulator\u2019s senders), and read in full otherwise', () => {
     // A table a core made carries its longest id's length, which a core with a smaller limit refuses.
     const made = new NeighbourTable()
     made.add('y'.repeat(20), 0, 'optimized')
@@ -297,7 +297,7 @@ describe('a misbehaving neighbour', () => {
     const lenient = new PhoenixCore({ id: 'u' })
     lenient.connectionUp('a', 0)
     expect(() => lenient.receive('a', update([], made.slotTable() as string[]), 0)).not.toThrow()
-    // A frozen table from elsewhere is read in full once per neighbour that sends it.
+    // A frozen table from elsewhere is read in full, whichever neighbour sends it.
     const slots = Object.freeze(['b', 'x'.repeat(20)])
     const core = new PhoenixCore({ id: 'v', limits: { nodeIdLengthMax: 10 } })
     core.connectionUp('a', 0)
