@@ -199,27 +199,26 @@ export class NeighbourLink {
   private takeBatch(): { bytes: Uint8ArrayList; tags: unknown[] } {
     const bytes = new Uint8ArrayList()
     const tags: unknown[] = []
-    let small: Uint8Array[] = []
+    let small: FrameBytes[] = []
     let smallBytes = 0
     const flushSmall = () => {
       if (small.length === 0) return
-      bytes.append(concatenate(small, smallBytes))
+      bytes.append(withPrefixes(small, smallBytes))
       small = []
       smallBytes = 0
     }
     for (const queue of [this.control, this.data]) {
       while (queue.length > 0) {
         const frame = queue.peek()
-        const prefix = varint.encode(frame.byteLength)
-        const size = prefix.length + frame.byteLength
+        const size = varint.encodingLength(frame.byteLength) + frame.byteLength
         if (tags.length > 0 && bytes.byteLength + smallBytes + size > BATCH_BYTES_MAX) break
         tags.push(queue.shift())
         if (frame.byteLength < COPY_BELOW_BYTES) {
-          small.push(prefix, ...(frame instanceof Uint8Array ? [frame] : frame))
+          small.push(frame)
           smallBytes += size
         } else {
           flushSmall()
-          bytes.append(prefix, frame)
+          bytes.append(varint.encode(frame.byteLength), frame)
         }
       }
     }
@@ -372,14 +371,19 @@ export const BATCH_BYTES_MAX = 256 * 1024
 /** Frames shorter than this are copied into their batch (with the prefixes) instead of handed on as pieces. */
 const COPY_BELOW_BYTES = 16 * 1024
 
-function concatenate(pieces: readonly Uint8Array[], totalBytes: number): Uint8Array {
-  if (pieces.length === 1) return pieces[0]!
+/** `frames`, each after its length prefix, copied into one buffer of `totalBytes`. */
+function withPrefixes(frames: readonly FrameBytes[], totalBytes: number): Uint8Array {
   const out = new Uint8Array(totalBytes)
   let at = 0
-  for (const piece of pieces) {
-    out.set(piece, at)
-    at += piece.length
+  for (const frame of frames) {
+    varint.encode(frame.byteLength, out, at)
+    at += varint.encodingLength(frame.byteLength)
+    for (const piece of frame instanceof Uint8Array ? [frame] : frame) {
+      out.set(piece, at)
+      at += piece.byteLength
+    }
   }
+  if (at !== totalBytes) throw new Error(`invariant: a batch of ${totalBytes} bytes got ${at}`)
   return out
 }
 
