@@ -108,6 +108,17 @@ async function child(): Promise<void> {
     // Used after the collection, so the simulation is still reachable during it.
     if (simulation === undefined) throw new Error('scale: the simulation was not kept')
   }
+  // The co-hubs' waits (packages/core fanout.ts), summed over the gateways: how many send rounds
+  // waited for another gateway's plan, and how many of those waits the bound ended instead.
+  let waits = 0
+  let expired = 0
+  for (const node of simulation.nodes) {
+    const core = (node.process as { core?: { stats(): { coHubWaits: number; coHubWaitsExpired: number } } } | undefined)?.core
+    if (core === undefined) continue
+    waits += core.stats().coHubWaits
+    expired += core.stats().coHubWaitsExpired
+  }
+  process.stderr.write(`  co-hub waits: ${waits} rounds waited for a co-hub's plan, ${expired} ended by coHubWaitMs\n`)
   process.stdout.write(`${JSON.stringify(outcome)}\n`)
 }
 

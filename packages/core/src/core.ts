@@ -62,6 +62,9 @@ export interface CoreStats {
   entriesExpired: number
   /** Records refused because they claimed a name another node holds here, and our own claims refused (names.ts). */
   claimsRefused: number
+  /** Send rounds that waited for a co-hub's plan (fanout.ts), and those whose wait `coHubWaitMs` ended with a plan still missing. */
+  coHubWaits: number
+  coHubWaitsExpired: number
 }
 
 /** Limits and timing with defaults filled in, each checked (a non-negative integer). */
@@ -453,6 +456,8 @@ export class PhoenixCore {
       dialsStarted: this.book.dialsStarted,
       dialsFailed: this.book.dialsFailed,
       addressesRefused: this.book.addressesRefused,
+      coHubWaits: this.fanout.waitsBegun,
+      coHubWaitsExpired: this.fanout.waitsExpired,
     }
   }
 

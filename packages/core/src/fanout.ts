@@ -55,6 +55,10 @@ export class Fanout {
   private readonly planEndConnections = new Map<NodeId, number>()
   /** The round's wait for its co-hubs ends then at the latest. */
   private waitEndsMs = Number.NEGATIVE_INFINITY
+  /** Rounds that waited for a co-hub's plan, and those of them whose wait the bound ended (a plan still missing when the held-back entries were decided): `CoreStats`. */
+  waitsBegun = 0
+  waitsExpired = 0
+  private expiryCounted = true
   /** The co-hubs the owner cache was made for (their ids joined), and the cache: neighbour -> owned by a co-hub. */
   /**
    * Neighbours a co-hub that closed may have owned (`coHubGone`): the trans sets we receive say
@@ -111,6 +115,8 @@ export class Fanout {
         if (missing > 0 && !planCovers) this.awaited.set(hub, missing)
       }
       this.waitEndsMs = untilMs
+      if (this.awaited.size > 0) this.waitsBegun++
+      this.expiryCounted = this.awaited.size === 0
     }
     this.heard.clear()
   }
@@ -152,7 +158,11 @@ export class Fanout {
     invariant(budget >= 1, 'a send step takes at least one entry')
     let taken = 0
     taken = drain(this.promised, budget, taken, stillPromised, emit)
-    if (this.promised.size === 0 && taken < budget) drain(this.heldBack, budget, taken, decide, emit)
+    if (this.promised.size === 0 && taken < budget) {
+      if (!this.expiryCounted && this.awaited.size > 0 && this.heldBack.size > 0) this.waitsExpired++
+      this.expiryCounted = true
+      drain(this.heldBack, budget, taken, decide, emit)
+    }
     if (!this.pending) this.awaited.clear()
   }
 

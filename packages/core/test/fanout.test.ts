@@ -122,6 +122,8 @@ describe('co-hubs own a share of the neighbours (fanout.ts)', () => {
     // Served at 2, not at 21: the co-hub promised them nothing, so they get everything from us.
     const gOwns = joiners.filter((n) => ownerHash('g', n) < ownerHash('h', n))
     for (const n of gOwns) expect(got.get(n)).toBe(joiners.length + 1)
+    // One round waited, and the plan end (not the bound) ended its wait.
+    expect(h.stats()).toMatchObject({ coHubWaits: 1, coHubWaitsExpired: 0 })
   })
 
   it('without the co-hub\u2019s plan, the held-back neighbours get everything when the wait ends', () => {
@@ -132,6 +134,7 @@ describe('co-hubs own a share of the neighbours (fanout.ts)', () => {
     const got = new Map<string, number>()
     while (h.hasWork(21) || h.nextWakeMs(21) === 21) for (const e of h.step(21).effects) if (e.type === 'send') got.set(e.to, (got.get(e.to) ?? 0) + e.message.entries.length)
     for (const n of gOwns) expect(got.get(n)).toBe(joiners.length + 1) // the other joiners, g and h
+    expect(h.stats()).toMatchObject({ coHubWaits: 1, coHubWaitsExpired: 1 })
   })
 })
 

@@ -395,6 +395,8 @@ export class PhoenixNode extends TypedEventEmitter<PhoenixEvents> implements Pho
       core_entries_sent: stats.entriesSent,
       core_peers_dropped: stats.peersDropped,
       core_records_verified: stats.recordsVerified,
+      core_cohub_waits: stats.coHubWaits,
+      core_cohub_waits_expired: stats.coHubWaitsExpired,
     }
   }
 
