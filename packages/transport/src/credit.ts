@@ -57,7 +57,21 @@ interface PeerFlows {
 
 export type Admission = 'sent' | 'queued' | 'flow-full' | 'table-full'
 
-export const flowKey = (data: DataFrame): string => `${data.source}\n${data.destination}`
+/**
+ * A flow's key: the source's length, then the source and the destination. Ids come from the wire
+ * and may hold any character: joined with a separator and split again, a source with a newline
+ * came back split in the wrong place, and the credit frame for it named an empty source, which
+ * the neighbour refused as malformed and dropped the link (found by the inbound fuzz test).
+ */
+export const flowKeyOf = (source: string, destination: string): string => `${source.length}:${source}${destination}`
+export const flowKey = (data: DataFrame): string => flowKeyOf(data.source, data.destination)
+
+/** The flow a key names (`flowKeyOf` undone). */
+export function flowOfKey(key: string): { source: string; destination: string } {
+  const colon = key.indexOf(':')
+  const sourceEnd = colon + 1 + Number(key.slice(0, colon))
+  return { source: key.slice(colon + 1, sourceEnd), destination: key.slice(sourceEnd) }
+}
 
 /**
  * Per-flow credit (issue 19, item 3; Grid Gateway's tokens for buffer space at the gateway). A
@@ -195,8 +209,7 @@ export class FlowCredits {
       if (flows === undefined) continue
       const credits: FlowCredit[] = []
       for (const [key, bytes] of flows.owed) {
-        const [source, destination] = key.split('\n') as [string, string]
-        credits.push({ source, destination, bytes })
+        credits.push({ ...flowOfKey(key), bytes })
       }
       flows.owed.clear()
       this.forgetIfIdle(peer, flows)
@@ -208,7 +221,7 @@ export class FlowCredits {
         this.creditRefused++
         const kept = this.flows(peer)
         for (const { source, destination, bytes } of part) {
-          const key = `${source}\n${destination}`
+          const key = flowKeyOf(source, destination)
           kept.owed.set(key, (kept.owed.get(key) ?? 0) + bytes)
         }
       }
@@ -226,7 +239,7 @@ export class FlowCredits {
     const flows = this.peers.get(peer)
     let unmatched = 0
     for (const credit of credits) {
-      const flow = flows?.out.get(`${credit.source}\n${credit.destination}`)
+      const flow = flows?.out.get(flowKeyOf(credit.source, credit.destination))
       if (flow === undefined) {
         unmatched++
         continue

@@ -78,6 +78,21 @@ describe('per-flow credit, one node (credit.ts)', () => {
     expect(results).toEqual([...Array<string>(accepted).fill('queued'), 'flow-full'])
   })
 
+  it('returns credit for exactly the flow that used it, whatever characters its ids hold (a newline too)', async () => {
+    const sink = new Recorder()
+    const credits = new FlowCredits({ ...limits, flowWindowBytes: FRAME_BYTES, flowsMaxPerNeighbour: 8 }, sink)
+    // Distinct flows that a key joined with a newline would confuse: ('a\nb', 'c') and ('a', 'b\nc').
+    const flows = [['\nsr', 'd'], ['a\nb', 'c'], ['a', 'b\nc'], ['1:x', 'y']] as const
+    for (const [source, destination] of flows) expect(credits.submit('next', frameOf(data(source, destination, 1)), data(source, destination, 1), 'prev')).toBe('sent')
+    await turn()
+    const returned = sink.returned.flatMap((r) => r.flows)
+    expect(returned).toEqual(flows.map(([source, destination]) => ({ source, destination, bytes: frameOf(data(source, destination, 1)).length })))
+    // The credit frame we write for them decodes (the neighbour would drop us for one it cannot).
+    expect(() => encodeFrame({ kind: 'credit', credit: { flows: returned } })).not.toThrow()
+    // And credit the next hop returns for them finds each flow: nothing unmatched.
+    expect(credits.granted('next', returned)).toBe(0)
+  })
+
   it('returns the bytes the previous hop counted, even when the frame goes on re-encoded a byte shorter (a hop limit of 128 becoming 127)', async () => {
     const sink = new Recorder()
     const credits = new FlowCredits(limits, sink)
