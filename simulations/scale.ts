@@ -115,8 +115,9 @@ async function child(): Promise<void> {
   for (const node of simulation.nodes) {
     const core = (node.process as { core?: { stats(): { coHubWaits: number; coHubWaitsExpired: number } } } | undefined)?.core
     if (core === undefined) continue
-    waits += core.stats().coHubWaits
-    expired += core.stats().coHubWaitsExpired
+    const stats = core.stats()
+    waits += stats.coHubWaits
+    expired += stats.coHubWaitsExpired
   }
   process.stderr.write(`  co-hub waits: ${waits} rounds waited for a co-hub's plan, ${expired} ended by coHubWaitMs\n`)
   process.stdout.write(`${JSON.stringify(outcome)}\n`)

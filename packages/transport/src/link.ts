@@ -378,9 +378,14 @@ function withPrefixes(frames: readonly FrameBytes[], totalBytes: number): Uint8A
   for (const frame of frames) {
     varint.encode(frame.byteLength, out, at)
     at += varint.encodingLength(frame.byteLength)
-    for (const piece of frame instanceof Uint8Array ? [frame] : frame) {
-      out.set(piece, at)
-      at += piece.byteLength
+    if (frame instanceof Uint8Array) {
+      out.set(frame, at)
+      at += frame.byteLength
+    } else {
+      for (const piece of frame) {
+        out.set(piece, at)
+        at += piece.byteLength
+      }
     }
   }
   if (at !== totalBytes) throw new Error(`invariant: a batch of ${totalBytes} bytes got ${at}`)

@@ -42,14 +42,7 @@ export class LinkQueues {
   }
 
   private markBusy(key: string, order: number): void {
-    let low = 0
-    let high = this.busyKeys.length
-    while (low < high) {
-      const mid = (low + high) >> 1
-      if (this.queues.get(this.busyKeys[mid]!)!.order < order) low = mid + 1
-      else high = mid
-    }
-    this.busyKeys.splice(low, 0, key)
+    this.busyKeys.splice(this.firstAtOrAfter(order), 0, key)
   }
 
   private markIdle(key: string): void {
@@ -59,6 +52,12 @@ export class LinkQueues {
   }
 
   private indexOf(key: string, order: number): number {
+    const at = this.firstAtOrAfter(order)
+    return this.busyKeys[at] === key ? at : -1
+  }
+
+  /** Where in `busyKeys` the first queue made at or after `order` is (binary search). */
+  private firstAtOrAfter(order: number): number {
     let low = 0
     let high = this.busyKeys.length
     while (low < high) {
@@ -66,6 +65,6 @@ export class LinkQueues {
       if (this.queues.get(this.busyKeys[mid]!)!.order < order) low = mid + 1
       else high = mid
     }
-    return this.busyKeys[low] === key ? low : -1
+    return low
   }
 }
