@@ -49,8 +49,7 @@ const CHILD_EXIT_WAIT_MS = 10_000
  * `nodeMain` is another tree's bench/src/node-main.ts to run that tree's code (a baseline checkout).
  */
 export async function spawnNode(label: string, nodeArgs: string[] = [], nodeMain = NODE_MAIN): Promise<NodeHandle> {
-  const tsx = import.meta.resolve('tsx')
-  const child: ChildProcess = spawn(process.execPath, [...nodeArgs, '--import', tsx, nodeMain], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], serialization: 'advanced' })
+  const child: ChildProcess = spawn(process.execPath, [...nodeArgs, '--experimental-transform-types', '--disable-warning=ExperimentalWarning', nodeMain], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], serialization: 'advanced' })
   const pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>()
   let nextId = 1
   let exited: Error | undefined

@@ -74,7 +74,7 @@ describe('forwarding benchmark, --quick, one process per node', () => {
 
   it('measures every path and size end to end and computes the goals', { timeout: 180_000 }, async () => {
     const stderr: string[] = []
-    const child = spawn(process.execPath, ['--import', import.meta.resolve('tsx'), join(benchDir, 'src/forwarding.ts'), '--quick', '--out', out], { cwd: benchDir, stdio: ['ignore', 'pipe', 'pipe'] })
+    const child = spawn(process.execPath, ['--experimental-transform-types', '--disable-warning=ExperimentalWarning', join(benchDir, 'src/forwarding.ts'), '--quick', '--out', out], { cwd: benchDir, stdio: ['ignore', 'pipe', 'pipe'] })
     child.stderr.on('data', (chunk: Buffer) => stderr.push(chunk.toString()))
     child.stdout.resume()
     const code = await new Promise<number | null>((done) => child.on('exit', done))

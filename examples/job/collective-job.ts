@@ -51,7 +51,7 @@ class Worker {
   ) {}
 
   async start(hub: string): Promise<void> {
-    const child = spawn(process.execPath, ['--import', 'tsx', WORKER_SCRIPT, '--name', this.name, '--site', this.site, '--hub', hub, '--delay-ms', String(WORKER_DELAY_MS)], { cwd: HERE, stdio: ['ignore', 'pipe', 'pipe'] })
+    const child = spawn(process.execPath, ['--experimental-transform-types', '--disable-warning=ExperimentalWarning', WORKER_SCRIPT, '--name', this.name, '--site', this.site, '--hub', hub, '--delay-ms', String(WORKER_DELAY_MS)], { cwd: HERE, stdio: ['ignore', 'pipe', 'pipe'] })
     this.child = child
     this.exited = new Promise((resolve) => child.once('close', resolve))
     let stderr = ''

@@ -39,7 +39,7 @@ export class WorkerProcess {
   /** Starts the process; resolves once it has printed `ready`. */
   async start(): Promise<void> {
     if (this.running) throw new Error(`${this.name} is already running`)
-    const child = spawn(process.execPath, ['--import', 'tsx', WORKER_SCRIPT, '--name', this.name, '--hub', this.hub, '--key', this.keyHex], { cwd: HERE, stdio: ['ignore', 'pipe', 'pipe'] })
+    const child = spawn(process.execPath, ['--experimental-transform-types', '--disable-warning=ExperimentalWarning', WORKER_SCRIPT, '--name', this.name, '--hub', this.hub, '--key', this.keyHex], { cwd: HERE, stdio: ['ignore', 'pipe', 'pipe'] })
     this.child = child
     this.starts++
     const stderr: string[] = []

@@ -18,13 +18,11 @@
 import { peerIdFromPrivateKey } from '@libp2p/peer-id'
 import type { RouteView } from '@phoenix-overlay/core'
 import { spawn, type ChildProcess } from 'node:child_process'
-import { createRequire } from 'node:module'
-import { fileURLToPath, pathToFileURL } from 'node:url'
+import { fileURLToPath } from 'node:url'
 import { keyOf, type Arrival, type SendRecord, type WorkerConfig } from './gateways-worker.ts'
 import { buildSites, type SiteNode, type Sites } from './sites.ts'
 
 const WORKER = fileURLToPath(new URL('./gateways-worker.ts', import.meta.url))
-const TSX = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href
 const PORT = 7000
 /** Flows of every run: names n0..n7, each sent to by one A host (the issue's "8 concurrent flows"). */
 const FLOWS = 8
@@ -84,7 +82,7 @@ interface Worker {
 
 /** A worker in `node`'s namespace, with a stdin for commands (processes.ts's have none). */
 function spawnWorker(node: SiteNode, config: WorkerConfig): Omit<Worker, 'id'> {
-  const child = spawn('ip', ['netns', 'exec', node.namespace, process.execPath, '--import', TSX, WORKER, JSON.stringify(config)], { stdio: ['pipe', 'pipe', 'pipe'] })
+  const child = spawn('ip', ['netns', 'exec', node.namespace, process.execPath, '--experimental-transform-types', '--disable-warning=ExperimentalWarning', WORKER, JSON.stringify(config)], { stdio: ['pipe', 'pipe', 'pipe'] })
   // Whole lines only: an arrivals report is one long line, delivered in many chunks.
   const lines: string[] = []
   const errors: string[] = []

@@ -109,7 +109,7 @@ export class Overlay {
    */
   async start(n: OverlayNode, mode: 'discovery' | 'offline', deferHubs = false): Promise<void> {
     const hubs = deferHubs ? [] : this.hubsOf(n, mode)
-    const args = [PHOENIX_BIN, 'node', ...n.listen.flatMap((l) => ['--listen', l]), ...hubs.flatMap((h) => ['--hub', h]), '--name', n.node.id, '--key', n.keyFile, '--control', n.socket]
+    const args = ['--experimental-transform-types', '--disable-warning=ExperimentalWarning', PHOENIX_BIN, 'node', ...n.listen.flatMap((l) => ['--listen', l]), ...hubs.flatMap((h) => ['--hub', h]), '--name', n.node.id, '--key', n.keyFile, '--control', n.socket]
     if (mode === 'offline') args.push('--no-discovery')
     n.process = startInNamespace(n.node.namespace, process.execPath, args)
     await n.process.waitForLine(/^control endpoint on/, 60_000)

@@ -1,11 +1,9 @@
 import { spawn, spawnSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
-import { createRequire } from 'node:module'
-import { fileURLToPath, pathToFileURL } from 'node:url'
+import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
 import { missingPrerequisite } from './topology.ts'
 
-const TSX = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href
 const SCENARIO = fileURLToPath(new URL('./scenario.ts', import.meta.url))
 
 const namespacesWith = (prefix: string) =>
@@ -28,7 +26,7 @@ const alive = (pid: number) => {
  * are up, sends `signal`, and returns its exit code and what was left behind.
  */
 async function interrupt(signal: 'SIGINT' | 'SIGTERM') {
-  const child = spawn(process.execPath, ['--import', TSX, SCENARIO, '--a', '2', '--b', '2', '--c', '2'], { stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawn(process.execPath, ['--experimental-transform-types', '--disable-warning=ExperimentalWarning', SCENARIO, '--a', '2', '--b', '2', '--c', '2'], { stdio: ['ignore', 'pipe', 'pipe'] })
   const prefix = `phx${child.pid! % 100000}-`
   let output = ''
   child.stdout!.on('data', (d: Buffer) => (output += d.toString()))

@@ -64,7 +64,7 @@ describe('phoenix nodes at SSH-only, port-range and NAT sites', () => {
     const keyFile = join(dir, `${id}.key`)
     await writeFile(keyFile, privateKeyToProtobuf(key), { mode: 0o600 })
     const socket = join(dir, `${id}.sock`)
-    const process_ = startInNamespace(sites.node(id).namespace, process.execPath, [PHOENIX_BIN, 'node', '--name', id, '--key', keyFile, '--control', socket, ...args])
+    const process_ = startInNamespace(sites.node(id).namespace, process.execPath, ['--experimental-transform-types', '--disable-warning=ExperimentalWarning', PHOENIX_BIN, 'node', '--name', id, '--key', keyFile, '--control', socket, ...args])
     const n: Node = { id, peerId: peerIdFromPrivateKey(key).toString(), socket, process: process_ }
     nodes.set(id, n)
     await process_.waitForLine(/^control endpoint on/, 40_000)

@@ -46,7 +46,7 @@ cleanUpOnSignals(() => rmSync(dir, { recursive: true, force: true }))
 const running: NamespaceProcess[] = []
 
 const start = async (id: string, args: string[]) => {
-  const p = startInNamespace(sites.node(id).namespace, process.execPath, ['--import', 'tsx', NODE, ...args], process.env.BENCH_DEBUG !== undefined ? { DEBUG: 'phoenix*' } : {})
+  const p = startInNamespace(sites.node(id).namespace, process.execPath, ['--experimental-transform-types', '--disable-warning=ExperimentalWarning', NODE, ...args], process.env.BENCH_DEBUG !== undefined ? { DEBUG: 'phoenix*' } : {})
   running.push(p)
   return { p, info: JSON.parse(await p.waitForLine(/^\{"id"/, 60_000)) as { id: string; addresses: string[]; ssh: string | undefined } }
 }

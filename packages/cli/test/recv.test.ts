@@ -3,7 +3,7 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { callControl } from '../src/control-client.ts'
 import type { MessageLine } from '../src/message-line.ts'
-import { phoenix, PHOENIX_JS, start, startNode, tempDir, type Started } from './helpers.ts'
+import { phoenix, NODE_TS, PHOENIX_JS, start, startNode, tempDir, type Started } from './helpers.ts'
 
 describe('receiving from the command line', () => {
   const dir = tempDir('recv')
@@ -26,7 +26,7 @@ describe('receiving from the command line', () => {
   })
 
   it('recv sees every message that send --ack reported acknowledged, in order', async () => {
-    const recv = start(process.execPath, [PHOENIX_JS, 'recv', '--control', workSocket, '--count', '20', '--json'])
+    const recv = start(process.execPath, [...NODE_TS, PHOENIX_JS, 'recv', '--control', workSocket, '--count', '20', '--json'])
     try {
       const texts = Array.from({ length: 20 }, (_, i) => `task ${i} ${'x'.repeat(i * 50)}`)
       const sent = await phoenix(['send', '--control', hubSocket, '--lines', '--ack', 'work'], `${texts.join('\n')}\n`)

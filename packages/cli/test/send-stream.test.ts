@@ -6,10 +6,10 @@ import { CONTROL_BODY_BYTES_MAX } from '../src/constants.ts'
 import { openControlStream, type ControlEndpoint } from '../src/control-client.ts'
 import type { MessageLine } from '../src/message-line.ts'
 import { encodeFrame, FRAME_HEADER_BYTES, FrameError, FrameReader } from '../src/send-stream.ts'
-import { phoenix, PHOENIX_JS, REPO, Started, startNode, tempDir } from './helpers.ts'
+import { phoenix, NODE_TS, PHOENIX_JS, REPO, Started, startNode, tempDir } from './helpers.ts'
 
 /** `phoenix <args>` with a stdin the test writes to. */
-const withInput = (args: string[]) => new Started(spawn(process.execPath, [PHOENIX_JS, ...args], { cwd: REPO, detached: true, stdio: ['pipe', 'pipe', 'pipe'] }))
+const withInput = (args: string[]) => new Started(spawn(process.execPath, [...NODE_TS, PHOENIX_JS, ...args], { cwd: REPO, detached: true, stdio: ['pipe', 'pipe', 'pipe'] }))
 
 /** One streaming request with `body` as its whole body; the answer's lines, parsed. */
 async function stream(endpoint: ControlEndpoint, query: string, body: Uint8Array): Promise<{ status: number; lines: Record<string, unknown>[] }> {

@@ -6,7 +6,7 @@
  */
 import { spawn } from 'node:child_process'
 import { describe, expect, it } from 'vitest'
-import { PHOENIX_JS, REPO } from './helpers.ts'
+import { NODE_TS, PHOENIX_JS, REPO } from './helpers.ts'
 
 /** Rounds: the window was a few microseconds wide and was hit about 3 times in 4. */
 const ROUNDS = 5
@@ -16,7 +16,7 @@ const ROUND_TIMEOUT_MS = 30_000
 /** Starts a node, SIGTERMs it the moment "listening on" arrives; resolves with how it ended. */
 function signalAtStart(): Promise<{ code: number | null; signal: NodeJS.Signals | null; output: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [PHOENIX_JS, 'node', '--listen', '/ip4/127.0.0.1/tcp/0'], { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'] })
+    const child = spawn(process.execPath, [...NODE_TS, PHOENIX_JS, 'node', '--listen', '/ip4/127.0.0.1/tcp/0'], { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'] })
     let output = ''
     let sent = false
     const timer = setTimeout(() => child.kill('SIGKILL'), ROUND_TIMEOUT_MS)

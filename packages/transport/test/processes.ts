@@ -18,7 +18,7 @@ export class ChildNode {
   readonly exited: Promise<number | null>
 
   constructor(config: ChildConfig) {
-    this.process = spawn(process.execPath, ['--import', 'tsx', CHILD, JSON.stringify(config)], { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'] })
+    this.process = spawn(process.execPath, ['--experimental-transform-types', '--disable-warning=ExperimentalWarning', CHILD, JSON.stringify(config)], { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'] })
     this.exited = new Promise((resolve) => this.process.on('exit', (code) => resolve(code)))
     this.ready = new Promise((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`child node did not start within 60 s: ${this.output}`)), 60_000)
