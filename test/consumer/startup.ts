@@ -1,6 +1,6 @@
 /**
  * `phoenix --version` start-up time: the repository's bin (packages/cli/bin/phoenix, which loads
- * the TypeScript sources through tsx) against the bin a user installs (phoenix-overlay's
+ * the TypeScript sources on Node's own transform) against the bin a user installs (phoenix-overlay's
  * bin/phoenix.js, built JavaScript), both on the workspace's Node 24, in one run, interleaved.
  * Also prints the tarballs' sizes and what `npm install` of them takes in a fresh project, with
  * npm's cache as it is and with an empty one.
@@ -33,7 +33,7 @@ try {
   console.log(`npm install of the tarballs in a fresh project, empty npm cache (all from the registry): ${(coldMs / 1000).toFixed(1)} s`)
 
   const bins = {
-    'before: packages/cli/bin/phoenix (tsx, from source)': join(repoRoot, 'packages', 'cli', 'bin', 'phoenix'),
+    'before: packages/cli/bin/phoenix (from source)': join(repoRoot, 'packages', 'cli', 'bin', 'phoenix'),
     'after:  installed phoenix (built JavaScript)': join(installed.project, 'node_modules', '.bin', 'phoenix'),
   }
   const times = new Map<string, number[]>(Object.keys(bins).map((k) => [k, []]))
