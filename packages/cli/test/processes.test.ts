@@ -49,13 +49,16 @@ describe.concurrent(`phoenix node stops within STOP_GRACE_MS (${STOP_GRACE_MS} m
     })
   }
 
-  it("SIGINT to the bin stops the node too: the bin's pid is Node's own", async () => {
+  it("SIGINT to the bin stops the node too: the bin's pid is Node's own, on Node's own TypeScript transform", async () => {
     const { node, tree, nodePid } = await startWay('bin')
     expect(node.pid).toBe(nodePid)
+    // The workspace's Node 24 runs the sources itself (no tsx loader thread), and says nothing about it on stderr.
+    expect(processInfo(nodePid)!.command).toMatch(/ --experimental-transform-types --disable-warning=ExperimentalWarning \S*bin\/phoenix\.js node /)
     process.kill(node.pid, 'SIGINT')
     await waitGone(tree, STOP_GRACE_MS)
     await node.closed
     expect(node.stdout).toMatch(/^left$/m)
+    expect(node.stderr).not.toMatch(/Warning/)
   })
 
   it('a launcher that dies without passing anything on (SIGKILL to npx) takes the node with it', async () => {
