@@ -68,4 +68,25 @@ describe('one live process per identity and per control socket', () => {
     // A clean leave removes what it held.
     expect([existsSync(`${crashKey}.lock`), existsSync(crashSocket), existsSync(`${crashSocket}.lock`)]).toEqual([false, false, false])
   })
+
+  it('a socket left by a crashed node without --key is taken over, and the node starts', async () => {
+    // Without --key no other file is statted between the socket's and the transport's import: the
+    // case where an lstatSync of the socket made Node resolve the transport under node_modules.
+    const crashSocket = join(tempDir('crash-nokey'), 'node.sock')
+    const crashed = startNode(['--control', crashSocket])
+    await crashed.waitFor(/control endpoint on/)
+    process.kill(crashed.pid, 'SIGKILL')
+    await waitGone([crashed.pid], 5_000)
+    expect(existsSync(crashSocket)).toBe(true)
+    const restarted = startNode(['--control', crashSocket])
+    try {
+      await restarted.waitFor(/control endpoint on/)
+      const status = JSON.parse((await callControl({ socketPath: crashSocket }, 'GET', '/status')).text) as { pid: number }
+      expect(status.pid).toBe(restarted.pid)
+    } finally {
+      // If it failed to start, the failure (waitFor's, naming its stderr) is the one to see.
+      if (restarted.child.exitCode === null) process.kill(restarted.pid, 'SIGTERM')
+      await restarted.exited
+    }
+  })
 })
