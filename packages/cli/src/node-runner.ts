@@ -2,7 +2,8 @@ import { generateKeyPair } from '@libp2p/crypto/keys'
 import { enable as enableLogs } from '@libp2p/logger'
 import { multiaddr } from '@multiformats/multiaddr'
 import type { NameConflict, PhoenixNode, ReceivedMessage } from '@phoenix-overlay/transport'
-import { readFileSync } from 'node:fs'
+import { readFileSync, statSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
 import { INBOX_BYTES_MAX, INBOX_MESSAGES_MAX } from './constants.ts'
 import { controlText, type ControlEndpoint } from './control-client.ts'
 import { bindControl } from './control-endpoint.ts'
@@ -187,6 +188,9 @@ export async function runNode(options: NodeOptions, version: string): Promise<vo
   // Loaded only now: libp2p takes seconds to load on a busy machine, and a conflict or a bad
   // option found above should fail at once.
   const ssh = sshInit(options)
+  // Node's realpathSync trusts the file type of the last synchronous stat (see control-endpoint.ts):
+  // after a --psk read from a pipe (`--psk <(…)`) it would resolve the transport under node_modules.
+  statSync(fileURLToPath(import.meta.url))
   const { createPhoenixLibp2p } = await import('@phoenix-overlay/transport')
   const { libp2p, phoenix } = await createPhoenixLibp2p({
     listen: options.listen,

@@ -1,5 +1,7 @@
+import { execFileSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { CONTROL_BODY_BYTES_MAX } from '../src/constants.ts'
@@ -85,6 +87,23 @@ describe("the CLI's edges", () => {
     ]
     const runs = await Promise.all(cases.map(([args]) => phoenix(args)))
     runs.forEach((run, i) => failsWith(run, cases[i]![1]))
+  })
+
+  it('a private network key read from a pipe (--psk <(…)) starts the node', async () => {
+    // A read of a FIFO leaves Node's shared stats array saying "FIFO", and Node's realpathSync then
+    // stopped resolving symlinks: the transport, imported next, resolved under node_modules.
+    const fifo = join(dir, 'psk.fifo')
+    execFileSync('mkfifo', [fifo])
+    const node = startNode(['--psk', fifo])
+    try {
+      // Written from libuv's pool: the open blocks there until the node opens the pipe to read it.
+      await writeFile(fifo, `/key/swarm/psk/1.0.0/\n/base16/\n${randomBytes(32).toString('hex')}\n`)
+      await node.waitFor(/control endpoint on|listening on/)
+      expect(node.stderr).not.toMatch(/node_modules/)
+    } finally {
+      if (node.child.exitCode === null) process.kill(node.pid, 'SIGTERM')
+      await node.exited
+    }
   })
 
   it('--version prints the package version', async () => {
