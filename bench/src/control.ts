@@ -24,6 +24,7 @@ import { median } from './measure.ts'
 import { sizeLabel } from './plan.ts'
 import { machineLine, writeSection } from './report.ts'
 import { spawnNode, type NodeHandle } from './rpc.ts'
+import { NODE_TS_FLAGS } from '../../tools/node-ts.ts'
 
 const benchDir = resolve(dirname(fileURLToPath(import.meta.url)), '..')
 /** The `phoenix` command of this workspace (the CLI package's bin, run by this Node). */
@@ -51,7 +52,7 @@ const scratch = mkdtempSync(join(tmpdir(), 'phoenix-bench-control-'))
 
 /** Starts `phoenix node` and resolves once its control endpoint answers; `stop` ends it. */
 async function startCliNode(hub: string, socketPath: string): Promise<{ stop(): Promise<void> }> {
-  const child = spawn(process.execPath, ['--experimental-transform-types', '--disable-warning=ExperimentalWarning', PHOENIX_JS, 'node', '--no-discovery', '--hub', hub, '--name', 'src-cli', '--control', socketPath], { stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawn(process.execPath, [...NODE_TS_FLAGS, PHOENIX_JS, 'node', '--no-discovery', '--hub', hub, '--name', 'src-cli', '--control', socketPath], { stdio: ['ignore', 'pipe', 'pipe'] })
   let output = ''
   child.stdout!.on('data', (d: Buffer) => (output += d.toString()))
   child.stderr!.on('data', (d: Buffer) => (output += d.toString()))
@@ -140,7 +141,7 @@ async function streaming(socketPath: string, message: Uint8Array, count: number)
 async function sendLinesCommand(socketPath: string, messageBytes: number, count: number): Promise<void> {
   const file = join(scratch, `lines-${messageBytes}-${count}.txt`)
   writeFileSync(file, `${'x'.repeat(messageBytes)}\n`.repeat(count))
-  const child = spawn(process.execPath, ['--experimental-transform-types', '--disable-warning=ExperimentalWarning', PHOENIX_JS, 'send', '--control', socketPath, '--lines', '--file', file, 'dst'], { stdio: ['ignore', 'ignore', 'pipe'] })
+  const child = spawn(process.execPath, [...NODE_TS_FLAGS, PHOENIX_JS, 'send', '--control', socketPath, '--lines', '--file', file, 'dst'], { stdio: ['ignore', 'ignore', 'pipe'] })
   let stderr = ''
   child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()))
   const code = await new Promise<number | null>((resolve) => child.once('exit', resolve))

@@ -6,6 +6,7 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { BenchNode, type MethodName, type NodeMethods } from './bench-node.ts'
+import { NODE_TS_FLAGS } from '../../tools/node-ts.ts'
 
 export interface NodeHandle {
   readonly label: string
@@ -49,7 +50,7 @@ const CHILD_EXIT_WAIT_MS = 10_000
  * `nodeMain` is another tree's bench/src/node-main.ts to run that tree's code (a baseline checkout).
  */
 export async function spawnNode(label: string, nodeArgs: string[] = [], nodeMain = NODE_MAIN): Promise<NodeHandle> {
-  const child: ChildProcess = spawn(process.execPath, [...nodeArgs, '--experimental-transform-types', '--disable-warning=ExperimentalWarning', nodeMain], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], serialization: 'advanced' })
+  const child: ChildProcess = spawn(process.execPath, [...nodeArgs, ...NODE_TS_FLAGS, nodeMain], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], serialization: 'advanced' })
   const pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>()
   let nextId = 1
   let exited: Error | undefined

@@ -11,6 +11,7 @@ import { explained, quantile } from '../src/measure.ts'
 import type { NodeHandle } from '../src/rpc.ts'
 import { PATH_IDS } from '../src/paths.ts'
 import type { Goal, MemoryRow, Summary } from '../src/report.ts'
+import { NODE_TS_FLAGS } from '../../tools/node-ts.ts'
 
 const benchDir = resolve(dirname(fileURLToPath(import.meta.url)), '..')
 
@@ -74,7 +75,7 @@ describe('forwarding benchmark, --quick, one process per node', () => {
 
   it('measures every path and size end to end and computes the goals', { timeout: 180_000 }, async () => {
     const stderr: string[] = []
-    const child = spawn(process.execPath, ['--experimental-transform-types', '--disable-warning=ExperimentalWarning', join(benchDir, 'src/forwarding.ts'), '--quick', '--out', out], { cwd: benchDir, stdio: ['ignore', 'pipe', 'pipe'] })
+    const child = spawn(process.execPath, [...NODE_TS_FLAGS, join(benchDir, 'src/forwarding.ts'), '--quick', '--out', out], { cwd: benchDir, stdio: ['ignore', 'pipe', 'pipe'] })
     child.stderr.on('data', (chunk: Buffer) => stderr.push(chunk.toString()))
     child.stdout.resume()
     const code = await new Promise<number | null>((done) => child.on('exit', done))

@@ -21,6 +21,7 @@ import { spawn, type ChildProcess } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { keyOf, type Arrival, type SendRecord, type WorkerConfig } from './gateways-worker.ts'
 import { buildSites, type SiteNode, type Sites } from './sites.ts'
+import { NODE_TS_FLAGS } from '../../tools/node-ts.ts'
 
 const WORKER = fileURLToPath(new URL('./gateways-worker.ts', import.meta.url))
 const PORT = 7000
@@ -82,7 +83,7 @@ interface Worker {
 
 /** A worker in `node`'s namespace, with a stdin for commands (processes.ts's have none). */
 function spawnWorker(node: SiteNode, config: WorkerConfig): Omit<Worker, 'id'> {
-  const child = spawn('ip', ['netns', 'exec', node.namespace, process.execPath, '--experimental-transform-types', '--disable-warning=ExperimentalWarning', WORKER, JSON.stringify(config)], { stdio: ['pipe', 'pipe', 'pipe'] })
+  const child = spawn('ip', ['netns', 'exec', node.namespace, process.execPath, ...NODE_TS_FLAGS, WORKER, JSON.stringify(config)], { stdio: ['pipe', 'pipe', 'pipe'] })
   // Whole lines only: an arrivals report is one long line, delivered in many chunks.
   const lines: string[] = []
   const errors: string[] = []

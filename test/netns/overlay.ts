@@ -15,6 +15,7 @@ import { fileURLToPath } from 'node:url'
 import { startInNamespace, type NamespaceProcess } from './processes.ts'
 import { onInterrupt } from './signal-cleanup.ts'
 import type { NetnsNode, Topology } from './topology.ts'
+import { NODE_TS_FLAGS } from '../../tools/node-ts.ts'
 
 const PHOENIX_BIN = fileURLToPath(new URL('../../packages/cli/bin/phoenix.js', import.meta.url))
 
@@ -109,7 +110,7 @@ export class Overlay {
    */
   async start(n: OverlayNode, mode: 'discovery' | 'offline', deferHubs = false): Promise<void> {
     const hubs = deferHubs ? [] : this.hubsOf(n, mode)
-    const args = ['--experimental-transform-types', '--disable-warning=ExperimentalWarning', PHOENIX_BIN, 'node', ...n.listen.flatMap((l) => ['--listen', l]), ...hubs.flatMap((h) => ['--hub', h]), '--name', n.node.id, '--key', n.keyFile, '--control', n.socket]
+    const args = [...NODE_TS_FLAGS, PHOENIX_BIN, 'node', ...n.listen.flatMap((l) => ['--listen', l]), ...hubs.flatMap((h) => ['--hub', h]), '--name', n.node.id, '--key', n.keyFile, '--control', n.socket]
     if (mode === 'offline') args.push('--no-discovery')
     n.process = startInNamespace(n.node.namespace, process.execPath, args)
     await n.process.waitForLine(/^control endpoint on/, 60_000)

@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
 import { missingPrerequisite } from './topology.ts'
+import { NODE_TS_FLAGS } from '../../tools/node-ts.ts'
 
 const SCENARIO = fileURLToPath(new URL('./scenario.ts', import.meta.url))
 
@@ -26,7 +27,7 @@ const alive = (pid: number) => {
  * are up, sends `signal`, and returns its exit code and what was left behind.
  */
 async function interrupt(signal: 'SIGINT' | 'SIGTERM') {
-  const child = spawn(process.execPath, ['--experimental-transform-types', '--disable-warning=ExperimentalWarning', SCENARIO, '--a', '2', '--b', '2', '--c', '2'], { stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawn(process.execPath, [...NODE_TS_FLAGS, SCENARIO, '--a', '2', '--b', '2', '--c', '2'], { stdio: ['ignore', 'pipe', 'pipe'] })
   const prefix = `phx${child.pid! % 100000}-`
   let output = ''
   child.stdout!.on('data', (d: Buffer) => (output += d.toString()))

@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startInNamespace, type NamespaceProcess } from './processes.ts'
 import { buildSites, sitesMissingPrerequisite, type Sites, type SiteSpec } from './sites.ts'
+import { NODE_TS_FLAGS } from '../../tools/node-ts.ts'
 
 // Real `phoenix node` processes at real sites (SITES.md, "phase 2"): two SSH-only sites whose
 // firewalls let only TCP 22 in (a real sshd on each gateway), a site whose firewall leaves a port
@@ -64,7 +65,7 @@ describe('phoenix nodes at SSH-only, port-range and NAT sites', () => {
     const keyFile = join(dir, `${id}.key`)
     await writeFile(keyFile, privateKeyToProtobuf(key), { mode: 0o600 })
     const socket = join(dir, `${id}.sock`)
-    const process_ = startInNamespace(sites.node(id).namespace, process.execPath, ['--experimental-transform-types', '--disable-warning=ExperimentalWarning', PHOENIX_BIN, 'node', '--name', id, '--key', keyFile, '--control', socket, ...args])
+    const process_ = startInNamespace(sites.node(id).namespace, process.execPath, [...NODE_TS_FLAGS, PHOENIX_BIN, 'node', '--name', id, '--key', keyFile, '--control', socket, ...args])
     const n: Node = { id, peerId: peerIdFromPrivateKey(key).toString(), socket, process: process_ }
     nodes.set(id, n)
     await process_.waitForLine(/^control endpoint on/, 40_000)

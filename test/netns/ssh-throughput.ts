@@ -21,6 +21,7 @@ import { intOption, scriptArgs } from '../../tools/script-args.ts'
 import { startInNamespace, type NamespaceProcess } from './processes.ts'
 import { cleanUpOnSignals } from './signal-cleanup.ts'
 import { buildSites, sitesMissingPrerequisite } from './sites.ts'
+import { NODE_TS_FLAGS } from '../../tools/node-ts.ts'
 
 const { values } = scriptArgs(
   { options: { rate: { type: 'string', default: '16' }, seconds: { type: 'string', default: '8' }, rounds: { type: 'string', default: '2' } } },
@@ -46,7 +47,7 @@ cleanUpOnSignals(() => rmSync(dir, { recursive: true, force: true }))
 const running: NamespaceProcess[] = []
 
 const start = async (id: string, args: string[]) => {
-  const p = startInNamespace(sites.node(id).namespace, process.execPath, ['--experimental-transform-types', '--disable-warning=ExperimentalWarning', NODE, ...args], process.env.BENCH_DEBUG !== undefined ? { DEBUG: 'phoenix*' } : {})
+  const p = startInNamespace(sites.node(id).namespace, process.execPath, [...NODE_TS_FLAGS, NODE, ...args], process.env.BENCH_DEBUG !== undefined ? { DEBUG: 'phoenix*' } : {})
   running.push(p)
   return { p, info: JSON.parse(await p.waitForLine(/^\{"id"/, 60_000)) as { id: string; addresses: string[]; ssh: string | undefined } }
 }

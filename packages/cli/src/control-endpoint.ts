@@ -1,5 +1,4 @@
-import { unlinkSync } from 'node:fs'
-import { lstat } from 'node:fs/promises'
+import { lstatSync, unlinkSync } from 'node:fs'
 import type { Server } from 'node:http'
 import { dirname } from 'node:path'
 import { CONTROL_PROBE_TIMEOUT_MS } from './constants.ts'
@@ -75,16 +74,7 @@ export async function bindControl(server: Server, endpoint: ControlEndpoint): Pr
   const { socketPath } = endpoint
   const lock = lockSocket(socketPath)
   try {
-    // Not lstatSync: Node's realpathSync, which its ESM resolver runs on every import, takes a path
-    // component it has cached for a file of the type the *last synchronous stat* saw, and stops
-    // resolving symlinks if that was a socket (the shared stats array; nodejs/node#20167's review
-    // asked about it). After an lstatSync of a stale socket, the transport imported next resolved
-    // as packages/cli/node_modules/@phoenix-overlay/transport/src, where Node refuses to run
-    // TypeScript: a restart on a crashed node's socket failed at once. The promise form has its own.
-    const existing = await lstat(socketPath).catch((error: NodeJS.ErrnoException) => {
-      if (error.code === 'ENOENT') return undefined
-      throw error
-    })
+    const existing = lstatSync(socketPath, { throwIfNoEntry: false })
     if (existing !== undefined && !existing.isSocket()) throw new Error(`--control ${socketPath}: exists and is not a socket`)
     if (existing !== undefined) {
       // A lockless node (an older phoenix) may still serve it: probe before removing what a crash left.

@@ -188,8 +188,10 @@ export async function runNode(options: NodeOptions, version: string): Promise<vo
   // Loaded only now: libp2p takes seconds to load on a busy machine, and a conflict or a bad
   // option found above should fail at once.
   const ssh = sshInit(options)
-  // Node's realpathSync trusts the file type of the last synchronous stat (see control-endpoint.ts):
-  // after a --psk read from a pipe (`--psk <(…)`) it would resolve the transport under node_modules.
+  // Node's realpathSync (its ESM resolver's) trusts the file type of the last synchronous stat for
+  // path components it has cached, and stops resolving symlinks after a socket or a FIFO (a stale
+  // control socket, `--psk <(…)`; nodejs/node#20167's review asked about that shared array): the
+  // transport would resolve under node_modules, where Node will not run TypeScript. Stat a file.
   statSync(fileURLToPath(import.meta.url))
   const { createPhoenixLibp2p } = await import('@phoenix-overlay/transport')
   const { libp2p, phoenix } = await createPhoenixLibp2p({

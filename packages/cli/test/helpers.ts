@@ -4,13 +4,14 @@ import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { NODE_TS_FLAGS } from '../../../tools/node-ts.ts'
 
 /** The repository root (tests run `npx`, the `.bin` shim and `pnpm exec` from here, as the README does). */
 export const REPO = fileURLToPath(new URL('../../../', import.meta.url))
 /** The CLI's bin, run with this test's own Node (no shim): the quick way to run a one-shot command. */
 export const PHOENIX_JS = fileURLToPath(new URL('../bin/phoenix.js', import.meta.url))
-/** Node's flags for running PHOENIX_JS on the TypeScript sources without tsx (and without its experimental-feature warning on stderr), as bin/phoenix passes them: a start costs a third of the CPU. */
-export const NODE_TS = ['--experimental-transform-types', '--disable-warning=ExperimentalWarning']
+/** Node's flags for running PHOENIX_JS on the TypeScript sources without tsx, as bin/phoenix passes them (tools/node-ts.ts). */
+export const NODE_TS = NODE_TS_FLAGS
 
 export const tempDir = (label: string) => mkdtempSync(join(tmpdir(), `phoenix-cli-${label}-`))
 

@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import type { ChildConfig, ChildStatus } from './child-node.ts'
+import { NODE_TS_FLAGS } from '../../../tools/node-ts.ts'
 
 /** The repository root: `--import tsx` resolves tsx from here. */
 const REPO = fileURLToPath(new URL('../../../', import.meta.url))
@@ -18,7 +19,7 @@ export class ChildNode {
   readonly exited: Promise<number | null>
 
   constructor(config: ChildConfig) {
-    this.process = spawn(process.execPath, ['--experimental-transform-types', '--disable-warning=ExperimentalWarning', CHILD, JSON.stringify(config)], { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'] })
+    this.process = spawn(process.execPath, [...NODE_TS_FLAGS, CHILD, JSON.stringify(config)], { cwd: REPO, stdio: ['ignore', 'pipe', 'pipe'] })
     this.exited = new Promise((resolve) => this.process.on('exit', (code) => resolve(code)))
     this.ready = new Promise((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`child node did not start within 60 s: ${this.output}`)), 60_000)

@@ -2,7 +2,7 @@
  * mulberry32: a small, fast 32-bit PRNG, the one seeded generator of the project. The simulator
  * draws from instances of it seeded from the scenario seed (a run is a pure function of scenario,
  * seed and strategy); the test harness, the benches and the demos from theirs, so any run can be
- * replayed from its seed. Deterministic code, no `Math.random`: the core stays pure.
+ * replayed from its seed. Deterministic code, no random source of the platform: the core stays pure.
  */
 export class Prng {
   private state: number
