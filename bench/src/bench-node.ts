@@ -89,7 +89,7 @@ export class BenchNode {
     if (spec.stack === 'phoenix') {
       this.overlay = await startOverlayNode({ listen: spec.listen, hubs: spec.hubs, names: spec.names })
       this.overlay.onMessages(
-        (payload) => this.arrived(stampOf(payload), payload.length),
+        (message) => this.arrived(stampOf(message.head), message.bytes),
         (error) => this.fail(error),
       )
       return { peerId: this.overlay.peerId, addresses: this.overlay.addresses }

@@ -7,7 +7,9 @@
  * - `phoenix.send(name, payload, { transfer: true })` (no acknowledgement; resolves once handed to the next hop; the payload handed over, not copied);
  *   a send refused with an error whose `code` is `'QUEUE_FULL'` is retried after a short wait
  *   (that is the overlay's backpressure toward a local sender), for at most QUEUE_FULL_GIVE_UP_MS;
- * - the `message` event (`{ from, name, payload, hops }`), the same delivery as `phoenix.messages()`;
+ * - the `message` event (`{ payloadList, hops }`), the same delivery as `phoenix.messages()`: the
+ *   payload read as the pieces it arrived in (`payloadList`), as the raw paths' receivers read
+ *   their stream's chunks, never joined into one array (`payload` would copy a 64 KiB message);
  * - the `undeliverable` event (`{ reason }`): a send that a node on the way refused (a receiver
  *   whose inbox is full says `receiver-too-slow`); counted by reason, so a run that comes up
  *   short says why instead of waiting for messages that will never come;
@@ -16,6 +18,9 @@
  */
 import { createPhoenixLibp2p } from '@phoenix-overlay/transport'
 
+/** What the harness reads of a message: its stamp. */
+const HEAD_BYTES = 8
+
 /** What the harness needs of an overlay node. */
 export interface OverlayNode {
   readonly peerId: string
@@ -23,8 +28,8 @@ export interface OverlayNode {
   readonly addresses: string[]
   /** Sends `payload` to the node named `name`, waiting (not failing) while the first hop's queue is full. */
   send(name: string, payload: Uint8Array): Promise<void>
-  /** Calls `onMessage` for every message delivered here until the node stops; `onError` if it throws. */
-  onMessages(onMessage: (payload: Uint8Array, hops: number) => void, onError: (error: Error) => void): void
+  /** Calls `onMessage` for every message delivered here (its first `headBytes` bytes, and its length) until the node stops; `onError` if it throws. */
+  onMessages(onMessage: (message: { head: Uint8Array; bytes: number }, hops: number) => void, onError: (error: Error) => void): void
   /** Hops to the node named `name`, or undefined while there is no route. */
   hopsTo(name: string): number | undefined
   /** Sends of ours refused on the way since the node started, by reason (the `undeliverable` events). */
@@ -81,7 +86,8 @@ export async function startOverlayNode(options: OverlayNodeOptions): Promise<Ove
       phoenix.addEventListener('message', (event) => {
         if (stopped) return
         try {
-          onMessage(event.detail.payload, event.detail.hops)
+          const pieces = event.detail.payloadList
+          onMessage({ head: pieces.subarray(0, Math.min(HEAD_BYTES, pieces.byteLength)), bytes: pieces.byteLength }, event.detail.hops)
         } catch (error) {
           onError(error as Error)
         }

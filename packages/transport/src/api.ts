@@ -1,3 +1,4 @@
+import type { Uint8ArrayList } from 'uint8arraylist'
 import type { ComponentLogger, Libp2pEvents, Metrics as Libp2pMetrics, PeerId, PrivateKey, Startable, TypedEventTarget } from '@libp2p/interface'
 import type { AddressManager, ConnectionManager, Registrar } from '@libp2p/interface-internal'
 import type { CoreLimits, CoreTiming, RouteView, RoutingMode } from '@phoenix-overlay/core'
@@ -59,7 +60,18 @@ export interface ReceivedMessage {
   readonly from: string
   /** Which of our names it was sent to. */
   readonly name: string
+  /**
+   * The payload, one contiguous array. A large message arrives in several pieces (a 64 KiB one
+   * always spans two Noise messages); they are joined, copied once, when this is first read.
+   */
   readonly payload: Uint8Array
+  /**
+   * The payload as the pieces it arrived in, without copying them (what a libp2p stream's
+   * `'message'` event gives): for a consumer that writes it on, hashes it or reads a few bytes
+   * of it, and never needs it contiguous. The pieces are views of the decrypted bytes, which
+   * this message keeps alive (up to one Noise message, 64 KiB, more than the payload per piece).
+   */
+  readonly payloadList: Uint8ArrayList
   /** Hops it travelled. */
   readonly hops: number
   /** The sender's message id: the same for a retry, so (from, messageId) identifies a message. */

@@ -16,7 +16,7 @@ import { combineNumeric, decodeEnvelope, encodeEnvelope, splitParts, type Header
 import { Exchange, type Awaited } from './collective-exchange.ts'
 import { PhoenixTransportError, invalidInput } from './errors.ts'
 import type { Member } from './groups.ts'
-import { Inbox, type Delivery } from './inbox.ts'
+import { Inbox, receivedMessage, type Delivery } from './inbox.ts'
 import type { Topology } from './topology.ts'
 import { checkName } from './validate.ts'
 
@@ -195,7 +195,7 @@ export class Collectives {
     const own = this.host.ownNames()
     h.names.forEach((name, i) => {
       if (!own.includes(name)) return void missing.push({ name, reason: 'not-owned' })
-      const d = this.host.deliver({ from: h.origin, name, payload, hops, messageId: h.ids[i] ?? 0 })
+      const d = this.host.deliver(receivedMessage({ from: h.origin, name, hops, messageId: h.ids[i] ?? 0 }, payload))
       if (d === 'delivered' || d === 'duplicate') delivered.push(name)
       else missing.push({ name, reason: d })
     })

@@ -5,6 +5,7 @@ import type { CoreDriver } from './core-driver.ts'
 import { FlowCredits, type CreditSink } from './credit.ts'
 import { PhoenixTransportError } from './errors.ts'
 import { firstPiece, type FrameBytes, type NeighbourLink } from './link.ts'
+import { receivedMessage } from './inbox.ts'
 import type { FrameHandler, Neighbours } from './neighbours.ts'
 import type { NodeParts } from './parts.ts'
 
@@ -199,7 +200,7 @@ export class Router implements FrameHandler {
   /** A message for us from another node: to the application, then the ack; or a bounce. */
   private deliver(data: DataFrame, fromPeer: string | undefined): false {
     const hops = this.driver.core.limits.hopLimit - data.hopLimit
-    const delivery = this.parts.inbox.accept({ from: data.source, name: data.name, payload: data.payload, hops, messageId: data.messageId })
+    const delivery = this.parts.inbox.accept(receivedMessage({ from: data.source, name: data.name, hops, messageId: data.messageId }, data instanceof PiecesData ? data.payloadPieces : data.payload))
     if (delivery === 'receiver-too-slow' || delivery === 'no-consumer') return this.bounce(data, delivery, fromPeer)
     this.parts.metrics.count(delivery === 'delivered' ? 'messages_delivered' : 'messages_duplicate')
     if (data.ackRequested) this.routeControl({ kind: 'ack', ack: { source: this.parts.id, destination: data.source, hopLimit: this.driver.core.limits.hopLimit, messageId: data.messageId } }, fromPeer)
@@ -326,5 +327,10 @@ class PiecesData implements DataFrame {
   get payload(): Uint8Array {
     this.joined ??= this.pieces.subarray(this.payloadStart)
     return this.joined
+  }
+
+  /** The payload as the pieces it arrived in (views, nothing copied). */
+  get payloadPieces(): Uint8ArrayList {
+    return this.pieces.sublist(this.payloadStart)
   }
 }

@@ -1,4 +1,27 @@
+import { Uint8ArrayList } from 'uint8arraylist'
 import type { ReceivedMessage } from './api.ts'
+
+/**
+ * A message for the application: its payload as it arrived (one array, or the pieces of a frame
+ * that spanned several reads), joined only when `payload` is first read and wrapped in a list
+ * only when `payloadList` is. Own enumerable getters, not a class's, so that a spread or a
+ * structured clone of the message still has them.
+ */
+export function receivedMessage(fields: Omit<ReceivedMessage, 'payload' | 'payloadList'>, arrived: Uint8Array | Uint8ArrayList): ReceivedMessage {
+  let joined = arrived instanceof Uint8Array ? arrived : undefined
+  let list = arrived instanceof Uint8ArrayList ? arrived : undefined
+  return {
+    ...fields,
+    get payload(): Uint8Array {
+      joined ??= list!.subarray()
+      return joined
+    },
+    get payloadList(): Uint8ArrayList {
+      list ??= new Uint8ArrayList(joined!)
+      return list
+    },
+  }
+}
 
 /** What became of a message handed to the inbox. */
 export type Delivery = 'delivered' | 'duplicate' | 'receiver-too-slow' | 'no-consumer'

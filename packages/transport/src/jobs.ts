@@ -1,5 +1,6 @@
 import type { Logger } from '@libp2p/interface'
 import type { NameChange } from './groups.ts'
+import { receivedMessage } from './inbox.ts'
 import { Collectives, type BroadcastResult, type NodeInbox, type ReduceOptions, type ReduceResult } from './collectives.ts'
 import { Groups, reachableNames, type Member } from './groups.ts'
 import type { Sends } from './sends.ts'
@@ -75,7 +76,7 @@ export class Jobs {
   private sendToNode(to: string, payload: Uint8Array): void {
     const session = this.node.running('collective')
     const messageId = this.node.sends.allocate(undefined)
-    if (to === this.node.id) return void setImmediate(() => this.node.inbox.accept({ from: to, name: '', payload, hops: 0, messageId }))
+    if (to === this.node.id) return void setImmediate(() => this.node.inbox.accept(receivedMessage({ from: to, name: '', hops: 0, messageId }, payload)))
     session.router.routeData({ source: this.node.id, destination: to, name: '', hopLimit: session.core.limits.hopLimit, messageId, ackRequested: false, payload }, undefined)
   }
 

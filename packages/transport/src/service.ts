@@ -6,6 +6,7 @@ import { WIRE_LIMITS, type DataFrame } from '@phoenix-overlay/wire'
 import type { NameConflict, PhoenixComponents, PhoenixEvents, PhoenixInit, PhoenixService, ReceivedMessage, SendOptions, SendResult } from './api.ts'
 import { OWN_ADDRESSES_MAX, PHOENIX_PROTOCOL, TRANSPORT_LIMITS, TRANSPORT_TIMING, type TransportLimits, type TransportTiming } from './constants.ts'
 import { PhoenixTransportError, invalidInput } from './errors.ts'
+import { receivedMessage } from './inbox.ts'
 import { NodeInbox, type BroadcastResult, type CollectiveOptions, type ReduceOptions, type ReduceResult } from './collectives.ts'
 import { DialPath } from './dial-path.ts'
 import { Jobs } from './jobs.ts'
@@ -259,7 +260,7 @@ export class PhoenixNode extends TypedEventEmitter<PhoenixEvents> implements Pho
 
   /** A name of our own: the same consumer rule as a message from elsewhere, answered at once. */
   private sendToSelf(data: DataFrame): SendResult {
-    const delivery = this.inbox.accept({ from: this.id, name: data.name, payload: data.payload, hops: 0, messageId: data.messageId })
+    const delivery = this.inbox.accept(receivedMessage({ from: this.id, name: data.name, hops: 0, messageId: data.messageId }, data.payload))
     if (delivery === 'receiver-too-slow' || delivery === 'no-consumer') {
       throw new PhoenixTransportError('UNDELIVERABLE', `this node could not deliver message ${data.messageId} to its own name "${data.name}": ${delivery}`, { messageId: data.messageId, reason: delivery, node: this.id })
     }

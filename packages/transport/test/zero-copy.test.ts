@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest'
+import type { ReceivedMessage } from '../src/index.ts'
 import { addressOf, TestNodes, waitUntil } from './nodes.ts'
 
 describe('zero-copy forwarding', () => {
@@ -59,5 +60,29 @@ describe('zero-copy forwarding', () => {
     await sender.phoenix.send('dst', payloads.at(-1)!, { transfer: true, ack: true })
     for (const payload of payloads) expect(new Uint8Array((await inbox.next()).value.payload)).toEqual(payload)
     await expect(sender.phoenix.send('dst', new Uint8Array(1), { transfer: 'yes' as never })).rejects.toMatchObject({ code: 'INVALID_INPUT', field: 'options.transfer' })
+  })
+
+  it('a message is handed over as the pieces it arrived in (payloadList), joined only when payload is read', async () => {
+    const receiver = await nodes.start({ names: ['dst'], discovery: false })
+    const sender = await nodes.start({ hubs: [addressOf(receiver)], discovery: false })
+    await waitUntil('a route', () => sender.phoenix.resolve('dst')?.nhops === 1, 20_000)
+    const inbox = receiver.phoenix.messages()
+    const listened: ReceivedMessage[] = []
+    receiver.phoenix.addEventListener('message', (event) => listened.push({ ...event.detail }))
+    const sizes = [0, 100, 100_000, 300_000]
+    const payloads = sizes.map((n, k) => new Uint8Array(n).map((_, i) => (i * 17 + k) % 251))
+    for (const payload of payloads) await sender.phoenix.send('dst', payload, { ack: true })
+    for (const [k, payload] of payloads.entries()) {
+      const message = (await inbox.next()).value as ReceivedMessage
+      const pieces = [...message.payloadList]
+      expect(message.payloadList.byteLength).toBe(payload.byteLength)
+      // More than one Noise message (65,519 bytes) arrives in several pieces, handed over as they came.
+      if (payload.byteLength > 65_519) expect(pieces.length).toBeGreaterThan(1)
+      expect(new Uint8Array(message.payloadList.subarray())).toEqual(payload)
+      expect(new Uint8Array(message.payload)).toEqual(payload)
+      expect(message.payload).toBe(message.payload) // joined once
+      // A spread copy (the listener's) keeps the payload: the getters are the message's own.
+      expect(new Uint8Array(listened[k]!.payload)).toEqual(payload)
+    }
   })
 })
