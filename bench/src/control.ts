@@ -18,6 +18,7 @@ import { Agent, request } from 'node:http'
 import { tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { procCpuSeconds } from '../../tools/proc-cpu.ts'
 import { fail, scriptArgs } from '../../tools/script-args.ts'
 import { nowNs } from './framing.ts'
 import { median } from './measure.ts'
@@ -51,7 +52,7 @@ const log = (line: string) => process.stderr.write(`${line}\n`)
 const scratch = mkdtempSync(join(tmpdir(), 'phoenix-bench-control-'))
 
 /** Starts `phoenix node` and resolves once its control endpoint answers; `stop` ends it. */
-async function startCliNode(hub: string, socketPath: string): Promise<{ stop(): Promise<void> }> {
+async function startCliNode(hub: string, socketPath: string): Promise<{ pid: number | undefined; stop(): Promise<void> }> {
   const child = spawn(process.execPath, [...NODE_TS_FLAGS, PHOENIX_JS, 'node', '--no-discovery', '--hub', hub, '--name', 'src-cli', '--control', socketPath], { stdio: ['ignore', 'pipe', 'pipe'] })
   let output = ''
   child.stdout!.on('data', (d: Buffer) => (output += d.toString()))
@@ -65,6 +66,7 @@ async function startCliNode(hub: string, socketPath: string): Promise<{ stop(): 
     await new Promise((r) => setTimeout(r, 50))
   }
   return {
+    pid: child.pid,
     async stop() {
       process.off('exit', orphaned)
       child.kill('SIGTERM')
@@ -154,28 +156,39 @@ interface Run {
   readonly messageBytes: number
   readonly bytes: number
   readonly mibPerS: number
+  /** CPU of the sending node per MiB sent, ms: the library sender's process, or the `phoenix node` fed by the other modes (not its client). */
+  readonly senderCpuMsPerMiB: number
 }
 
-/** Sends `count` messages one way and times it from the first send to the receiver's last byte. */
-async function measure(mode: Mode, sender: NodeHandle, receiver: NodeHandle, socketPath: string, messageBytes: number, count: number): Promise<number> {
+/**
+ * Sends `count` messages one way and times it from the first send to the receiver's last byte;
+ * with the sending node's CPU over the same span (the library sender's own account, or the
+ * `phoenix node` process's from /proc).
+ */
+async function measure(mode: Mode, sender: NodeHandle, receiver: NodeHandle, cli: { socketPath: string; pid: number | undefined }, messageBytes: number, count: number): Promise<{ mibPerS: number; senderCpuMsPerMiB: number }> {
+  const { socketPath } = cli
   await receiver.call('arm', { messages: count, latencies: false })
   // A receiver that has not had everything at 16 KiB/s has failed (messages lost), however busy the machine.
   const collected = receiver.call('collect', { timeoutMs: 60_000 + ((count * messageBytes) / (16 * KiB)) * 1000 })
   const message = new Uint8Array(messageBytes).fill(120)
+  if (mode === 'library') await sender.call('mark', { rssSampleMs: 0 })
+  const cliCpuStartS = procCpuSeconds(cli.pid)
   const startNs = nowNs()
   if (mode === 'library') await sender.call('send', { messageBytes, messages: count })
   else if (mode === 'per-request') await perRequest(socketPath, message, count)
   else if (mode === 'streaming') await streaming(socketPath, message, count)
   else await sendLinesCommand(socketPath, messageBytes, count)
   const got = await collected
+  const cpuS = mode === 'library' ? (await sender.call('report')).cpuUs / 1e6 : procCpuSeconds(cli.pid) - cliCpuStartS
   if (got.bytes !== count * messageBytes) throw new Error(`${mode}: receiver got ${got.bytes} bytes, expected ${count * messageBytes}`)
-  return got.bytes / MiB / (Number(got.endNs - startNs) / 1e9)
+  const mib = got.bytes / MiB
+  return { mibPerS: mib / (Number(got.endNs - startNs) / 1e9), senderCpuMsPerMiB: (cpuS * 1000) / mib }
 }
 
 async function runRound(round: number): Promise<Run[]> {
   const [receiver, middle, sender] = await Promise.all(['receiver', 'middle', 'sender'].map((label) => spawnNode(label)))
   const socketPath = join(scratch, `control-${round}.sock`)
-  let cli: { stop(): Promise<void> } | undefined
+  let cli: { pid: number | undefined; stop(): Promise<void> } | undefined
   try {
     const tcp = (addresses: string[]) => addresses.find((a) => a.includes('/tcp/'))!
     const dst = await receiver!.call('start', { stack: 'phoenix', listen: ['/ip4/127.0.0.1/tcp/0'], hubs: [], names: ['dst'] })
@@ -192,9 +205,9 @@ async function runRound(round: number): Promise<Run[]> {
     for (const { messageBytes, budgetBytes } of sizes) {
       for (const mode of order) {
         const count = Math.round(budgetBytes / messageBytes)
-        const mibPerS = await measure(mode, sender!, receiver!, socketPath, messageBytes, count)
-        runs.push({ round, mode, messageBytes, bytes: count * messageBytes, mibPerS })
-        log(`  r${round} ${mode.padEnd(12)} ${sizeLabel(messageBytes).padStart(6)}: ${mibPerS.toFixed(1).padStart(6)} MiB/s`)
+        const { mibPerS, senderCpuMsPerMiB } = await measure(mode, sender!, receiver!, { socketPath, pid: cli.pid }, messageBytes, count)
+        runs.push({ round, mode, messageBytes, bytes: count * messageBytes, mibPerS, senderCpuMsPerMiB })
+        log(`  r${round} ${mode.padEnd(12)} ${sizeLabel(messageBytes).padStart(6)}: ${mibPerS.toFixed(1).padStart(6)} MiB/s, sending node ${senderCpuMsPerMiB.toFixed(1)} ms CPU per MiB`)
       }
     }
     return runs
@@ -215,18 +228,21 @@ try {
   rmSync(scratch, { recursive: true, force: true })
 }
 
-const mibOf = (mode: Mode, messageBytes: number) => median(runs.filter((r) => r.mode === mode && r.messageBytes === messageBytes).map((r) => r.mibPerS))
+const runsOf = (mode: Mode, messageBytes: number) => runs.filter((r) => r.mode === mode && r.messageBytes === messageBytes)
+const mibOf = (mode: Mode, messageBytes: number) => median(runsOf(mode, messageBytes).map((r) => r.mibPerS))
+const cpuOf = (mode: Mode, messageBytes: number) => median(runsOf(mode, messageBytes).map((r) => r.senderCpuMsPerMiB))
 const rows = sizes.flatMap(({ messageBytes }) => {
   const library = mibOf('library', messageBytes)
-  return MODES.map((mode) => `| ${sizeLabel(messageBytes)} | ${mode} | ${mibOf(mode, messageBytes).toFixed(1)} | ${(mibOf(mode, messageBytes) / library).toFixed(2)} |`)
+  return MODES.map((mode) => `| ${sizeLabel(messageBytes)} | ${mode} | ${mibOf(mode, messageBytes).toFixed(1)} | ${(mibOf(mode, messageBytes) / library).toFixed(2)} | ${cpuOf(mode, messageBytes).toFixed(1)} |`)
 })
 const goal = mibOf('streaming', 4 * KiB) / mibOf('library', 4 * KiB)
 const markdown = [
   `## The control endpoint${quick ? ' (--quick smoke run: tiny budgets, numbers mean nothing)' : ''}`,
   `Phoenix through one intermediate (sender → middle → receiver, one process per node, loopback), the same messages sent four ways (bench/src/control.ts): the library API in the sender's process; a \`phoenix node --control\` sender fed one \`POST /send\` per message (one keep-alive connection, each request after the previous answer); the same node fed one \`POST /send-stream\` (length-prefixed frames); and the \`phoenix send --lines --file\` command, its ~0.5 s start-up included. Median of ${rounds} interleaved round(s); budgets ${sizes.map((s) => `${sizeLabel(s.budgetBytes)} of ${sizeLabel(s.messageBytes)}`).join(', ')}; ${machineLine()}; ${((performance.now() - started) / 1000).toFixed(0)} s in all.`,
-  `| message | how | MiB/s | × library |\n|---|---|---|---|\n${rows.join('\n')}`,
+  `| message | how | MiB/s | × library | sending node's CPU, ms per MiB |\n|---|---|---|---|---|\n${rows.join('\n')}`,
+  'The CPU column is the process that sends into the overlay: for the library, the sender\'s own process; for the other three, the `phoenix node` (from /proc), not the client feeding it. It moves less with the machine\'s other load than MiB/s does, which on 2 cores shared by four processes follows their CPU shares.',
   `Goal (issue 19): streaming send ≥ 0.50 × the library API at 4 KiB: **${goal.toFixed(2)}** — ${goal >= 0.5 ? 'met' : 'not met'}.`,
 ].join('\n\n')
-writeFileSync(join(outDir, 'control.csv'), `round,mode,messageBytes,bytes,mibPerS\n${runs.map((r) => `${r.round},${r.mode},${r.messageBytes},${r.bytes},${r.mibPerS.toFixed(3)}`).join('\n')}\n`)
+writeFileSync(join(outDir, 'control.csv'), `round,mode,messageBytes,bytes,mibPerS,senderCpuMsPerMiB\n${runs.map((r) => `${r.round},${r.mode},${r.messageBytes},${r.bytes},${r.mibPerS.toFixed(3)},${r.senderCpuMsPerMiB.toFixed(2)}`).join('\n')}\n`)
 writeSection(quick || values.out !== undefined ? join(outDir, 'REPORT.md') : join(benchDir, 'REPORT.md'), 'control', markdown)
 process.stdout.write(`${markdown}\n`)

@@ -7,7 +7,7 @@
  * there scales with the code and memory it touches, not with its CPU time when warm
  * (bench/README.md, "Reading the numbers").
  *
- *   cd bench && ../node_modules/.bin/tsx src/idle-wake.ts [--wakes 400]
+ *   npx -y pnpm@10 --filter @phoenix-overlay/bench run idle-wake [-- --wakes 400]
  *
  * Prints a markdown table; writes nothing.
  */

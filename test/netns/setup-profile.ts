@@ -18,8 +18,8 @@
  * Namespaces are named with `--prefix` (default: phx<pid>-, unique to the run) and removed at the
  * end, or on SIGINT/SIGTERM (signal-cleanup.ts).
  */
-import { readFileSync } from 'node:fs'
 import { loadavg } from 'node:os'
+import { procCpuSeconds } from '../../tools/proc-cpu.ts'
 import { intOption, scriptArgs } from '../../tools/script-args.ts'
 import { mayConnect, Overlay, type OverlayNode } from './overlay.ts'
 import { DEFAULT_SUBNETS } from './scenario.ts'
@@ -55,17 +55,7 @@ export interface Phases {
   load: [number, number]
 }
 
-/** CPU seconds (user + system) a process has used, from /proc; 0 once it is gone. */
-function cpuSeconds(pid: number | undefined): number {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')
-    return (Number(fields[11]) + Number(fields[12])) / 100 // utime, stime in clock ticks (USER_HZ = 100 on Linux)
-  } catch {
-    return 0
-  }
-}
-
-const nodesCpuSeconds = (nodes: readonly OverlayNode[]) => nodes.reduce((a, n) => a + cpuSeconds(n.process?.child.pid), 0)
+const nodesCpuSeconds = (nodes: readonly OverlayNode[]) => nodes.reduce((a, n) => a + procCpuSeconds(n.process?.child.pid), 0)
 
 /** Pairs listed in `lastPairs`: enough to see whether a few late dials or the whole set make the tail. */
 const LAST_PAIRS_SHOWN = 6
