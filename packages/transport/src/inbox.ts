@@ -57,8 +57,8 @@ export class Inbox {
   /**
    * The same keys in delivery order, a ring: the oldest is overwritten (and leaves `seen`) when
    * the window is full. Not the Set's own insertion order: taking a Map's or Set's first key
-   * after many deletions walks past every deleted slot until V8 rehashes, which cost ~6 µs per
-   * message at a window of 4,096 (most of the receiver's time in the inbox).
+   * after many deletions walks past every deleted slot until V8 rehashes: ~20 µs per message
+   * once the default window (65,536) was full, against ~2 µs this way (test/inbox.test.ts).
    */
   private readonly order: string[] = []
   private orderNext = 0
