@@ -17,9 +17,7 @@
  * - `libp2p.getMultiaddrs()`, `libp2p.peerId`, `libp2p.stop()`.
  */
 import { createPhoenixLibp2p } from '@phoenix-overlay/transport'
-
-/** What the harness reads of a message: its stamp. */
-const HEAD_BYTES = 8
+import { STAMP_BYTES } from './framing.ts'
 
 /** What the harness needs of an overlay node. */
 export interface OverlayNode {
@@ -28,7 +26,7 @@ export interface OverlayNode {
   readonly addresses: string[]
   /** Sends `payload` to the node named `name`, waiting (not failing) while the first hop's queue is full. */
   send(name: string, payload: Uint8Array): Promise<void>
-  /** Calls `onMessage` for every message delivered here (its first `headBytes` bytes, and its length) until the node stops; `onError` if it throws. */
+  /** Calls `onMessage` for every message delivered here (its first STAMP_BYTES bytes, what the harness reads of it, and its length) until the node stops; `onError` if it throws. */
   onMessages(onMessage: (message: { head: Uint8Array; bytes: number }, hops: number) => void, onError: (error: Error) => void): void
   /** Hops to the node named `name`, or undefined while there is no route. */
   hopsTo(name: string): number | undefined
@@ -87,7 +85,7 @@ export async function startOverlayNode(options: OverlayNodeOptions): Promise<Ove
         if (stopped) return
         try {
           const pieces = event.detail.payloadList
-          onMessage({ head: pieces.subarray(0, Math.min(HEAD_BYTES, pieces.byteLength)), bytes: pieces.byteLength }, event.detail.hops)
+          onMessage({ head: pieces.subarray(0, Math.min(STAMP_BYTES, pieces.byteLength)), bytes: pieces.byteLength }, event.detail.hops)
         } catch (error) {
           onError(error as Error)
         }

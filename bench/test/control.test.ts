@@ -1,25 +1,18 @@
 import { spawn } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { dirname, join, resolve } from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
-import { NODE_TS_FLAGS } from '../../tools/node-ts.ts'
 import { procCpuSeconds } from '../../tools/proc-cpu.ts'
-
-const benchDir = resolve(dirname(fileURLToPath(import.meta.url)), '..')
+import { runBenchScript } from './run-script.ts'
 
 describe('control endpoint benchmark, --quick (bench/src/control.ts)', () => {
   const out = mkdtempSync(join(tmpdir(), 'phoenix-bench-control-'))
   afterAll(() => rmSync(out, { recursive: true, force: true }))
 
   it('sends through every mode end to end and writes throughput and the sending node\'s CPU for each', { timeout: 120_000 }, async () => {
-    const stderr: string[] = []
-    const child = spawn(process.execPath, [...NODE_TS_FLAGS, join(benchDir, 'src/control.ts'), '--quick', '--out', out], { cwd: benchDir, stdio: ['ignore', 'pipe', 'pipe'] })
-    child.stderr.on('data', (chunk: Buffer) => stderr.push(chunk.toString()))
-    child.stdout.resume()
-    const code = await new Promise<number | null>((done) => child.on('exit', done))
-    expect(code, stderr.join('')).toBe(0)
+    const { code, stderr } = await runBenchScript('control.ts', ['--quick', '--out', out])
+    expect(code, stderr).toBe(0)
 
     const [header, ...rows] = readFileSync(join(out, 'control.csv'), 'utf8').trim().split('\n')
     expect(header).toBe('round,mode,messageBytes,bytes,mibPerS,senderCpuMsPerMiB')

@@ -1,8 +1,6 @@
-import { spawn } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { dirname, join, resolve } from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { join } from 'node:path'
 import { Uint8ArrayList } from 'uint8arraylist'
 import { afterAll, describe, expect, it } from 'vitest'
 import { makeMessage, MessageReader } from '../src/framing.ts'
@@ -11,9 +9,7 @@ import { explained, quantile } from '../src/measure.ts'
 import type { NodeHandle } from '../src/rpc.ts'
 import { PATH_IDS } from '../src/paths.ts'
 import type { Goal, MemoryRow, Summary } from '../src/report.ts'
-import { NODE_TS_FLAGS } from '../../tools/node-ts.ts'
-
-const benchDir = resolve(dirname(fileURLToPath(import.meta.url)), '..')
+import { runBenchScript } from './run-script.ts'
 
 describe('MessageReader', () => {
   it('finds every message and its stamp however the byte stream is cut', () => {
@@ -74,12 +70,8 @@ describe('forwarding benchmark, --quick, one process per node', () => {
   afterAll(() => rmSync(out, { recursive: true, force: true }))
 
   it('measures every path and size end to end and computes the goals', { timeout: 180_000 }, async () => {
-    const stderr: string[] = []
-    const child = spawn(process.execPath, [...NODE_TS_FLAGS, join(benchDir, 'src/forwarding.ts'), '--quick', '--out', out], { cwd: benchDir, stdio: ['ignore', 'pipe', 'pipe'] })
-    child.stderr.on('data', (chunk: Buffer) => stderr.push(chunk.toString()))
-    child.stdout.resume()
-    const code = await new Promise<number | null>((done) => child.on('exit', done))
-    expect(code, stderr.join('')).toBe(0)
+    const { code, stderr } = await runBenchScript('forwarding.ts', ['--quick', '--out', out])
+    expect(code, stderr).toBe(0)
 
     const { summaries, goals, memory } = JSON.parse(readFileSync(join(out, 'forwarding.json'), 'utf8')) as { summaries: Summary[]; goals: Goal[]; memory: MemoryRow[] }
     const processRuns = summaries.filter((s) => s.variant === 'process')

@@ -126,12 +126,9 @@ const TRANSFER_BYTES_MIN = 16 * 1024
  */
 const ANSWER_WRITE_CHARS_MAX = 64 * 1024
 
-/** Writes gathered answer lines, waiting for 'drain' if the client reads slowly; '' (what is left to gather). */
-async function writeAnswers(res: ServerResponse, answers: string, sent: number): Promise<string> {
-  if (answers === '') return ''
-  if (!res.write(answers)) await drainedOrClosed(res)
-  if (res.destroyed) throw new Error(`the client went away after message ${sent}`)
-  return ''
+/** Writes gathered answer lines, waiting for 'drain' if the client reads slowly (a client gone is noticed before the next send). */
+async function writeAnswers(res: ServerResponse, answers: string): Promise<void> {
+  if (answers !== '' && !res.write(answers)) await drainedOrClosed(res)
 }
 
 /** Resolves once the answer may be written again, or its connection is gone (then the next read fails). */
@@ -181,9 +178,13 @@ async function sendStream(target: ControlTarget, req: IncomingMessage, res: Serv
         sent++
         bytes += payload.length
         answers += `${JSON.stringify(sentAnswer(target, name, ack, payload.length, t0, result))}\n`
-        if (answers.length >= ANSWER_WRITE_CHARS_MAX) answers = await writeAnswers(res, answers, sent)
+        if (answers.length >= ANSWER_WRITE_CHARS_MAX) {
+          await writeAnswers(res, answers)
+          answers = ''
+        }
       }
-      answers = await writeAnswers(res, answers, sent)
+      await writeAnswers(res, answers)
+      answers = ''
     }
     frames.end()
     res.end(`${answers}${JSON.stringify({ done: true, sent, bytes, ms: +(performance.now() - started).toFixed(2) })}\n`)
