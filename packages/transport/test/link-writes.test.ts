@@ -32,6 +32,9 @@ class FakeStream extends EventTarget {
 const frame = (bytes: number, first = DATA): Uint8Array => new Uint8Array(bytes).fill(7, 1).fill(first, 0, 1)
 const prefixed = (...frames: Uint8Array[]): Uint8Array => new Uint8ArrayList(...frames.flatMap((f) => [varint.encode(f.byteLength), f])).subarray()
 
+/** After the event loop's check phase, where a burst ends (setImmediate). */
+const nextCheckPhase = (): Promise<void> => new Promise((resolve) => setImmediate(resolve))
+
 const link = (stream: FakeStream, onFrame: (frame: FrameBytes) => boolean = () => true): NeighbourLink =>
   new NeighbourLink('peer', stream as unknown as Stream, limits, defaultLogger().forComponent('test:link-writes'), onFrame, () => {}, () => {})
 
@@ -69,7 +72,22 @@ describe('link writes', () => {
     const frames = Array.from({ length: 20 }, (_, i) => frame(100 + i))
     for (const f of frames) expect(out.send(f)).toBe(true)
     expect(stream.writes).toEqual([prefixed(frames[0]!)])
-    await Promise.resolve()
+    await nextCheckPhase()
+    expect(stream.writes).toEqual([prefixed(frames[0]!), prefixed(...frames.slice(1))])
+  })
+
+  it('gathers a burst whose sends are separated by awaits (a loop awaiting each send) into one write', async () => {
+    const stream = new FakeStream()
+    const out = link(stream)
+    const frames = Array.from({ length: 16 }, (_, i) => frame(4096 + i))
+    for (const f of frames) {
+      expect(out.send(f)).toBe(true)
+      // What `await phoenix.send(…)` costs between two sends: a few promise turns, no I/O.
+      for (let turn = 0; turn < 3; turn++) await Promise.resolve()
+    }
+    // Ended one microtask after the first write, the burst wrote every frame alone (16 writes).
+    expect(stream.writes).toEqual([prefixed(frames[0]!)])
+    await nextCheckPhase()
     expect(stream.writes).toEqual([prefixed(frames[0]!), prefixed(...frames.slice(1))])
   })
 
@@ -85,7 +103,7 @@ describe('link writes', () => {
     const first = frame(500)
     out.send(first)
     expect(stream.writes).toEqual([prefixed(first)])
-    await Promise.resolve()
+    await nextCheckPhase()
     expect(stream.writes).toEqual([prefixed(first), prefixed(...more)])
   })
 })
