@@ -52,10 +52,11 @@ async function runPath(plan: Plan, variant: Variant, round: number, path: PathId
     await openPath(nodes, await setUpPath(path, nodes))
     log(`  ${variant} r${round} ${path}: set up in ${(performance.now() - t0).toFixed(0)} ms`)
     for (const size of sizes) {
+      const warmup = await measureThroughput(nodes, size.messageBytes, size.warmupBytes)
       const throughput = await measureThroughput(nodes, size.messageBytes, size.budgetBytes)
       const latency = await measureLatency(nodes, size.messageBytes, size.latencyMessages, size.gapMs, plan.settleMs)
-      rows.push({ variant, round, path, intermediates: PATHS[path].intermediates, messageBytes: size.messageBytes, throughput, latency })
-      log(`  ${variant} r${round} ${path.padEnd(16)} ${sizeLabel(size.messageBytes).padStart(6)}: ${throughput.mibPerS.toFixed(1).padStart(7)} MiB/s, latency median ${latency.medianUs.toFixed(0)} µs, p99 ${latency.p99Us.toFixed(0)} µs`)
+      rows.push({ variant, round, path, intermediates: PATHS[path].intermediates, messageBytes: size.messageBytes, warmup, throughput, latency })
+      log(`  ${variant} r${round} ${path.padEnd(16)} ${sizeLabel(size.messageBytes).padStart(6)}: ${throughput.mibPerS.toFixed(1).padStart(7)} MiB/s (first transfer ${warmup.mibPerS.toFixed(1)}), latency median ${latency.medianUs.toFixed(0)} µs, p99 ${latency.p99Us.toFixed(0)} µs`)
     }
   } finally {
     await Promise.all(nodes.map((n) => n.call('stop')))

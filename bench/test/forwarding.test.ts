@@ -8,6 +8,7 @@ import { BenchNode } from '../src/bench-node.ts'
 import { explained, quantile } from '../src/measure.ts'
 import type { NodeHandle } from '../src/rpc.ts'
 import { PATH_IDS } from '../src/paths.ts'
+import { makePlan } from '../src/plan.ts'
 import type { Goal, MemoryRow, Summary } from '../src/report.ts'
 import { runBenchScript } from './run-script.ts'
 
@@ -79,6 +80,9 @@ describe('forwarding benchmark, --quick, one process per node', () => {
     for (const s of summaries) {
       expect(s.mibPerS, `${s.variant} ${s.path} ${s.messageBytes}`).toBeGreaterThan(0)
       expect(Number.isFinite(s.mibPerS)).toBe(true)
+      // Each case is measured after a first transfer of its own (the warm-up), reported apart.
+      expect(s.firstMiBPerS, `first transfer: ${s.variant} ${s.path} ${s.messageBytes}`).toBeGreaterThan(0)
+      expect(Number.isFinite(s.firstMiBPerS)).toBe(true)
       expect(s.latencyMedianUs).toBeGreaterThan(0)
       expect(s.latencyP99Us).toBeGreaterThanOrEqual(s.latencyMedianUs)
       expect(s.cpuSPerMiB.total).toBeGreaterThan(0)
@@ -103,6 +107,12 @@ describe('forwarding benchmark, --quick, one process per node', () => {
     expect(readFileSync(join(out, 'forwarding.svg'), 'utf8')).toMatch(/^<svg[^>]*>.*throughput, MiB\/s/s)
     const csv = readFileSync(join(out, 'runs.csv'), 'utf8').trim().split('\n')
     expect(csv).toHaveLength(1 + PATH_IDS.length * 4 + PATH_IDS.length)
+    const header = csv[0]!.split(',')
+    const column = (name: string) => csv.slice(1).map((line) => Number(line.split(',')[header.indexOf(name)]))
+    const planned = new Map(makePlan({ quick: true }).sizes.map((size) => [size.messageBytes, size.warmupBytes]))
+    const messageBytes = column('message_bytes')
+    column('first_transfer_bytes').forEach((bytes, i) => expect(bytes, `row ${i + 1}`).toBe(planned.get(messageBytes[i]!)))
+    for (const goal of goals.slice(0, 3)) expect(goal.display).toMatch(/^\d+\.\d\d× \(first transfer \d+\.\d\d×\)$/)
     const report = readFileSync(join(out, 'REPORT.md'), 'utf8')
     expect(report).toContain('<!-- forwarding:start -->')
     expect(report).toContain("### The issue's goals, from this run")
