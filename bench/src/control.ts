@@ -22,7 +22,7 @@ import { procCpuSeconds } from '../../tools/proc-cpu.ts'
 import { fail, scriptArgs } from '../../tools/script-args.ts'
 import { nowNs } from './framing.ts'
 import { median } from './measure.ts'
-import { sizeLabel } from './plan.ts'
+import { NODE_FLAGS, sizeLabel } from './plan.ts'
 import { machineLine, writeSection } from './report.ts'
 import { spawnNode, type NodeHandle } from './rpc.ts'
 import { NODE_TS_FLAGS } from '../../tools/node-ts.ts'
@@ -53,7 +53,8 @@ const scratch = mkdtempSync(join(tmpdir(), 'phoenix-bench-control-'))
 
 /** Starts `phoenix node` and resolves once its control endpoint answers; `stop` ends it. */
 async function startCliNode(hub: string, socketPath: string): Promise<{ pid: number | undefined; stop(): Promise<void> }> {
-  const child = spawn(process.execPath, [...NODE_TS_FLAGS, PHOENIX_JS, 'node', '--no-discovery', '--hub', hub, '--name', 'src-cli', '--control', socketPath], { stdio: ['ignore', 'pipe', 'pipe'] })
+  // Node's flags as `phoenix node` gets them from bin/phoenix (the other processes get them too).
+  const child = spawn(process.execPath, [...NODE_FLAGS, ...NODE_TS_FLAGS, PHOENIX_JS, 'node', '--no-discovery', '--hub', hub, '--name', 'src-cli', '--control', socketPath], { stdio: ['ignore', 'pipe', 'pipe'] })
   let output = ''
   child.stdout!.on('data', (d: Buffer) => (output += d.toString()))
   child.stderr!.on('data', (d: Buffer) => (output += d.toString()))
@@ -186,7 +187,7 @@ async function measure(mode: Mode, sender: NodeHandle, receiver: NodeHandle, cli
 }
 
 async function runRound(round: number): Promise<Run[]> {
-  const [receiver, middle, sender] = await Promise.all(['receiver', 'middle', 'sender'].map((label) => spawnNode(label)))
+  const [receiver, middle, sender] = await Promise.all(['receiver', 'middle', 'sender'].map((label) => spawnNode(label, [...NODE_FLAGS])))
   const socketPath = join(scratch, `control-${round}.sock`)
   let cli: { pid: number | undefined; stop(): Promise<void> } | undefined
   try {

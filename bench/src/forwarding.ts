@@ -8,6 +8,8 @@
  *   npx -y pnpm@10 --filter @phoenix-overlay/bench run forwarding                # about 10 minutes
  *   npx -y pnpm@10 --filter @phoenix-overlay/bench run forwarding -- --quick     # smoke run, seconds
  *   ... run forwarding -- --rounds 5 --out DIR --no-in-process --no-memory --profile --paths bare,phoenix-1
+ *   ... run forwarding -- --node-flags ''     # every node process on Node's defaults (see NODE_FLAGS);
+ *                                             # others as --node-flags='--max-semi-space-size=8'
  */
 import { mkdirSync } from 'node:fs'
 import { dirname, join, resolve } from 'node:path'
@@ -15,7 +17,7 @@ import { fileURLToPath } from 'node:url'
 import { fail, scriptArgs } from '../../tools/script-args.ts'
 import { measureLatency, measureThroughput, openPath, RSS_SAMPLE_MS } from './measure.ts'
 import { nodesOf, PATH_IDS, PATHS, setUpPath, type PathId } from './paths.ts'
-import { makePlan, SIZE_BYTES, sizeLabel, type Plan, type SizePlan } from './plan.ts'
+import { makePlan, parseNodeFlags, SIZE_BYTES, sizeLabel, type Plan, type SizePlan } from './plan.ts'
 import { summarizeProfile, type ProfileSummary } from './profile.ts'
 import { writeForwardingReport, type MemoryRow, type Row, type Variant } from './report.ts'
 import { localNode, spawnNode, type NodeHandle } from './rpc.ts'
@@ -31,6 +33,7 @@ const { values } = scriptArgs({
     profile: { type: 'boolean', default: false },
     paths: { type: 'string' },
     sizes: { type: 'string' },
+    'node-flags': { type: 'string' },
   },
 }, { summary: 'the fair forwarding benchmark: one process per node, Phoenix through 0-2 intermediates against a bare stream, pipe relays and circuit-relay-v2' })
 const rounds = values.rounds === undefined ? undefined : Number(values.rounds)
@@ -39,7 +42,13 @@ const paths = values.paths?.split(',').map((p) => p.trim())
 for (const p of paths ?? []) if (!(PATH_IDS as readonly string[]).includes(p)) fail(`--paths: unknown path ${JSON.stringify(p)}; known: ${PATH_IDS.join(', ')}`)
 const sizes = values.sizes?.split(',').map((s) => Number(s.trim()))
 for (const s of sizes ?? []) if (!SIZE_BYTES.includes(s)) fail(`--sizes: unknown message size ${JSON.stringify(s)}; known: ${SIZE_BYTES.join(', ')}`)
-const plan = makePlan({ quick: values.quick, ...(rounds !== undefined ? { rounds } : {}), ...(paths !== undefined ? { paths: paths as PathId[] } : {}), ...(sizes !== undefined ? { sizes } : {}) })
+let nodeFlags: string[] | undefined
+try {
+  nodeFlags = values['node-flags'] === undefined ? undefined : parseNodeFlags(values['node-flags'])
+} catch (error) {
+  fail((error as Error).message)
+}
+const plan = makePlan({ quick: values.quick, ...(rounds !== undefined ? { rounds } : {}), ...(paths !== undefined ? { paths: paths as PathId[] } : {}), ...(sizes !== undefined ? { sizes } : {}), ...(nodeFlags !== undefined ? { nodeFlags } : {}) })
 const outDir = resolve(values.out ?? join(benchDir, values.quick ? 'results-quick' : 'results'))
 mkdirSync(outDir, { recursive: true })
 const log = (line: string) => process.stderr.write(`${line}\n`)
@@ -65,7 +74,7 @@ async function runPath(plan: Plan, variant: Variant, round: number, path: PathId
 }
 
 async function withProcesses<T>(count: number, body: (nodes: NodeHandle[]) => Promise<T>): Promise<T> {
-  const nodes = await Promise.all(Array.from({ length: count }, (_, i) => spawnNode(`node-${i}`)))
+  const nodes = await Promise.all(Array.from({ length: count }, (_, i) => spawnNode(`node-${i}`, [...plan.nodeFlags])))
   try {
     return await body(nodes)
   } finally {

@@ -20,7 +20,7 @@ import { join, resolve } from 'node:path'
 import { fail, scriptArgs } from '../../tools/script-args.ts'
 import { measureLatency, measureThroughput, median, openPath } from './measure.ts'
 import { nodesOf, PATH_IDS, PATHS, setUpPath, type PathId } from './paths.ts'
-import { sizeLabel, SIZE_BYTES } from './plan.ts'
+import { NODE_FLAGS, sizeLabel, SIZE_BYTES } from './plan.ts'
 import { spawnNode, type NodeHandle } from './rpc.ts'
 
 const MiB = 2 ** 20
@@ -74,7 +74,7 @@ const pools = new Map<RunPath, NodeHandle[]>()
 try {
   for (const path of paths) {
     const main = path.startsWith(BASE) ? baselineMain : undefined
-    const nodes = await Promise.all(Array.from({ length: nodesOf(pathIdOf(path)) }, (_, i) => spawnNode(`${path}-${i}`, [], main)))
+    const nodes = await Promise.all(Array.from({ length: nodesOf(pathIdOf(path)) }, (_, i) => spawnNode(`${path}-${i}`, [...NODE_FLAGS], main)))
     pools.set(path, nodes)
     await openPath(nodes, await setUpPath(pathIdOf(path), nodes))
   }

@@ -42,7 +42,21 @@ export interface Plan {
   readonly memoryFreshProcesses: boolean
   /** Pause before each latency probe, so the throughput run has left no work behind. */
   readonly settleMs: number
+  /** Node's flags for every node process, baseline or Phoenix alike (NODE_FLAGS unless `--node-flags` says otherwise). */
+  readonly nodeFlags: readonly string[]
 }
+
+/**
+ * What every node process runs with: V8's young generation capped at 16 MiB semi-spaces, as
+ * `phoenix node` runs (packages/cli/bin/phoenix). With Node's default (semi-spaces that grow up to
+ * 64 MiB on this machine: 32 MiB after the 64 B and 4 KiB cases), a node whose old generation is
+ * small does an incremental mark-compact every ~250 ms when large messages follow (V8 starts one
+ * whenever the old generation's headroom is below the young generation's size), where it did
+ * none before (Phoenix's sender: 2-4 ms more CPU per MiB at 64 KiB). Every path gets the same
+ * flags, so they favour none: the relays' throughput did not move. bench/REPORT.md, "Node's
+ * young generation after small messages". `--node-flags ''` runs every node with Node's defaults.
+ */
+export const NODE_FLAGS: readonly string[] = ['--max-semi-space-size=16']
 
 // Budgets: each case takes a few seconds on a 2-core machine (64 B messages move at well under
 // 1 MiB/s on every path: each is its own encrypted write).
@@ -65,7 +79,7 @@ export const SIZE_BYTES: readonly number[] = full.map((s) => s.messageBytes)
 
 const RELAY_KINDS: PathId[] = ['it-pipe', 'pause-resume', 'circuit-relay-v2', 'phoenix-1']
 
-export function makePlan(options: { quick: boolean; rounds?: number; paths?: readonly PathId[]; sizes?: readonly number[] }): Plan {
+export function makePlan(options: { quick: boolean; rounds?: number; paths?: readonly PathId[]; sizes?: readonly number[]; nodeFlags?: readonly string[] }): Plan {
   const sizes = (options.quick ? quick : full).filter((s) => options.sizes === undefined || options.sizes.includes(s.messageBytes))
   return {
     rounds: options.rounds ?? (options.quick ? 1 : 3),
@@ -76,7 +90,15 @@ export function makePlan(options: { quick: boolean; rounds?: number; paths?: rea
     memoryFreshProcesses: !options.quick,
     settleMs: options.quick ? 20 : 200,
     memoryPaths: RELAY_KINDS.filter((p) => options.paths === undefined || options.paths.includes(p)),
+    nodeFlags: options.nodeFlags ?? NODE_FLAGS,
   }
+}
+
+/** `--node-flags`' value: Node options separated by spaces ('' for none); each must start with `--`. */
+export function parseNodeFlags(value: string): string[] {
+  const flags = value.split(' ').filter((flag) => flag !== '')
+  for (const flag of flags) if (!flag.startsWith('--')) throw new Error(`--node-flags: ${JSON.stringify(flag)} is not a Node option (each starts with --), in ${JSON.stringify(value)}`)
+  return flags
 }
 
 export function sizeLabel(bytes: number): string {

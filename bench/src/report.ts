@@ -268,6 +268,11 @@ export interface ForwardingReportInput {
   readonly wallSeconds: number
 }
 
+/** The node processes' flags as the report states them. */
+export function nodeFlagsLine(plan: Pick<Plan, 'nodeFlags'>): string {
+  return plan.nodeFlags.length === 0 ? "Node's defaults (`--node-flags ''`)" : `\`${plan.nodeFlags.join(' ')}\` (\`--node-flags\`; NODE_FLAGS in src/plan.ts says why)`
+}
+
 /** Writes runs.csv, forwarding.json and forwarding.svg to `outDir` and the forwarding section of `reportFile`; returns that section. */
 export async function writeForwardingReport(input: ForwardingReportInput): Promise<string> {
   const { plan, rows, memory, profile, outDir, reportFile } = input
@@ -279,7 +284,7 @@ export async function writeForwardingReport(input: ForwardingReportInput): Promi
   const link = (file: string) => relative(join(reportFile, '..'), join(outDir, file)).split('\\').join('/')
   const sections = [
     `## Forwarding${input.quick ? ' (--quick smoke run: tiny budgets, numbers mean nothing)' : ''}`,
-    `Loopback, one OS process per node, ${plan.rounds} interleaved round(s); ${machineLine()}; ${input.wallSeconds.toFixed(0)} s in all. Every path runs on the same libp2p stack (TCP, Noise, Yamux). Figure: [forwarding.svg](${link('forwarding.svg')}); every run: [runs.csv](${link('runs.csv')}).`,
+    `Loopback, one OS process per node, ${plan.rounds} interleaved round(s); ${machineLine()}; ${input.wallSeconds.toFixed(0)} s in all. Every path runs on the same libp2p stack (TCP, Noise, Yamux), every node process with ${nodeFlagsLine(plan)}. Figure: [forwarding.svg](${link('forwarding.svg')}); every run: [runs.csv](${link('runs.csv')}).`,
     `Byte budget per throughput case: ${plan.sizes.map((s) => `${sizeLabel(s.messageBytes)} messages ${sizeLabel(s.budgetBytes)}`).join(', ')}, each measured right after a first transfer of the same messages on the same processes (${plan.sizes.map((s) => sizeLabel(s.warmupBytes)).join(', ')}), every path alike: a fresh path is several times slower at first (V8 compiling its hot code, the heap growing), so the first transfer says how much code a path runs more than how fast it moves data; its figures are in their own table below and in runs.csv. Latency: ${plan.sizes.map((s) => `${s.latencyMessages} × ${sizeLabel(s.messageBytes)}`).join(', ')}, one at a time (each sent ${[...new Set(plan.sizes.map((s) => s.gapMs))].join(' or ')} ms after the previous one arrived), stamped with the monotonic clock all processes share. circuit-relay-v2 runs with its data and duration limits raised to 1 TiB and one day (defaults: 128 KiB, 2 minutes).`,
     `### The issue's goals, from this run\n\n${table(['goal', 'measured', 'target', 'met'], goalList.map((g) => [g.what, g.display, g.target, g.met ? 'yes' : 'no']))}`,
     processTables(summaries, plan),

@@ -8,7 +8,7 @@ import { BenchNode } from '../src/bench-node.ts'
 import { explained, quantile } from '../src/measure.ts'
 import type { NodeHandle } from '../src/rpc.ts'
 import { PATH_IDS } from '../src/paths.ts'
-import { makePlan } from '../src/plan.ts'
+import { makePlan, NODE_FLAGS, parseNodeFlags } from '../src/plan.ts'
 import type { Goal, MemoryRow, Summary } from '../src/report.ts'
 import { runBenchScript } from './run-script.ts'
 
@@ -116,5 +116,29 @@ describe('forwarding benchmark, --quick, one process per node', () => {
     const report = readFileSync(join(out, 'REPORT.md'), 'utf8')
     expect(report).toContain('<!-- forwarding:start -->')
     expect(report).toContain("### The issue's goals, from this run")
+    // Every node process, baseline or Phoenix, ran with the same flags, and the report says which.
+    expect(report).toContain(`every node process with \`${NODE_FLAGS.join(' ')}\``)
+  })
+
+  it('refuses a --node-flags value that is not Node options, naming the option, before starting anything', async () => {
+    const { code, stderr } = await runBenchScript('forwarding.ts', ['--quick', '--out', out, '--node-flags=--max-semi-space-size=16 semi'])
+    expect(code).toBe(2)
+    expect(stderr.trim().split('\n')).toHaveLength(1)
+    expect(stderr).toMatch(/--node-flags: "semi" is not a Node option/)
+  })
+})
+
+describe('node flags of the bench processes', () => {
+  it("parses --node-flags: '' is Node's defaults, options split on spaces", () => {
+    expect(parseNodeFlags('')).toEqual([])
+    expect(parseNodeFlags(' --a=1  --b ')).toEqual(['--a=1', '--b'])
+    expect(() => parseNodeFlags('--a x')).toThrow(/--node-flags: "x"/)
+  })
+
+  it('gives every plan the default flags unless told otherwise, full run or smoke run alike', () => {
+    expect(NODE_FLAGS).toContain('--max-semi-space-size=16')
+    expect(makePlan({ quick: false }).nodeFlags).toEqual(NODE_FLAGS)
+    expect(makePlan({ quick: true }).nodeFlags).toEqual(NODE_FLAGS)
+    expect(makePlan({ quick: true, nodeFlags: [] }).nodeFlags).toEqual([])
   })
 })

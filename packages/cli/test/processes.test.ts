@@ -53,7 +53,8 @@ describe.concurrent(`phoenix node stops within STOP_GRACE_MS (${STOP_GRACE_MS} m
     const { node, tree, nodePid } = await startWay('bin')
     expect(node.pid).toBe(nodePid)
     // The workspace's Node 24 runs the sources itself (no tsx loader thread), and says nothing about it on stderr.
-    expect(processInfo(nodePid)!.command).toMatch(/ --experimental-transform-types --disable-warning=ExperimentalWarning \S*bin\/phoenix\.js node /)
+    // `phoenix node` caps V8's young generation (bin/phoenix says why).
+    expect(processInfo(nodePid)!.command).toMatch(/ --max-semi-space-size=16 --experimental-transform-types --disable-warning=ExperimentalWarning \S*bin\/phoenix\.js node /)
     process.kill(node.pid, 'SIGINT')
     await waitGone(tree, STOP_GRACE_MS)
     await node.closed
@@ -67,6 +68,22 @@ describe.concurrent(`phoenix node stops within STOP_GRACE_MS (${STOP_GRACE_MS} m
     await waitGone(tree, STOP_GRACE_MS)
     await node.closed
     expect(node.stderr).toMatch(/launcher pid \d+ .* exited; leaving/)
+    expect(node.stdout).toMatch(/^left$/m)
+  })
+})
+
+describe("bin/phoenix's Node flags", () => {
+  it('leaves the young generation to NODE_OPTIONS when that sets a size', async () => {
+    const socket = join(tempDir('proc'), 'control.sock')
+    const node = start(join(REPO, 'node_modules/.bin/phoenix'), ['node', '--name', 'flags', '--control', socket], { ...process.env, NODE_OPTIONS: '--max-semi-space-size=32' })
+    running.push(node)
+    await node.waitFor(/control endpoint on/)
+    const command = processInfo(node.pid)!.command
+    // Nothing between Node and its TypeScript flags: the size is NODE_OPTIONS' alone.
+    expect(command).toMatch(/\/node --experimental-transform-types --disable-warning=ExperimentalWarning \S*bin\/phoenix\.js node /)
+    expect(command).not.toContain('--max-semi-space-size')
+    process.kill(node.pid, 'SIGTERM')
+    await node.closed
     expect(node.stdout).toMatch(/^left$/m)
   })
 })
