@@ -1,5 +1,5 @@
-import { invariant } from '@phoenix-overlay/core'
 import { Uint8ArrayList } from 'uint8arraylist'
+import { DuplicateWindow } from './duplicate-window.ts'
 import type { ReceivedMessage } from './api.ts'
 
 /**
@@ -52,16 +52,8 @@ interface Consumer {
  */
 export class Inbox {
   private readonly consumers = new Set<Consumer>()
-  /** Keys of the last `duplicateWindowMax` delivered messages. */
-  private readonly seen = new Set<string>()
-  /**
-   * The same keys in delivery order, a ring: the oldest is overwritten (and leaves `seen`) when
-   * the window is full. Not the Set's own insertion order: taking a Map's or Set's first key
-   * after many deletions walks past every deleted slot until V8 rehashes: ~20 µs per message
-   * once the default window (65,536) was full, against ~2 µs this way (test/inbox.test.ts).
-   */
-  private readonly order: string[] = []
-  private orderNext = 0
+  /** The (source, message id) pairs of the last `duplicateWindowMax` delivered messages. */
+  private readonly seen: DuplicateWindow
   /** Messages that arrived while the application had no consumer yet (at most receiveBufferMax). */
   private unclaimed: ReceivedMessage[] = []
 
@@ -69,38 +61,26 @@ export class Inbox {
     private readonly limits: { readonly receiveBufferMax: number; readonly duplicateWindowMax: number },
     private readonly listenerCount: () => number,
     private readonly emit: (message: ReceivedMessage) => void,
-  ) {}
+  ) {
+    this.seen = new DuplicateWindow(limits.duplicateWindowMax)
+  }
 
   accept(message: ReceivedMessage): Delivery {
-    const key = `${message.from}\n${message.messageId}`
-    if (this.seen.has(key)) return 'duplicate'
+    if (this.seen.has(message.from, message.messageId)) return 'duplicate'
     if (this.consumers.size === 0 && this.listenerCount() === 0) {
       if (this.unclaimed.length >= this.limits.receiveBufferMax) return 'no-consumer'
-      this.remember(key)
+      this.seen.remember(message.from, message.messageId)
       this.unclaimed.push(message)
       return 'delivered'
     }
     for (const consumer of this.consumers) if (consumer.buffer.length >= this.limits.receiveBufferMax) return 'receiver-too-slow'
-    this.remember(key)
+    this.seen.remember(message.from, message.messageId)
     for (const consumer of this.consumers) {
       consumer.buffer.push(message)
       consumer.wake?.()
     }
     this.emit(message)
     return 'delivered'
-  }
-
-  private remember(key: string): void {
-    const windowMax = this.limits.duplicateWindowMax
-    if (windowMax <= 0) return
-    if (this.order.length < windowMax) this.order.push(key)
-    else {
-      this.seen.delete(this.order[this.orderNext]!)
-      this.order[this.orderNext] = key
-      this.orderNext = (this.orderNext + 1) % windowMax
-    }
-    this.seen.add(key)
-    invariant(this.seen.size <= windowMax, 'the duplicate window holds at most duplicateWindowMax keys')
   }
 
   /** Messages waiting for the application's first consumer. */
