@@ -50,8 +50,9 @@ export interface Plan {
  * What every node process runs with: V8's young generation capped at 16 MiB semi-spaces, as
  * `phoenix node` runs (packages/cli/bin/phoenix). With Node's default (semi-spaces that grow up to
  * 64 MiB on this machine: 32 MiB after the 64 B and 4 KiB cases), a node whose old generation is
- * small does an incremental mark-compact every ~250 ms when large messages follow (V8 starts one
- * whenever the old generation's headroom is below the young generation's size), where it did
+ * small does an incremental mark-compact every ~250 ms when large messages follow (V8 schedules
+ * one once the old generation's headroom is no larger than the young generation's target
+ * capacity: Heap::IncrementalMarkingLimitReached in V8's src/heap/heap.cc), where it did
  * none before (Phoenix's sender: 2-4 ms more CPU per MiB at 64 KiB). Every path gets the same
  * flags, so they favour none: the relays' throughput did not move. bench/REPORT.md, "Node's
  * young generation after small messages". `--node-flags ''` runs every node with Node's defaults.
