@@ -187,7 +187,7 @@ async function measure(mode: Mode, sender: NodeHandle, receiver: NodeHandle, cli
 }
 
 async function runRound(round: number): Promise<Run[]> {
-  const [receiver, middle, sender] = await Promise.all(['receiver', 'middle', 'sender'].map((label) => spawnNode(label, [...NODE_FLAGS])))
+  const [receiver, middle, sender] = await Promise.all(['receiver', 'middle', 'sender'].map((label) => spawnNode(label, NODE_FLAGS)))
   const socketPath = join(scratch, `control-${round}.sock`)
   let cli: { pid: number | undefined; stop(): Promise<void> } | undefined
   try {

@@ -74,7 +74,7 @@ async function runPath(plan: Plan, variant: Variant, round: number, path: PathId
 }
 
 async function withProcesses<T>(count: number, body: (nodes: NodeHandle[]) => Promise<T>): Promise<T> {
-  const nodes = await Promise.all(Array.from({ length: count }, (_, i) => spawnNode(`node-${i}`, [...plan.nodeFlags])))
+  const nodes = await Promise.all(Array.from({ length: count }, (_, i) => spawnNode(`node-${i}`, plan.nodeFlags)))
   try {
     return await body(nodes)
   } finally {

@@ -74,7 +74,7 @@ const pools = new Map<RunPath, NodeHandle[]>()
 try {
   for (const path of paths) {
     const main = path.startsWith(BASE) ? baselineMain : undefined
-    const nodes = await Promise.all(Array.from({ length: nodesOf(pathIdOf(path)) }, (_, i) => spawnNode(`${path}-${i}`, [...NODE_FLAGS], main)))
+    const nodes = await Promise.all(Array.from({ length: nodesOf(pathIdOf(path)) }, (_, i) => spawnNode(`${path}-${i}`, NODE_FLAGS, main)))
     pools.set(path, nodes)
     await openPath(nodes, await setUpPath(pathIdOf(path), nodes))
   }

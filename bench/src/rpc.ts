@@ -49,7 +49,7 @@ const CHILD_EXIT_WAIT_MS = 10_000
  * pid held is the node's, not a launcher's) with tsx's loader, and waits for it to say it is ready.
  * `nodeMain` is another tree's bench/src/node-main.ts to run that tree's code (a baseline checkout).
  */
-export async function spawnNode(label: string, nodeArgs: string[] = [], nodeMain = NODE_MAIN): Promise<NodeHandle> {
+export async function spawnNode(label: string, nodeArgs: readonly string[] = [], nodeMain = NODE_MAIN): Promise<NodeHandle> {
   const child: ChildProcess = spawn(process.execPath, [...nodeArgs, ...NODE_TS_FLAGS, nodeMain], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], serialization: 'advanced' })
   const pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>()
   let nextId = 1
