@@ -57,7 +57,7 @@ const SCALE_END = '<!-- scale:end -->'
 /** The core's default neighbour limit (packages/core constants.ts DEFAULT_LIMITS.neighboursMax). */
 const NEIGHBOURS_MAX_DEFAULT = 4_096
 /** V8's semi-space for each run (MiB): see runChild. */
-const SEMI_SPACE_MIB = 64
+const SEMI_SPACE_MIB = 128
 
 if (process.argv.includes('--child')) await child()
 else await parent()
@@ -135,8 +135,10 @@ function rssMiB(pid: number | undefined): number {
 
 function runChild(tree: string, scenario: string, nodes: number, timeoutS: number, rssLimitMiB: number): Promise<RunOutcome> {
   // A larger young generation: a run allocates short-lived objects (messages, adverts, views) by
-  // the gigabyte, and with the default 16 MiB semi-space each scavenge copies what a few hundred
-  // events still hold (at 1,000 processes, three subnets: 15% less CPU with 64 MiB, measured).
+  // the gigabyte, and each scavenge copies what a few hundred events still hold and walks the
+  // large old generation's pointers into the young one (at 1,000 processes, three subnets: 15%
+  // less CPU with 64 MiB than with 16, measured; then 128 against 64: 2,000 processes, three
+  // subnets, 113 and 115 s -> 98 and 109 s wall; 1,000 on one subnet 31.6 -> 23.6 s; 500 unchanged).
   // The old generation may grow to the resident-set limit (V8's default is ~4 GiB whatever the
   // machine has): a run past it is stopped by the watch below, not by an out-of-memory crash.
   const args = ['--expose-gc', `--max-semi-space-size=${SEMI_SPACE_MIB}`, `--max-old-space-size=${Math.round(rssLimitMiB)}`, '--import', 'tsx', fileURLToPath(import.meta.url), '--child', '--tree', tree, '--scenario-file', join(here, 'scenarios', `${scenario}.json`), '--nodes', String(nodes)]

@@ -73,6 +73,20 @@ describe.concurrent(`phoenix node stops within STOP_GRACE_MS (${STOP_GRACE_MS} m
 })
 
 describe("bin/phoenix's Node flags", () => {
+  it('gives `phoenix sim` a large young generation', async () => {
+    // Large enough to run for a while: its command line is read while it runs.
+    const sim = start(join(REPO, 'node_modules/.bin/phoenix'), ['sim', join(REPO, 'simulations/scenarios/paper-1-subnet.json'), '--nodes', '400'])
+    running.push(sim)
+    let command = ''
+    for (let i = 0; i < 200 && !command.includes('phoenix.js sim'); i++) {
+      command = processInfo(sim.pid)?.command ?? ''
+      await new Promise((resolve) => setTimeout(resolve, 10))
+    }
+    expect(command).toMatch(/\/node --max-semi-space-size=128 --experimental-transform-types --disable-warning=ExperimentalWarning \S*bin\/phoenix\.js sim /)
+    process.kill(sim.pid, 'SIGKILL')
+    await sim.closed
+  })
+
   it('leaves the young generation to NODE_OPTIONS when that sets a size', async () => {
     const socket = join(tempDir('proc'), 'control.sock')
     const node = start(join(REPO, 'node_modules/.bin/phoenix'), ['node', '--name', 'flags', '--control', socket], { ...process.env, NODE_OPTIONS: '--max-semi-space-size=32' })

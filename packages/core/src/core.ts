@@ -403,6 +403,9 @@ export class PhoenixCore {
     return nextHopOf(this.table.get(destination))
   }
 
+  /** `nextHop` by number, for a simulator whose cores share one numbering (`SharedNumbering`): -1 if unreachable; no id lookup, no view. */
+  nextHopIndex(index: number): number { return this.table.nextHopIndex(index) }
+
   /** Every entry but this node's own, reachable or not. */
   routes(): RouteView[] {
     const out: RouteView[] = []
@@ -418,6 +421,9 @@ export class PhoenixCore {
     return this.neighbours.has(peer)
   }
 
+  /** `isNeighbour` by number, for a simulator whose cores share one numbering (`SharedNumbering`): an array read, no id lookup. */
+  isNeighbourIndex(index: number): boolean { return this.neighbours.slotOfIndex(index) >= 0 }
+
   /**
    * Whether a connection from `peer` would be kept (it is one already, or there is room under
    * neighboursMax). For the driver's connection gate: a full node refuses the handshake, so the
@@ -432,17 +438,9 @@ export class PhoenixCore {
   get names(): readonly string[] { return this.table.own.names }
   get addresses(): readonly PhysicalAddress[] { return this.table.own.addresses }
 
-  get hasLeft(): boolean {
-    return this.left
-  }
-
-  get inboxLength(): number {
-    return this.inbox.length
-  }
-
-  get destinationCount(): number {
-    return this.table.size - 1
-  }
+  get hasLeft(): boolean { return this.left }
+  get inboxLength(): number { return this.inbox.length }
+  get destinationCount(): number { return this.table.size - 1 }
 
   dialBackoff(address: PhysicalAddress): { consecutiveFailures: number; retryAtMs: number } | undefined {
     return this.book.backoffOf(address)

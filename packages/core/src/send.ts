@@ -178,9 +178,19 @@ class SendRound {
   private mayConcern(joined: Joined): (row: number, dirty: boolean, trans: NodeSet, rcpt: NodeSet, seq: number) => boolean {
     const { table, neighbours } = this.p
     const ownRow = table.own.row
+    // Rows in insertion order often share their (interned) trans and rcpt sets: the joined
+    // neighbours' test is made once per run of rows with the same pair.
+    let lastTrans: NodeSet | undefined
+    let lastRcpt: NodeSet | undefined
+    let lastLacking = false
     return (row, dirty, trans, rcpt, seq) => {
       if (dirty || row === ownRow) return true
-      if (joined.set !== undefined ? NodeSet.anyMissing(joined.set, trans, rcpt) : anyLacking(joined.list, trans, rcpt)) return true
+      if (trans !== lastTrans || rcpt !== lastRcpt) {
+        lastTrans = trans
+        lastRcpt = rcpt
+        lastLacking = joined.set !== undefined ? NodeSet.anyMissing(joined.set, trans, rcpt) : anyLacking(joined.list, trans, rcpt)
+      }
+      if (lastLacking) return true
       const slot = neighbours.slotOfIndex(row)
       const owner = slot < 0 ? undefined : neighbours.at(slot)
       const concerns = owner !== undefined && ((!trans.has(owner.index) && !rcpt.has(owner.index)) || ownerNeedsOwnEntry(owner, seq))

@@ -102,9 +102,14 @@ export class RouteTable {
   }
 
   /** The entries `wanted` picks from their columns, in `values()` order; no view is made for the others (send.ts). */
-  *valuesWhere(wanted: (row: number, dirty: boolean, trans: NodeSet, rcpt: NodeSet, seq: number) => boolean): IterableIterator<RouteEntry> {
+  valuesWhere(wanted: (row: number, dirty: boolean, trans: NodeSet, rcpt: NodeSet, seq: number) => boolean): RouteEntry[] {
     const c = this.columns
-    for (const row of c.rows()) if (wanted(row, c.isDirty(row), c.trans[row]!, c.rcpt[row]!, c.seq[row]!)) yield c.view(row)
+    return c.rowsWhere(wanted).map((row) => c.view(row))
+  }
+
+  /** For a driver sharing the numbering (`SharedNumbering`): the next hop's index toward the destination numbered `index`, -1 if unreachable. */
+  nextHopIndex(index: number): number {
+    return this.columns.nextHopRow(index)
   }
 
   /**

@@ -60,6 +60,10 @@ export class Measurement {
       if (v >= u) v++
       this.samplePairs.push([nodes[u]!, nodes[v]!])
     }
+    // Walked grouped by source: consecutive walks start in the same core's table, which stays in
+    // the processor's cache (a sample is a sum over the pairs, whatever their order). In the
+    // order drawn, every walk began with cache misses: at 2,000 processes the samples were 7% of the run.
+    this.samplePairs.sort((a, b) => a[0].index - b[0].index || a[1].index - b[1].index)
   }
 
   /** Takes a reachability sample now, unless nothing happened since the last one (`force`: take it anyway). */

@@ -2,7 +2,7 @@ import { SharedNumbering } from '@phoenix-overlay/core'
 import { encodedUpdateSize } from '@phoenix-overlay/wire'
 import { MasterBaseline } from './baselines/master.ts'
 import { EVENTS_PER_RUN_MAX, PRNG_SALTS, PROGRESS_EVERY_EVENTS, QUIET_CHECK_EVERY_MS, SHARED_NUMBERING_NODES_MAX } from './constants.ts'
-import { CoreProcess, coreConfigFor, type CoreProcessEnv, type UpdateSizer } from './core-process.ts'
+import { CoreProcess, NumberedNodes, coreConfigFor, type CoreProcessEnv, type UpdateSizer } from './core-process.ts'
 import { SimulationError } from './errors.ts'
 import { Kernel, type SimEvent } from './kernel.ts'
 import { Lifecycle } from './lifecycle.ts'
@@ -57,11 +57,13 @@ export class Simulation {
     this.kernel = new Kernel(scenario, this.nodes, options.trace)
     this.network = new Network(this.kernel)
     this.measurement = new Measurement(this.kernel, this.network)
+    const numbering = new SharedNumbering(SHARED_NUMBERING_NODES_MAX)
     const env: CoreProcessEnv = {
       kernel: this.kernel,
       network: this.network,
       sizeOfUpdate: options.sizeOfUpdate ?? encodedUpdateSize,
-      numbering: new SharedNumbering(SHARED_NUMBERING_NODES_MAX),
+      numbering,
+      numbered: new NumberedNodes(this.kernel, numbering),
     }
     this.bytesModel = options.bytesModel ?? (options.sizeOfUpdate === undefined ? 'updates: @phoenix-overlay/wire encodedUpdateSize; master reports/tables: estimate (packages/sim/src/size.ts)' : 'custom')
     const processFor = (node: SimNode): SimProcess => this.master?.processFor(node) ?? new CoreProcess(node, env, coreConfigFor(node, this.kernel))

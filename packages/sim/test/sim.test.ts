@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs'
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
+import type { CoreProcess } from '../src/core-process.ts'
 import { EventQueue, Graph, Simulation, checkRoutesFast, SimulationError, parseScenario, resultToJson, scaleScenario, simulate, type Scenario } from '../src/index.ts'
 
 const scenarioFile = (name: string): unknown => JSON.parse(readFileSync(new URL(`../../../simulations/scenarios/${name}`, import.meta.url), 'utf8'))
@@ -316,5 +317,42 @@ describe('scenario validation', () => {
     expect(scaleScenario(base, 2000).subnets.map((s) => s.nodes)).toEqual([1120, 640, 240])
     expect(scaleScenario(base, 101).subnets.map((s) => s.nodes).reduce((a, b) => a + b)).toBe(101)
     expect(() => scaleScenario(base, 2)).toThrowError('--nodes 2 is too few')
+  })
+})
+
+describe('lookups by number (what the samples and the message gate use)', () => {
+  it('next hop and neighbour by shared number agree with the lookups by id, for every pair, throughout a run with crashes and restarts', () => {
+    const base = parseScenario(scenarioFile('paper-fig6-churn.json'))
+    const scenario = {
+      ...scaleScenario(base, 30),
+      events: [
+        { atMs: 1000, type: 'crash' as const, nodes: { fraction: 0.5 } },
+        { atMs: 2000, type: 'restart' as const, nodes: { fraction: 0.5 } },
+      ],
+    }
+    let sim: Simulation | undefined
+    let lines = 0
+    const seen = { routed: 0, unrouted: 0, neighbours: 0, strangers: 0 }
+    const compare = (): void => {
+      for (const u of sim!.nodes) {
+        const process = u.process as CoreProcess | undefined
+        if (process === undefined || !u.alive) continue
+        for (const v of sim!.nodes) {
+          if (v === u) continue
+          const byId = process.core.nextHop(v.id)
+          expect(process.nextHop(v)?.id).toBe(byId)
+          seen[byId === undefined ? 'unrouted' : 'routed']++
+          const neighbour = process.core.isNeighbour(v.id)
+          expect(process.isNeighbour(v)).toBe(neighbour)
+          seen[neighbour ? 'neighbours' : 'strangers']++
+        }
+      }
+    }
+    sim = new Simulation(scenario, { trace: () => { if (++lines % 97 === 0) compare() } })
+    const result = sim.run()
+    compare()
+    expect(result.check.ok).toBe(true)
+    // Both answers of each lookup were compared, many times.
+    for (const count of Object.values(seen)) expect(count).toBeGreaterThan(500)
   })
 })
