@@ -83,7 +83,7 @@ describe("bin/phoenix's Node flags", () => {
       await new Promise((resolve) => setTimeout(resolve, 10))
     }
     expect(command).toMatch(/\/node --max-semi-space-size=128 --experimental-transform-types --disable-warning=ExperimentalWarning \S*bin\/phoenix\.js sim /)
-    process.kill(sim.pid, 'SIGKILL')
+    sim.killGroup() // it may have finished already
     await sim.closed
   })
 

@@ -398,12 +398,7 @@ export class PhoenixCore {
     return entry === undefined ? undefined : view(entry, this.table.alternates.of(entry))
   }
 
-  /** The next hop (`fwd`) of a reachable route to `destination`: `route(d)?.fwd` without the view, for a simulator's samples. */
-  nextHop(destination: NodeId): NodeId | undefined {
-    return nextHopOf(this.table.get(destination))
-  }
-
-  /** `nextHop` by number, for a simulator whose cores share one numbering (`SharedNumbering`): -1 if unreachable; no id lookup, no view. */
+  /** `route(d)?.fwd` by number, for a simulator whose cores share one numbering (`SharedNumbering`): the next hop's index, -1 if unreachable; no id lookup, no view. */
   nextHopIndex(index: number): number { return this.table.nextHopIndex(index) }
 
   /** Every entry but this node's own, reachable or not. */
@@ -500,10 +495,6 @@ function idle(wakeAtMs: number | undefined): StepResult {
 }
 
 /** The next hop of `entry` if it is reachable. */
-function nextHopOf(entry: RouteEntry | undefined): NodeId | undefined {
-  return entry?.reachable === true ? entry.fwd : undefined
-}
-
 function view(entry: RouteEntry, alternates: readonly NodeId[]): RouteView {
   return {
     destination: entry.destination,

@@ -339,7 +339,7 @@ describe('lookups by number (what the samples and the message gate use)', () => 
         if (process === undefined || !u.alive) continue
         for (const v of sim!.nodes) {
           if (v === u) continue
-          const byId = process.core.nextHop(v.id)
+          const byId = process.core.route(v.id)?.fwd
           expect(process.nextHop(v)?.id).toBe(byId)
           seen[byId === undefined ? 'unrouted' : 'routed']++
           const neighbour = process.core.isNeighbour(v.id)
