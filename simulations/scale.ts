@@ -32,7 +32,7 @@ interface RunOutcome {
   scenario: string
   nodes: number
   tree: string
-  status: 'ok' | 'not converged' | 'tables wrong' | 'timeout' | 'over memory limit' | 'crashed'
+  status: 'ok' | 'not converged' | 'tables wrong' | 'timeout' | 'over memory limit' | 'out of heap' | 'crashed'
   wallS: number
   /** User + system CPU seconds of the run's process: what wall time would be on an idle machine (give or take GC threads). */
   cpuS: number
@@ -58,6 +58,19 @@ const SCALE_END = '<!-- scale:end -->'
 const NEIGHBOURS_MAX_DEFAULT = 4_096
 /** V8's semi-space for each run (MiB): see runChild. */
 const SEMI_SPACE_MIB = 128
+/**
+ * V8's heap limit (MiB) for a run expected to fit in it; a larger run gets the resident-set limit.
+ * A limit far above what a run needs made it slower: three subnets at 2,000 processes, same code
+ * and machine, 55–61 s wall at 4,096 MiB or V8's default (about the same), 67–70 s at 6,144 and
+ * 16,384 (five runs); one subnet at 2,000, 91.8 s / 4.2 GiB peak at 4,096 against 94.1 s / 5.0 GiB
+ * at 16,384.
+ */
+const SMALL_HEAP_MIB = 4_096
+/**
+ * Heap a run needs per (process, destination) pair, bytes: at 2,000 processes the live set at the
+ * end is ~400 (three subnets) to ~590 (one subnet) bytes per pair, and V8 wants ~1.5× its live set.
+ */
+const HEAP_BYTES_PER_PAIR = 900
 
 if (process.argv.includes('--child')) await child()
 else await parent()
@@ -133,15 +146,30 @@ function rssMiB(pid: number | undefined): number {
   }
 }
 
-function runChild(tree: string, scenario: string, nodes: number, timeoutS: number, rssLimitMiB: number): Promise<RunOutcome> {
+/**
+ * One run, with the small heap limit where the run should fit in it (HEAP_BYTES_PER_PAIR); a run
+ * that still runs out of it is run again with the resident-set limit as its heap limit, and says so.
+ */
+async function runSized(tree: string, scenario: string, nodes: number, timeoutS: number, rssLimitMiB: number): Promise<RunOutcome> {
+  const fits = (nodes * nodes * HEAP_BYTES_PER_PAIR) / 2 ** 20 <= SMALL_HEAP_MIB && SMALL_HEAP_MIB < rssLimitMiB
+  if (fits) {
+    const r = await runChild(tree, scenario, nodes, timeoutS, rssLimitMiB, SMALL_HEAP_MIB)
+    if (r.status !== 'out of heap') return r
+    process.stderr.write(`  out of the ${SMALL_HEAP_MIB} MiB heap after ${r.wallS.toFixed(1)} s: running again with a ${rssLimitMiB} MiB heap\n`)
+  }
+  return runChild(tree, scenario, nodes, timeoutS, rssLimitMiB, rssLimitMiB)
+}
+
+function runChild(tree: string, scenario: string, nodes: number, timeoutS: number, rssLimitMiB: number, heapLimitMiB: number): Promise<RunOutcome> {
   // A larger young generation: a run allocates short-lived objects (messages, adverts, views) by
   // the gigabyte, and each scavenge copies what a few hundred events still hold and walks the
   // large old generation's pointers into the young one (at 1,000 processes, three subnets: 15%
   // less CPU with 64 MiB than with 16, measured; then 128 against 64: 2,000 processes, three
   // subnets, 113 and 115 s -> 98 and 109 s wall; 1,000 on one subnet 31.6 -> 23.6 s; 500 unchanged).
-  // The old generation may grow to the resident-set limit (V8's default is ~4 GiB whatever the
-  // machine has): a run past it is stopped by the watch below, not by an out-of-memory crash.
-  const args = ['--expose-gc', `--max-semi-space-size=${SEMI_SPACE_MIB}`, `--max-old-space-size=${Math.round(rssLimitMiB)}`, '--import', 'tsx', fileURLToPath(import.meta.url), '--child', '--tree', tree, '--scenario-file', join(here, 'scenarios', `${scenario}.json`), '--nodes', String(nodes)]
+  // The old generation gets SMALL_HEAP_MIB where the run fits in it, else it may grow to the
+  // resident-set limit (V8's default is ~4 GiB whatever the machine has): a run past that is
+  // stopped by the watch below, not by an out-of-memory crash.
+  const args = ['--expose-gc', `--max-semi-space-size=${SEMI_SPACE_MIB}`, `--max-old-space-size=${Math.round(heapLimitMiB)}`, '--import', 'tsx', fileURLToPath(import.meta.url), '--child', '--tree', tree, '--scenario-file', join(here, 'scenarios', `${scenario}.json`), '--nodes', String(nodes)]
   return new Promise((done) => {
     const started = performance.now()
     const proc = spawn(process.execPath, args, { cwd: here, stdio: ['ignore', 'pipe', 'inherit'] })
@@ -163,15 +191,20 @@ function runChild(tree: string, scenario: string, nodes: number, timeoutS: numbe
         proc.kill('SIGKILL')
       }
     }, 1000)
-    proc.on('close', (code) => {
+    proc.on('close', (code, signal) => {
       clearTimeout(timer)
       clearInterval(watch)
       const line = out.trim().split('\n').at(-1)
       const wallS = (performance.now() - started) / 1000
       if (code === 0 && line !== undefined && line.startsWith('{')) done({ ...(JSON.parse(line) as RunOutcome), load: load() })
-      else done({ scenario, nodes, tree, status: overLimit ? 'over memory limit' : wallS >= timeoutS ? 'timeout' : 'crashed', wallS, cpuS: 0, peakRssMiB: peakSeen, entries: 0, check: '', convergenceMs: 0, load: load() })
+      else done({ scenario, nodes, tree, status: overLimit ? 'over memory limit' : wallS >= timeoutS ? 'timeout' : outOfHeap(code, signal, heapLimitMiB, rssLimitMiB) ? 'out of heap' : 'crashed', wallS, cpuS: 0, peakRssMiB: peakSeen, entries: 0, check: '', convergenceMs: 0, load: load() })
     })
   })
+}
+
+/** V8 aborts (SIGABRT) when a heap below the resident-set limit is full. */
+function outOfHeap(code: number | null, signal: NodeJS.Signals | null, heapLimitMiB: number, rssLimitMiB: number): boolean {
+  return heapLimitMiB < rssLimitMiB && (signal === 'SIGABRT' || code === 134)
 }
 
 /** Least-squares slope of log(y) against log(x). */
@@ -205,7 +238,7 @@ async function parent(): Promise<void> {
       for (const tree of trees) {
         if (stopped.has(tree)) continue
         process.stderr.write(`${scenario} at ${nodes}${tree === trees[0] ? '' : ' (baseline)'}: running (timeout ${timeoutS} s)\n`)
-        const r = await runChild(tree, scenario, nodes, timeoutS, rssLimitMiB)
+        const r = await runSized(tree, scenario, nodes, timeoutS, rssLimitMiB)
         process.stderr.write(`${scenario} at ${nodes}${tree === trees[0] ? '' : ' (baseline)'}: ${r.status}, ${r.wallS.toFixed(1)} s, ${r.peakRssMiB.toFixed(0)} MiB peak, ${r.entries} entries, ${nsPerEntry(r)} ns/entry, check ${r.check}\n`)
         if (tree === trees[0]) {
           rows.set(`${scenario}@${nodes}`, r)
@@ -280,7 +313,7 @@ function writeReportSection(all: readonly RunOutcome[]): void {
 ## Scale
 
 Written by \`simulations/scale.ts\` (\`npx pnpm@10 --filter @phoenix-overlay/simulations run scale\`): each run
-in its own Node process (V8 semi-space ${SEMI_SPACE_MIB} MiB), hubs only, every core's \`neighboursMax\` at least N (a gateway has a neighbour per process), wall time and peak RSS of that process, every table checked
+in its own Node process (V8 semi-space ${SEMI_SPACE_MIB} MiB; heap limit ${SMALL_HEAP_MIB} MiB where N²·${HEAP_BYTES_PER_PAIR} bytes fit in it, else the resident-set limit), hubs only, every core's \`neighboursMax\` at least N (a gateway has a neighbour per process), wall time and peak RSS of that process, every table checked
 (the check column: \`reference\` = core's BFS checker on every node; \`twin-classes\` = the exact
 same check with one BFS per class of nodes with identical closed neighbourhoods, every pair).
 ns per entry = wall time / entries sent; CPU s = the process's user + system time (wall time

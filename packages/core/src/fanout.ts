@@ -105,7 +105,8 @@ export class Fanout {
    * same records to share out). What it sent since our last round began counts.
    */
   begin(planned: ReadonlyMap<NodeId, number>, untilMs: number): void {
-    this.awaited.clear()
+    // Map.clear() allocates a new table even when empty (V8); rounds are frequent and these mostly empty.
+    if (this.awaited.size > 0) this.awaited.clear()
     if (this.heldBack.size > 0) {
       let newestHeld = 0
       for (const n of this.heldBack.keys()) newestHeld = Math.max(newestHeld, n.connection)
@@ -118,7 +119,7 @@ export class Fanout {
       if (this.awaited.size > 0) this.waitsBegun++
       this.expiryCounted = this.awaited.size === 0
     }
-    this.heard.clear()
+    if (this.heard.size > 0) this.heard.clear()
   }
 
   /**
@@ -163,7 +164,7 @@ export class Fanout {
       this.expiryCounted = true
       drain(this.heldBack, budget, taken, decide, emit)
     }
-    if (!this.pending) this.awaited.clear()
+    if (!this.pending && this.awaited.size > 0) this.awaited.clear()
   }
 
   /** Promised neighbours in slot order (the order of a round without bounded steps). */

@@ -126,7 +126,8 @@ export class NameHolders {
   /** We applied an update from a neighbour: our pending names are established. */
   heardNetwork(): void {
     this.heard = true
-    this.pending.clear()
+    // Map.clear() allocates a new table even when empty (V8), and this runs per message applied.
+    if (this.pending.size > 0) this.pending.clear()
   }
 
   /**

@@ -22,7 +22,7 @@ export function sendRound(p: CoreParts, nowMs: number): StepResult {
     else round.collectOptimized()
     p.table.dirty.clear()
     p.table.allDirty = false
-    p.table.joined.clear()
+    if (p.table.joined.size > 0) p.table.joined.clear() // Set.clear() allocates even when empty (V8)
     if (p.mode === 'naive') return round.build()
     round.endPlans()
     p.fanout.sortPromised()
@@ -355,7 +355,8 @@ class SendRound {
     for (const slot of this.planEndSlots) if (!this.perNeighbour.has(slot)) this.perNeighbour.set(slot, [])
     const effects: Effect[] = []
     let entriesSent = 0
-    for (const [slot, entries] of [...this.perNeighbour].sort((x, y) => x[0] - y[0])) {
+    for (const slot of [...this.perNeighbour.keys()].sort((x, y) => x - y)) {
+      const entries = this.perNeighbour.get(slot)!
       const to = neighbours.at(slot)
       invariant(to !== undefined, 'send target slot is occupied')
       for (const message of this.messagesTo(to, entries)) {
@@ -377,7 +378,9 @@ class SendRound {
     const out: UpdateMessage[] = []
     for (let start = 0; start < entries.length || (start === 0 && (hello !== undefined || lost !== undefined || planEnd)); start += limits.entriesPerMessageMax) {
       const last = start + limits.entriesPerMessageMax >= entries.length
-      out.push(this.message(entries.slice(start, start + limits.entriesPerMessageMax), start === 0 ? hello : undefined, start === 0 ? lost : undefined, planEnd && last))
+      // One message takes the round's own list (built for this neighbour, unused after): no copy per message.
+      const chunk = start === 0 && last ? entries : entries.slice(start, start + limits.entriesPerMessageMax)
+      out.push(this.message(chunk, start === 0 ? hello : undefined, start === 0 ? lost : undefined, planEnd && last))
     }
     return out
   }
@@ -394,16 +397,19 @@ class SendRound {
 
   private message(chunk: readonly RouteEntry[], hello: UpdateMessage['hello'], lost: readonly NodeId[] | undefined, planEnd: boolean): UpdateMessage {
     const transSets: Uint8Array[] = []
-    const indexOfSet = new Map<Uint8Array, number>()
+    // Most messages carry one or two sets: a scan finds them without a map per message; past
+    // TRANS_SETS_SCANNED_MAX, a map built then keeps a long message linear.
+    let indexOfSet: Map<Uint8Array, number> | undefined
     const adverts = chunk.map((entry) => {
       if (this.p.mode === 'naive') return this.advertFor(entry, -1)
       const bytes = this.wireFormOf(entry.trans)
       if (bytes.length === 0) return this.advertFor(entry, -1)
-      let index = indexOfSet.get(bytes)
-      if (index === undefined) {
+      if (indexOfSet === undefined && transSets.length > TRANS_SETS_SCANNED_MAX) indexOfSet = new Map(transSets.map((set, i) => [set, i]))
+      let index = indexOfSet === undefined ? transSets.indexOf(bytes) : (indexOfSet.get(bytes) ?? -1)
+      if (index < 0) {
         index = transSets.length
         transSets.push(bytes)
-        indexOfSet.set(bytes, index)
+        indexOfSet?.set(bytes, index)
       }
       return this.advertFor(entry, index)
     })
@@ -476,6 +482,12 @@ interface Joined {
  * a node's index space is N/32 words, so a list of N/32 costs as much as the words.
  */
 const JOINED_LIST_MAX = 32
+
+/**
+ * A message looks its trans sets up by scanning while it has at most this many (a scan of 8
+ * references costs less than a map lookup, and most messages carry one or two); past it, by a map.
+ */
+const TRANS_SETS_SCANNED_MAX = 8
 
 /** Whether one of `indices` is in neither `trans` nor `rcpt`. */
 function anyLacking(indices: readonly number[], trans: NodeSet, rcpt: NodeSet): boolean {
