@@ -22,6 +22,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { dirname, join, resolve } from 'node:path'
 import { cpus, loadavg } from 'node:os'
 import { fileURLToPath, pathToFileURL } from 'node:url'
+import { SIM_LIMITS } from '@phoenix-overlay/sim'
 import * as vega from 'vega'
 import * as vegaLite from 'vega-lite'
 
@@ -66,11 +67,8 @@ const SEMI_SPACE_MIB = 128
  * at 16,384.
  */
 const SMALL_HEAP_MIB = 4_096
-/**
- * Heap a run needs per (process, destination) pair, bytes: at 2,000 processes the live set at the
- * end is ~400 (three subnets) to ~590 (one subnet) bytes per pair, and V8 wants ~1.5× its live set.
- */
-const HEAP_BYTES_PER_PAIR = 900
+/** Heap a run needs per (process, destination) pair, bytes (the sim package's estimate). */
+const { HEAP_BYTES_PER_PAIR } = SIM_LIMITS
 
 if (process.argv.includes('--child')) await child()
 else await parent()

@@ -87,6 +87,18 @@ describe("bin/phoenix's Node flags", () => {
     await sim.closed
   })
 
+  it('`phoenix sim` warns before a run that may not fit in the heap limit, naming the option', async () => {
+    // A 24 MiB old generation (and 1 MiB semi-spaces) cannot hold 300 processes' tables (~77 MiB
+    // by the estimate): the warning comes before the run, which then may stop on the heap.
+    const env = { ...process.env, NODE_OPTIONS: '--max-old-space-size=24 --max-semi-space-size=1' }
+    const sim = start(join(REPO, 'node_modules/.bin/phoenix'), ['sim', join(REPO, 'simulations/scenarios/paper-3-subnets.json'), '--nodes', '300'], env)
+    running.push(sim)
+    const [line] = await sim.waitFor(/^phoenix sim: 300 processes may need ~\d+ MiB of heap.*$/m)
+    expect(line).toMatch(/more than V8's limit here \(\d+ MiB\); raise it with NODE_OPTIONS=--max-old-space-size=\d+ /)
+    sim.killGroup()
+    await sim.closed
+  })
+
   it('leaves the young generation to NODE_OPTIONS when that sets a size', async () => {
     const socket = join(tempDir('proc'), 'control.sock')
     const node = start(join(REPO, 'node_modules/.bin/phoenix'), ['node', '--name', 'flags', '--control', socket], { ...process.env, NODE_OPTIONS: '--max-semi-space-size=32' })

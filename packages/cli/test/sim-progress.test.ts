@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { PassThrough } from 'node:stream'
 import { describe, expect, it } from 'vitest'
-import { runSim } from '../src/commands/sim.ts'
+import { heapShortfall, runSim } from '../src/commands/sim.ts'
 import { REPO, tempDir } from './helpers.ts'
 
 describe('phoenix sim progress', () => {
@@ -23,5 +23,28 @@ describe('phoenix sim progress', () => {
     const last = frames.at(-1)!
     expect(last.percent).toBe(100)
     expect(last.virtualS).toBeLessThan(5)
+  })
+})
+
+describe('phoenix sim heap warning', () => {
+  const GiB = 2 ** 30
+  it('warns, naming NODE_OPTIONS and the size, only when N² pairs may not fit in the heap limit', () => {
+    // 2,000 processes ran in V8's 4 GiB (simulations/REPORT.md, Scale); 5,000 needed ~15 GiB.
+    expect(heapShortfall(2000, 4 * GiB)).toBeUndefined()
+    const warning = heapShortfall(5000, 4 * GiB)
+    expect(warning).toMatch(/^phoenix sim: 5000 processes may need ~(\d+) MiB of heap, more than V8's limit here \(4096 MiB\); raise it with NODE_OPTIONS=--max-old-space-size=(\d+) /)
+    const [, need, raise] = /~(\d+) MiB.*size=(\d+)/.exec(warning!)!
+    expect(Number(need)).toBe(Number(raise))
+    expect(Number(need)).toBeGreaterThan(4096 * 4)
+    expect(heapShortfall(5000, 24 * GiB)).toBeUndefined()
+  })
+
+  it('runSim prints no warning for a run that fits (processes.test.ts has one that does not)', () => {
+    let text = ''
+    const stream = Object.assign(new PassThrough(), { isTTY: false })
+    stream.on('data', (d: Buffer) => (text += d.toString('utf8')))
+    expect(runSim(join(REPO, 'simulations/scenarios/paper-3-subnets.json'), { nodes: 30, out: tempDir('sim') }, stream)).toBe(0)
+    expect(text).not.toContain('heap')
+    expect(text).toContain('tables match BFS')
   })
 })

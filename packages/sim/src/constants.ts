@@ -99,3 +99,11 @@ export const PRNG_SALTS = { selectionOrder: 0x5e1ec7, startTimes: 0x57a27, sampl
 
 /** Bytes of a modelled record signature: Ed25519's, so updates are as large on the modelled links as on real ones. */
 export const MODELLED_SIGNATURE_BYTES = 64
+
+/**
+ * Heap a simulation needs per (process, destination) pair, bytes, with V8's headroom: the live set
+ * at the end of a 2,000-process run is ~400 (three subnets) to ~590 (one subnet) bytes per pair,
+ * and V8 wants ~1.5× its live set. `phoenix sim` warns when N² of these pass V8's heap limit;
+ * `simulations/scale.ts` picks each run's heap limit from it.
+ */
+export const HEAP_BYTES_PER_PAIR = 900

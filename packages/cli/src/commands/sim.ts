@@ -1,8 +1,9 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { getHeapStatistics } from 'node:v8'
 import { InvalidArgumentError, type Command } from 'commander'
 import { SimProgress, type ProgressStream } from '../sim-progress.ts'
-import { DISCOVERIES, STRATEGIES, SimulationError, parseScenario, resultToJson, samplesToCsv, scaleScenario, simulate, type Discovery, type Scenario, type Strategy } from '@phoenix-overlay/sim'
+import { DISCOVERIES, SIM_LIMITS, STRATEGIES, SimulationError, parseScenario, resultToJson, samplesToCsv, scaleScenario, simulate, type Discovery, type Scenario, type Strategy } from '@phoenix-overlay/sim'
 
 function integer(name: string, min: number, max: number) {
   return (value: string): number => {
@@ -86,6 +87,8 @@ export function registerSimCommand(program: Command, description: string): void 
 /** Runs the command; returns the exit code (1 when a table is wrong or the run did not converge). Progress and the summary go to `stderr`. */
 export function runSim(file: string, options: SimCommandOptions, stderr: ProgressStream = process.stderr): number {
   const scenario = loadScenario(file, options)
+  const heapWarning = heapShortfall(scenario.subnets.reduce((sum, s) => sum + s.nodes, 0), getHeapStatistics().heap_size_limit)
+  if (heapWarning !== undefined) stderr.write(`${heapWarning}\n`)
   // The run is one synchronous loop, so progress is drawn from the simulator's callback, never from a timer.
   const progress = new SimProgress(stderr, options.progress === true)
   const wallStart = performance.now()
@@ -113,4 +116,16 @@ export function runSim(file: string, options: SimCommandOptions, stderr: Progres
     return 1
   }
   return 0
+}
+
+/**
+ * A warning when a run of `nodes` processes is expected to need more heap than V8 may use
+ * (`SIM_LIMITS.HEAP_BYTES_PER_PAIR` per pair): V8 stops such a run with "heap out of memory" after
+ * minutes of work; undefined when it should fit.
+ */
+export function heapShortfall(nodes: number, heapLimitBytes: number): string | undefined {
+  const needBytes = nodes * nodes * SIM_LIMITS.HEAP_BYTES_PER_PAIR
+  if (needBytes <= heapLimitBytes) return undefined
+  const mib = (bytes: number): number => Math.ceil(bytes / 2 ** 20)
+  return `phoenix sim: ${nodes} processes may need ~${mib(needBytes)} MiB of heap, more than V8's limit here (${mib(heapLimitBytes)} MiB); raise it with NODE_OPTIONS=--max-old-space-size=${mib(needBytes)} if the run stops with "heap out of memory"`
 }
