@@ -9,7 +9,7 @@
  *   ... run scale -- --scenarios paper-3-subnets --timeout-s 600                         # one scenario, a run stops after 10 min
  *   ... run scale -- --baseline ../other-checkout                                        # also run another checkout (same sizes) and print ratios
  *   ... run scale -- --report-only                                                       # rewrite the figure and the REPORT.md section from figures/scale.csv
- *   ... run scale -- --rss-limit-mib 8000                                                # stop a run whose resident set passes 8,000 MiB (default 16,384; also its V8 heap limit)
+ *   ... run scale -- --rss-limit-mib 8000                                                # stop a run whose resident set passes 8,000 MiB (default 16,384; the V8 heap limit of a run too large for 4,096 MiB)
  *
  * Each row also records the machine's load average during the run (wall time depends on it) and
  * the live set at the end (heap and array buffers after a full collection).
@@ -23,6 +23,7 @@ import { dirname, join, resolve } from 'node:path'
 import { cpus, loadavg } from 'node:os'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { SIM_LIMITS } from '@phoenix-overlay/sim'
+import { fail, scriptArgs } from '../tools/script-args.ts'
 import * as vega from 'vega'
 import * as vegaLite from 'vega-lite'
 
@@ -47,10 +48,36 @@ interface RunOutcome {
   load?: string
 }
 
-const flag = (name: string): string | undefined => {
-  const i = process.argv.indexOf(name)
-  return i >= 0 ? process.argv[i + 1] : undefined
-}
+const { values } = scriptArgs(
+  {
+    options: {
+      sizes: { type: 'string', default: '500,1000,2000,5000,10000' },
+      scenarios: { type: 'string', default: 'paper-1-subnet,paper-3-subnets' },
+      'timeout-s': { type: 'string', default: '1800' },
+      'rss-limit-mib': { type: 'string', default: '16384' },
+      baseline: { type: 'string' },
+      'report-only': { type: 'boolean', default: false },
+      child: { type: 'boolean', default: false },
+      tree: { type: 'string' },
+      'scenario-file': { type: 'string' },
+      nodes: { type: 'string' },
+    },
+  },
+  {
+    summary: 'the scale curve: each scenario at each size in its own Node process; writes figures/scale.csv, figures/scale.svg and the Scale section of REPORT.md',
+    help: {
+      sizes: 'process counts, comma-separated',
+      scenarios: 'names of scenarios/*.json, comma-separated',
+      'timeout-s': 'a run still going after this long is stopped (and larger sizes of its scenario skipped)',
+      'rss-limit-mib': 'a run whose resident set passes this is stopped; also the V8 heap limit of a run too large for 4,096 MiB',
+      baseline: 'another checkout: run it too, at the same sizes, and print the ratios (writes nothing)',
+      'report-only': 'rewrite the figure and the REPORT.md section from figures/scale.csv',
+      child: 'internal: one run, its outcome as a JSON line (with --tree, --scenario-file, --nodes)',
+    },
+  },
+)
+/** An option's value as given (string options only). */
+const flag = (name: string): string | undefined => values[name.replace(/^--/, '') as keyof typeof values] as string | undefined
 
 const nsPerEntry = (r: RunOutcome): string => (r.entries > 0 ? ((r.wallS * 1e9) / r.entries).toFixed(0) : 'n/a')
 const SCALE_BEGIN = '<!-- scale:begin (written by scale.ts) -->'
@@ -70,7 +97,7 @@ const SMALL_HEAP_MIB = 4_096
 /** Heap a run needs per (process, destination) pair, bytes (the sim package's estimate). */
 const { HEAP_BYTES_PER_PAIR } = SIM_LIMITS
 
-if (process.argv.includes('--child')) await child()
+if (values.child) await child()
 else await parent()
 
 /** Child mode: one simulation with the sim package of `--tree`, its outcome as one JSON line. */
@@ -221,11 +248,13 @@ async function parent(): Promise<void> {
   const timeoutS = Number(flag('--timeout-s') ?? 1800)
   const rssLimitMiB = Number(flag('--rss-limit-mib') ?? 16384)
   const baseline = flag('--baseline')
-  if (sizes.some((n) => !Number.isInteger(n) || n < 2)) throw new Error(`--sizes must be integers >= 2, got ${flag('--sizes')}`)
-  if (!(timeoutS > 0)) throw new Error(`--timeout-s must be a positive number, got ${flag('--timeout-s')}`)
-  if (!(rssLimitMiB > 0)) throw new Error(`--rss-limit-mib must be a positive number, got ${flag('--rss-limit-mib')}`)
+  if (sizes.some((n) => !Number.isInteger(n) || n < 2)) fail(`--sizes: integers >= 2, comma-separated, got ${JSON.stringify(flag('--sizes'))}`)
+  if (!(timeoutS > 0)) fail(`--timeout-s: a positive number, got ${JSON.stringify(flag('--timeout-s'))}`)
+  if (!(rssLimitMiB > 0)) fail(`--rss-limit-mib: a positive number, got ${JSON.stringify(flag('--rss-limit-mib'))}`)
+  for (const name of scenarios) if (!existsSync(join(here, 'scenarios', `${name}.json`))) fail(`--scenarios: no scenarios/${name}.json`)
+  if (baseline !== undefined && !existsSync(join(baseline, 'packages/sim/src/index.ts'))) fail(`--baseline: ${baseline} is not a checkout of this repository (no packages/sim/src/index.ts)`)
   const trees = [resolve(here, '..'), ...(baseline === undefined ? [] : [resolve(baseline)])]
-  const reportOnly = process.argv.includes('--report-only')
+  const reportOnly = values['report-only']
   const csvFile = join(here, 'figures', 'scale.csv')
   const rows = new Map<string, RunOutcome>()
   // Earlier runs of other sizes stay in the table: the curve can be built a few sizes at a time.
