@@ -15,23 +15,27 @@ import { spawnSync } from 'node:child_process'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import type { PhoenixCore, UpdateMessage } from '../packages/core/src/index.ts'
+import { intOption, scriptArgs } from '../tools/script-args.ts'
 
 const here = dirname(fileURLToPath(import.meta.url))
-const flag = (name: string): string | undefined => {
-  const i = process.argv.indexOf(name)
-  return i >= 0 ? process.argv[i + 1] : undefined
-}
+const { values } = scriptArgs(
+  { options: { destinations: { type: 'string', default: '1000' }, baseline: { type: 'string' }, child: { type: 'boolean', default: false }, tree: { type: 'string' } } },
+  {
+    summary: "a real node's memory at N destinations: the heap one PhoenixCore keeps once it learned N nodes through one hub",
+    help: { destinations: 'how many nodes the core learns', baseline: 'another checkout: measure it too and print the ratio', child: 'internal: one measurement (with --tree)' },
+  },
+)
+const flag = (name: string): string | undefined => values[name.replace(/^--/, '') as keyof typeof values] as string | undefined
 /** Loop iterations (1 ms of time each) before a phase gives up: far more than a star of 10,000 needs. */
 const ROUNDS_MAX = 200_000
 
 type Core = typeof import('../packages/core/src/index.ts')
 
-if (process.argv.includes('--child')) await child()
+if (values.child) await child()
 else parent()
 
 function parent(): void {
-  const destinations = Number(flag('--destinations') ?? 1000)
-  if (!Number.isInteger(destinations) || destinations < 1) throw new Error(`--destinations must be a positive integer, got ${flag('--destinations')}`)
+  const destinations = intOption(values, 'destinations', 1)
   const trees = [resolve(here, '..'), ...(flag('--baseline') === undefined ? [] : [resolve(flag('--baseline')!)])]
   const kib: number[] = []
   for (const tree of trees) {

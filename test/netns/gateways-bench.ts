@@ -16,24 +16,31 @@
  * Needs root (namespaces, nftables, tc). Goal (issue "Real sites"): ratio >= 1.7; each failover
  * resumes within 3 s; 0 acknowledged messages lost; every other send refused with a code.
  */
+import { fail, scriptArgs } from '../../tools/script-args.ts'
 import { runGateways } from './gateways-run.ts'
 import { cleanUpOnSignals } from './signal-cleanup.ts'
 
+const { values } = scriptArgs(
+  { options: { rate: { type: 'string', default: '8' }, phase: { type: 'string', default: '10' }, hosts: { type: 'string', default: '2' }, window: { type: 'string', default: '4' }, 'ack-timeout': { type: 'string', default: '1.5' } } },
+  {
+    summary: 'several gateways per site in namespaces: goodput with two gateways per site against one, and failover (needs root)',
+    help: { rate: 'Mbit/s of each gateway WAN link (tc)', phase: 'seconds per phase', hosts: 'hosts per site', window: 'messages in flight per flow', 'ack-timeout': 'seconds before an unacknowledged message counts as lost' },
+  },
+)
 cleanUpOnSignals()
 
-function option(name: string, fallback: number): number {
-  const at = process.argv.indexOf(`--${name}`)
-  if (at < 0) return fallback
-  const value = Number(process.argv[at + 1])
-  if (!Number.isFinite(value) || value <= 0) throw new Error(`--${name} must be a positive number, got ${JSON.stringify(process.argv[at + 1])}`)
+function option(name: keyof typeof values): number {
+  const raw = values[name] as string
+  const value = Number(raw)
+  if (!Number.isFinite(value) || value <= 0) fail(`--${name}: a positive number, got ${JSON.stringify(raw)}`)
   return value
 }
 
-const rateMbit = option('rate', 8)
-const phaseMs = option('phase', 10) * 1000
-const hosts = option('hosts', 2)
-const window = option('window', 4)
-const ackTimeoutMs = option('ack-timeout', 1.5) * 1000
+const rateMbit = option('rate')
+const phaseMs = option('phase') * 1000
+const hosts = option('hosts')
+const window = option('window')
+const ackTimeoutMs = option('ack-timeout') * 1000
 const report = await runGateways({ rateMbit, phaseMs, hosts, payloadBytes: 32 * 1024, window, ackTimeoutMs, prefix: `gwb${process.pid % 10000}-`, log: (line) => console.error(line) })
 console.log(`tc ${rateMbit} Mbit/s per gateway WAN link, 8 flows (${hosts} A hosts -> 8 names on ${hosts} B hosts), 32 KiB messages, acknowledged (${window} in flight per flow, ack timeout ${ackTimeoutMs} ms), ${phaseMs / 1000} s phases`)
 console.log(`goodput with 2 gateways per site: ${report.twoGatewaysMbit.toFixed(1)} Mbit/s; with 1: ${report.oneGatewayMbit.toFixed(1)} Mbit/s; ratio ${report.ratio.toFixed(2)} (goal >= 1.7)`)
