@@ -90,7 +90,8 @@ const SEMI_SPACE_MIB = 128
  * V8's heap limit (MiB) for a run expected to fit in it; a larger run gets the resident-set limit.
  * A limit far above what a run needs made it slower: three subnets at 2,000 processes, same code
  * and machine, 55–61 s wall at 4,096 MiB or V8's default (about the same), 67–70 s at 6,144 and
- * 16,384 (five runs); one subnet at 2,000, 91.8 s / 4.2 GiB peak at 4,096 against 94.1 s / 5.0 GiB
+ * 16,384 (five runs); checked again alternated, 61.4 and 59.8 s at 4,096, 70.7 and 64.3 s at
+ * 16,384 (simulations/ANALYSIS.md); one subnet at 2,000, 91.8 s / 4.2 GiB peak at 4,096 against 94.1 s / 5.0 GiB
  * at 16,384.
  */
 const SMALL_HEAP_MIB = 4_096
