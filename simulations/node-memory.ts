@@ -25,7 +25,6 @@ const { values } = scriptArgs(
     help: { destinations: 'how many nodes the core learns', baseline: 'another checkout: measure it too and print the ratio', child: 'internal: one measurement (with --tree)' },
   },
 )
-const flag = (name: string): string | undefined => values[name.replace(/^--/, '') as keyof typeof values] as string | undefined
 /** Loop iterations (1 ms of time each) before a phase gives up: far more than a star of 10,000 needs. */
 const ROUNDS_MAX = 200_000
 
@@ -36,7 +35,7 @@ else parent()
 
 function parent(): void {
   const destinations = intOption(values, 'destinations', 1)
-  const trees = [resolve(here, '..'), ...(flag('--baseline') === undefined ? [] : [resolve(flag('--baseline')!)])]
+  const trees = [resolve(here, '..'), ...(values.baseline === undefined ? [] : [resolve(values.baseline)])]
   const kib: number[] = []
   for (const tree of trees) {
     const run = spawnSync(process.execPath, ['--expose-gc', '--import', 'tsx', fileURLToPath(import.meta.url), '--child', '--tree', tree, '--destinations', String(destinations)], { cwd: here, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] })
@@ -85,8 +84,8 @@ function record(core: Core, n: number, config: Config): { recorded: { atMs: numb
 }
 
 async function child(): Promise<void> {
-  const tree = resolve(flag('--tree')!)
-  const n = Number(flag('--destinations'))
+  const tree = resolve(values.tree!)
+  const n = Number(values.destinations)
   const core = (await import(pathToFileURL(join(tree, 'packages/core/src/index.ts')).href)) as Core
   const gc = (globalThis as { gc?: () => void }).gc!
   const config: Config = (id, discovery) => ({ id, addresses: [`/ip4/10.0.${id.length}.1/tcp/4001/p2p/${id}`], discovery, limits: { destinationsMax: n + 10, neighboursMax: n + 10 } })

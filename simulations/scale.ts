@@ -76,8 +76,6 @@ const { values } = scriptArgs(
     },
   },
 )
-/** An option's value as given (string options only). */
-const flag = (name: string): string | undefined => values[name.replace(/^--/, '') as keyof typeof values] as string | undefined
 
 const nsPerEntry = (r: RunOutcome): string => (r.entries > 0 ? ((r.wallS * 1e9) / r.entries).toFixed(0) : 'n/a')
 const SCALE_BEGIN = '<!-- scale:begin (written by scale.ts) -->'
@@ -103,9 +101,9 @@ else await parent()
 
 /** Child mode: one simulation with the sim package of `--tree`, its outcome as one JSON line. */
 async function child(): Promise<void> {
-  const tree = resolve(flag('--tree') ?? join(here, '..'))
-  const file = flag('--scenario-file')!
-  const nodes = Number(flag('--nodes'))
+  const tree = resolve(values.tree ?? join(here, '..'))
+  const file = values['scenario-file']!
+  const nodes = Number(values.nodes)
   const sim = (await import(pathToFileURL(join(tree, 'packages/sim/src/index.ts')).href)) as typeof import('@phoenix-overlay/sim')
   const scaled = sim.scaleScenario(sim.parseScenario(JSON.parse(readFileSync(file, 'utf8'))), nodes)
   // Every process dials every gateway: a gateway needs a neighbour per process, past the core's
@@ -244,14 +242,14 @@ function slope(points: readonly (readonly [number, number])[]): number | undefin
 }
 
 async function parent(): Promise<void> {
-  const sizes = (flag('--sizes') ?? '500,1000,2000,5000,10000').split(',').map(Number)
-  const scenarios = (flag('--scenarios') ?? 'paper-1-subnet,paper-3-subnets').split(',')
-  const timeoutS = Number(flag('--timeout-s') ?? 1800)
-  const rssLimitMiB = Number(flag('--rss-limit-mib') ?? 16384)
-  const baseline = flag('--baseline')
-  if (sizes.some((n) => !Number.isInteger(n) || n < 2)) fail(`--sizes: integers >= 2, comma-separated, got ${JSON.stringify(flag('--sizes'))}`)
-  if (!(timeoutS > 0)) fail(`--timeout-s: a positive number, got ${JSON.stringify(flag('--timeout-s'))}`)
-  if (!(rssLimitMiB > 0)) fail(`--rss-limit-mib: a positive number, got ${JSON.stringify(flag('--rss-limit-mib'))}`)
+  const sizes = values.sizes.split(',').map(Number)
+  const scenarios = values.scenarios.split(',')
+  const timeoutS = Number(values['timeout-s'])
+  const rssLimitMiB = Number(values['rss-limit-mib'])
+  const baseline = values.baseline
+  if (sizes.some((n) => !Number.isInteger(n) || n < 2)) fail(`--sizes: integers >= 2, comma-separated, got ${JSON.stringify(values.sizes)}`)
+  if (!(timeoutS > 0)) fail(`--timeout-s: a positive number, got ${JSON.stringify(values['timeout-s'])}`)
+  if (!(rssLimitMiB > 0)) fail(`--rss-limit-mib: a positive number, got ${JSON.stringify(values['rss-limit-mib'])}`)
   for (const name of scenarios) if (!existsSync(join(here, 'scenarios', `${name}.json`))) fail(`--scenarios: no scenarios/${name}.json`)
   if (baseline !== undefined && !existsSync(join(baseline, 'packages/sim/src/index.ts'))) fail(`--baseline: ${baseline} is not a checkout of this repository (no packages/sim/src/index.ts)`)
   const trees = [resolve(here, '..'), ...(baseline === undefined ? [] : [resolve(baseline)])]

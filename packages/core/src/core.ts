@@ -494,7 +494,6 @@ function idle(wakeAtMs: number | undefined): StepResult {
   return { kind: 'idle', effects: [], messagesApplied: 0, entriesApplied: 0, messagesSent: 0, entriesSent: 0, wakeAtMs }
 }
 
-/** The next hop of `entry` if it is reachable. */
 function view(entry: RouteEntry, alternates: readonly NodeId[]): RouteView {
   return {
     destination: entry.destination,
