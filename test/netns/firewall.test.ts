@@ -77,9 +77,16 @@ describe('firewalled subnets in network namespaces', () => {
   })
 
   it('refuses with a clear message when it lacks root', () => {
-    const script = `import { buildTopology } from ${JSON.stringify(fileURLToPath(new URL('./topology.ts', import.meta.url)))}
+    const topology = fileURLToPath(new URL('./topology.ts', import.meta.url))
+    const script = `import { buildTopology } from ${JSON.stringify(topology)}
 buildTopology([{ name: 'A', family: 'ipv4', size: 1 }]).then(() => console.log('built'), (e) => console.log(e.message))`
-    const result = spawnSync('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', process.execPath, '--input-type=module', '-e', script], { encoding: 'utf8' })
+    const nobody = ['--reuid=65534', '--regid=65534', '--clear-groups']
+    // As the user nobody where nobody can read the checkout and its Node. A clone in a private
+    // directory (mode 0700, as mktemp makes them) cannot be read so: there the process stays root
+    // and only its uid reads as nobody's, which is what the refusal asks (topology.ts).
+    const readable = spawnSync('setpriv', [...nobody, 'test', '-r', topology, '-a', '-x', process.execPath]).status === 0
+    const node = ['--input-type=module', '-e', script]
+    const result = readable ? spawnSync('setpriv', [...nobody, process.execPath, ...node], { encoding: 'utf8' }) : spawnSync(process.execPath, ['--import', 'data:text/javascript,process.getuid=()=>65534', ...node], { encoding: 'utf8' })
     expect(result.stdout.trim()).toBe('cannot build network namespaces: network namespaces need root (run the tests as root, as CI does)')
   })
 })
