@@ -33,7 +33,7 @@ export class Router implements FrameHandler {
       write: (peer, frame, data) => neighbours.send(peer, frame, data),
       returnCredit: (peer, flows) => {
         const sent = neighbours.send(peer, encodeFrame({ kind: 'credit', credit: { flows } }))
-        if (!sent) parts.metrics.count('credit_return_deferred')
+        parts.metrics.count(sent ? 'credit_frames_sent' : 'credit_return_deferred')
         return sent
       },
       refuse: (data, from, reason) => this.bounce(data, reason, from),
@@ -79,6 +79,7 @@ export class Router implements FrameHandler {
       case 'data':
         return this.onData(link, frame.data, received)
       case 'credit': {
+        this.parts.metrics.count('credit_frames_received')
         const unmatched = this.credit.granted(link.peer, frame.credit.flows)
         if (unmatched > 0) this.parts.metrics.count('credit_unmatched', unmatched)
         return true

@@ -92,7 +92,7 @@ export class Sends {
   }
 
   /** Waits up to `timeoutMs` for `lookup` to find a route; `stopped` ends the wait early. */
-  waitForRoute(name: string, timeoutMs: number, lookup: () => Route | undefined, stopped: () => boolean): Promise<Route> {
+  waitForRoute(name: string, timeoutMs: number, lookup: () => Route | undefined, stopped: () => boolean, whyNot: () => string | undefined = () => undefined): Promise<Route> {
     if (this.routeWaiters.size >= this.limits.pendingRouteWaitsMax) {
       return Promise.reject(new PhoenixTransportError('QUEUE_FULL', `${this.routeWaiters.size} sends already wait for routes (limits.pendingRouteWaitsMax)`))
     }
@@ -109,7 +109,8 @@ export class Sends {
       }
       const timer = setTimeout(() => {
         done()
-        reject(new PhoenixTransportError('NO_ROUTE', `no route to a node named "${name}" after waiting ${timeoutMs} ms`))
+        const why = whyNot()
+        reject(new PhoenixTransportError('NO_ROUTE', `no route to a node named "${name}" after waiting ${timeoutMs} ms${why === undefined ? '' : `: ${why}`}`))
       }, timeoutMs)
       const done = () => {
         clearTimeout(timer)

@@ -255,7 +255,20 @@ export class PhoenixNode extends TypedEventEmitter<PhoenixEvents> implements Pho
   }
 
   private waitForRoute(name: string, timeoutMs: number): Promise<Route> {
-    return this.sends.waitForRoute(name, timeoutMs, () => this.session?.core.resolve(name), () => this.state !== 'started')
+    return this.sends.waitForRoute(name, timeoutMs, () => this.session?.core.resolve(name), () => this.state !== 'started', () => this.unreachableHolder(name))
+  }
+
+  /**
+   * Why a name has no route when a node we know holds it: that node is unreachable (crashed, or
+   * cut off). A job manager that restarts a process without its key gets a new id, and the name
+   * stays with the old one until its entry is forgotten: the error says so. Undefined when no
+   * node we know claims the name. Walks the table: only for a send that failed.
+   */
+  private unreachableHolder(name: string): string | undefined {
+    const core = this.session?.core
+    const holder = core?.routes().find((route) => !route.reachable && route.names.includes(name))
+    if (core === undefined || holder === undefined) return undefined
+    return `it is held by ${holder.destination}, which is unreachable; the name stays with that node until its entry is forgotten (core timing unreachableRetentionMs, ${core.timing.unreachableRetentionMs} ms after it became unreachable) unless it comes back, as a node restarted with its key does`
   }
 
   /** A name of our own: the same consumer rule as a message from elsewhere, answered at once. */

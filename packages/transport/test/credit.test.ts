@@ -102,5 +102,11 @@ describe('per-flow credit through one gateway (issue 19, item 3)', () => {
     expect(stopped.status!.messagesReceived).toBe(floodSent)
     expect(undeliverable).toEqual([])
     for (const id of acked) expect(got.has(id), `message ${id} was acked but not received`).toBe(true)
+    // Credit went back on the wire, each frame covering some of the gateway's forwarded frames; what the gateway sent, the sender heard.
+    const counter = (node: typeof sender, name: string) => Number(node.phoenix.metricsText().match(new RegExp(`^phoenix_${name}_total (\\d+)$`, 'm'))?.[1] ?? 0)
+    const forwarded = counter(gateway, 'messages_forwarded')
+    expect(counter(gateway, 'credit_frames_sent')).toBeGreaterThan(0)
+    expect(counter(gateway, 'credit_frames_sent')).toBeLessThanOrEqual(forwarded)
+    await waitUntil('the sender hears every credit frame the gateway sent (the last may still be on its way)', () => counter(sender, 'credit_frames_received') === counter(gateway, 'credit_frames_sent'), 5_000)
   }, 60_000)
 })

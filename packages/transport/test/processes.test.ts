@@ -66,6 +66,9 @@ describe('real processes: a hung neighbour, a restarted hub, a stopped receiver'
     await timeUntil(() => nodes.every((n) => n.phoenix.peers().length === nodes.length), 30_000, 'the nodes connect to the hub and to each other')
     await hub.kill()
     await timeUntil(() => nodes.every((n) => !n.phoenix.peers().includes(hub.peerId)), 10_000, 'the nodes notice the hub is gone')
+    // A send to its name says who holds the name and why that fails, not only that there is no route.
+    const noRoute = nodes[0]!.phoenix.send('hub', new Uint8Array(1), { routeWaitMs: 100 })
+    await expect(noRoute).rejects.toMatchObject({ code: 'NO_ROUTE', message: expect.stringContaining(`no route to a node named "hub" after waiting 100 ms: it is held by ${hub.peerId}, which is unreachable`) })
     // Down long enough that an unbounded back-off would have grown past 10 s.
     await sleep(20_000)
     expect(nodes.every((n) => n.phoenix.peers().length === nodes.length - 1)).toBe(true)
