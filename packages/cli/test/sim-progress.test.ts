@@ -30,13 +30,23 @@ describe('phoenix sim heap warning', () => {
   const GiB = 2 ** 30
   it('warns, naming NODE_OPTIONS and the size, only when N² pairs may not fit in the heap limit', () => {
     // 2,000 processes ran in V8's 4 GiB (simulations/REPORT.md, Scale); 5,000 needed ~15 GiB.
-    expect(heapShortfall(2000, 4 * GiB)).toBeUndefined()
-    const warning = heapShortfall(5000, 4 * GiB)
+    expect(heapShortfall(2000, 4 * GiB, 24 * GiB)).toBeUndefined()
+    const warning = heapShortfall(5000, 4 * GiB, 24 * GiB)
     expect(warning).toMatch(/^phoenix sim: 5000 processes may need ~(\d+) MiB of heap, more than V8's limit here \(4096 MiB\); raise it with NODE_OPTIONS=--max-old-space-size=(\d+) /)
     const [, need, raise] = /~(\d+) MiB.*size=(\d+)/.exec(warning!)!
     expect(Number(need)).toBe(Number(raise))
     expect(Number(need)).toBeGreaterThan(4096 * 4)
-    expect(heapShortfall(5000, 24 * GiB)).toBeUndefined()
+    expect(heapShortfall(5000, 24 * GiB, 24 * GiB)).toBeUndefined()
+  })
+
+  it('past the machine\'s memory, says so and how many processes fit instead of naming a heap limit', () => {
+    const warning = heapShortfall(10_000, 4 * GiB, 24 * GiB)
+    expect(warning).toMatch(/^phoenix sim: 10000 processes may need ~\d+ MiB of heap, more than this machine's memory \(24576 MiB\): expect the run to be killed or to swap; about (\d+) processes fit$/)
+    const fitting = Number(/about (\d+) processes/.exec(warning!)![1])
+    // The count given fits by the same estimate, one more does not.
+    expect(heapShortfall(fitting, 64 * GiB, 24 * GiB)).toBeUndefined()
+    expect(heapShortfall(fitting + 1, 64 * GiB, 24 * GiB)).toMatch(/more than this machine's memory/)
+    expect(warning).not.toContain('max-old-space-size')
   })
 
   it('runSim prints no warning for a run that fits (processes.test.ts has one that does not)', () => {

@@ -1,4 +1,5 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { totalmem } from 'node:os'
 import { join } from 'node:path'
 import { getHeapStatistics } from 'node:v8'
 import { InvalidArgumentError, type Command } from 'commander'
@@ -121,11 +122,16 @@ export function runSim(file: string, options: SimCommandOptions, stderr: Progres
 /**
  * A warning when a run of `nodes` processes is expected to need more heap than V8 may use
  * (`SIM_LIMITS.HEAP_BYTES_PER_PAIR` per pair): V8 stops such a run with "heap out of memory" after
- * minutes of work; undefined when it should fit.
+ * minutes of work. Past the machine's memory a larger heap limit cannot help: the warning says so,
+ * and how many processes fit. Undefined when it should fit.
  */
-export function heapShortfall(nodes: number, heapLimitBytes: number): string | undefined {
+export function heapShortfall(nodes: number, heapLimitBytes: number, memoryBytes = totalmem()): string | undefined {
   const needBytes = nodes * nodes * SIM_LIMITS.HEAP_BYTES_PER_PAIR
-  if (needBytes <= heapLimitBytes) return undefined
   const mib = (bytes: number): number => Math.ceil(bytes / 2 ** 20)
+  if (needBytes > memoryBytes) {
+    const fitting = Math.floor(Math.sqrt(memoryBytes / SIM_LIMITS.HEAP_BYTES_PER_PAIR))
+    return `phoenix sim: ${nodes} processes may need ~${mib(needBytes)} MiB of heap, more than this machine's memory (${mib(memoryBytes)} MiB): expect the run to be killed or to swap; about ${fitting} processes fit`
+  }
+  if (needBytes <= heapLimitBytes) return undefined
   return `phoenix sim: ${nodes} processes may need ~${mib(needBytes)} MiB of heap, more than V8's limit here (${mib(heapLimitBytes)} MiB); raise it with NODE_OPTIONS=--max-old-space-size=${mib(needBytes)} if the run stops with "heap out of memory"`
 }
