@@ -43,6 +43,7 @@ export class ConfigError extends Error {
 /** The transport names its init fields; the user gave flags. */
 const FLAG_OF: readonly [RegExp, string][] = [
   [/^listenRange\b/, '--listen-range'],
+  [/^(config\.)?names\b/, '--name'],
   [/^sitePrefixes\b/, '--site-prefix'],
   [/\bssh\.advertise\b/g, '--ssh-advertise'],
   [/\bssh\.identityFile\b/g, '--ssh-identity'],

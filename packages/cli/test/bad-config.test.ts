@@ -82,6 +82,10 @@ describe('bad site configuration: one line naming the option and the cause', () 
       [['--ssh-identity', key, '--ssh-advertise', 'nobody'], /^phoenix: --ssh-advertise "nobody": expected user@host\[:port\]/],
       [['--listen-range', '7010-7000'], /^phoenix: --listen-range: expected FIRST-LAST with 1 <= FIRST <= LAST <= 65535 \(e\.g\. 7000-7010\), got "7010-7000"$/],
       [['--ssh-config', join(dir, 'ssh_config')], /^phoenix: --ssh-config: has no effect without --ssh-identity$/],
+      // Names: the field the core and the transport check, said as the flag; a reserved name refused, not dropped.
+      [['--name', ''], /^phoenix: --name: a name must be a non-empty string of at most 256 characters, got an empty one$/],
+      [['--name', 'a', '--name', 'a'], /^phoenix: --name: "a" is given twice$/],
+      [['--name', '@site/x'], /^phoenix: --name "@site\/x": names starting with '@' are reserved for the overlay$/],
     ]
     const knownHosts = (args: string[]) => (args.includes('--ssh-identity') ? ['--ssh-known-hosts', join(dir, 'known_hosts'), ...args] : args)
     // Two at a time: each is a Node process loading libp2p, on a machine shared with other tests.

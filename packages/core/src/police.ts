@@ -61,12 +61,13 @@ export class Police {
     }
     for (const name of names) {
       if (typeof name !== 'string' || name.length === 0 || name.length > this.limits.nameLengthMax) {
-        throw new PhoenixError('INVALID_INPUT', `${what}: a name must be a non-empty string of at most ${this.limits.nameLengthMax} characters`)
+        const got = typeof name !== 'string' ? typeof name : name.length === 0 ? 'an empty one' : `one of ${name.length}`
+        throw new PhoenixError('INVALID_INPUT', `${what}: a name must be a non-empty string of at most ${this.limits.nameLengthMax} characters, got ${got}`)
       }
     }
     // Names per node are few: a quadratic scan beats allocating a Set for every entry received.
     for (let i = 1; i < names.length; i++) {
-      for (let j = 0; j < i; j++) if (names[i] === names[j]) throw new PhoenixError('INVALID_INPUT', `${what}: duplicate name`)
+      for (let j = 0; j < i; j++) if (names[i] === names[j]) throw new PhoenixError('INVALID_INPUT', `${what}: ${JSON.stringify(names[i])} is given twice`)
     }
     return names as string[]
   }

@@ -61,6 +61,8 @@ export class PhoenixNode extends TypedEventEmitter<PhoenixEvents> implements Pho
     if (init.site !== undefined) checkSiteLabel(init.site)
     this.dialPath = new DialPath(init.ssh, init.sitePrefixes, this.metrics)
     for (const hub of init.hubs ?? []) this.checkHub(hub)
+    // As addName: a name starting with '@' would pose as the overlay's own (a site's `@site/…`).
+    for (const name of init.names ?? []) if (isReservedName(name)) throw invalidInput('names', `${JSON.stringify(name)}: names starting with '@' are reserved for the overlay`)
     this.inbox = new NodeInbox(this.limits, () => this.listenerCount('message'), (message) => this.safeDispatchEvent('message', { detail: message }))
     this.sends = new Sends(this.limits)
     this.parts = {
