@@ -9,7 +9,8 @@ import { explained, quantile } from '../src/measure.ts'
 import type { NodeHandle } from '../src/rpc.ts'
 import { PATH_IDS } from '../src/paths.ts'
 import { makePlan, NODE_FLAGS, parseNodeFlags } from '../src/plan.ts'
-import type { Goal, MemoryRow, Summary } from '../src/report.ts'
+import { goals, summarize, type Goal, type MemoryRow, type Row, type Summary } from '../src/report.ts'
+import type { PathId } from '../src/paths.ts'
 import { runBenchScript } from './run-script.ts'
 
 describe('MessageReader', () => {
@@ -63,6 +64,33 @@ describe('a receiver that comes up short', () => {
     await expect(explained(sender({ 'receiver-too-slow': 3 }), short())).rejects.toThrow('receiver: 7 of 10 messages (3 missing) and none for 10000 ms; the sender heard of 3 receiver-too-slow')
     await expect(explained(sender({}), short())).rejects.toThrow('; the sender heard of no refusal')
     await expect(explained(sender({}), Promise.resolve(5))).resolves.toBe(5)
+  })
+})
+
+describe('the goals', () => {
+  /** A round's measured throughput of one path at one size (everything else a placeholder). */
+  const row = (round: number, path: PathId, messageBytes: number, mibPerS: number): Row => {
+    const throughput = { bytes: 1, seconds: 1, mibPerS, cpuSPerMiB: { total: 0 }, usage: [] }
+    return { variant: 'process', round, path, intermediates: 1, messageBytes, warmup: throughput, throughput, latency: { samplesUs: [100], medianUs: 100, p99Us: 100 } }
+  }
+
+  it('give a throughput ratio on the medians, and its value in each round against that round\'s best relay', () => {
+    const rows = [64 * 1024, 4096].flatMap((bytes) => [
+      // Round 1: it-pipe is the faster relay; rounds 0 and 2: pause/resume.
+      ...[[100, 90, 80], [80, 100, 90], [120, 110, 120]].map(([itPipe, pauseResume, phoenix], round) => [
+        row(round, 'it-pipe', bytes, itPipe!),
+        row(round, 'pause-resume', bytes, pauseResume!),
+        row(round, 'phoenix-1', bytes, phoenix!),
+        row(round, 'circuit-relay-v2', bytes, 50),
+      ]).flat(),
+    ])
+    const [pipe64, circuit64] = goals(summarize(rows), [], rows)
+    // Medians: Phoenix 90, it-pipe 100, pause/resume 100: 0.90. By round: 80/100, 90/100, 120/120.
+    expect(pipe64!.value).toBeCloseTo(0.9)
+    expect(pipe64!.display).toBe('0.90× (first transfer 0.90×; by round 0.80, 0.90, 1.00)')
+    expect(circuit64!.display).toBe('1.80× (first transfer 1.80×; by round 1.60, 1.80, 2.40)')
+    // One round: no spread to show.
+    expect(goals(summarize(rows.filter((r) => r.round === 0)), [], rows.filter((r) => r.round === 0))[0]!.display).toBe('0.80× (first transfer 0.80×)')
   })
 })
 
