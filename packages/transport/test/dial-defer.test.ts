@@ -20,6 +20,10 @@ describe('dialDeferMs: one connection when both ends learn each other at once', 
     a.phoenix.addHub(withId(hub))
     b.phoenix.addHub(withId(hub))
     await waitUntil('a and b neighbours', () => a.phoenix.peers().includes(b.phoenix.id) && b.phoenix.peers().includes(a.phoenix.id), 20_000)
+    // A deferred dial ends when its peer connects, not DEFER_MS later: it holds one of the core's
+    // dialsInFlightMax slots while it waits, and a joiner that learned hundreds of peers at once
+    // dialled at most that many per dialDeferMs while the others' connections sat unused.
+    expect(counter(larger, 'dials_skipped_connected')).toBe(counter(larger, 'dials_deferred'))
     await new Promise((r) => setTimeout(r, DEFER_MS * 2))
     // The smaller dialled the hub and the larger; the larger dialled only the hub (its hub dial is not deferred).
     expect(counter(smaller, 'dials_started')).toBe(2)
