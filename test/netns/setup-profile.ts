@@ -40,7 +40,7 @@ export interface Phases {
   dialsFailed: number
   /** Of those, dials that failed after their TCP connection was up (a handshake cut or refused, not the firewall). */
   dialsFailedUpgrade: number
-  /** Dials the larger peer id held back (dialDeferMs), and those it then skipped because the other end had connected. */
+  /** Addresses whose dial the larger peer id held back (dialDeferMs, the core's gauge), and dials skipped because the other end had connected. */
   dialsDeferred: number
   dialsSkipped: number
   linksMax: number
@@ -125,7 +125,7 @@ export async function profileRun(overlay: Overlay, mode: 'discovery' | 'offline'
           dialsStarted: metrics.reduce((a, m) => a + counter(m, 'dials_started'), 0),
           dialsFailed: metrics.reduce((a, m) => a + counter(m, 'dials_failed'), 0),
           dialsFailedUpgrade: metrics.reduce((a, m) => a + counter(m, 'dials_failed_upgrade'), 0),
-          dialsDeferred: metrics.reduce((a, m) => a + counter(m, 'dials_deferred'), 0),
+          dialsDeferred: metrics.reduce((a, m) => a + counter(m, 'core_dials_deferred'), 0),
           dialsSkipped: metrics.reduce((a, m) => a + counter(m, 'dials_skipped_connected'), 0),
           linksMax,
           nodeCpuS: Math.round((nodesCpuSeconds(nodes) - cpu0) * 10) / 10,

@@ -272,16 +272,22 @@ function adopt(p: CoreParts, entry: RouteEntry, from: Neighbour, advert: RouteAd
   const rcpt = p.mode === 'optimized' ? sets.rcpt(advert.trans) : undefined
   const namesAdded = p.table.adopt(entry, from.id, from.index, advert, candidateHops, rcpt, isNew, nowMs)
   if (entry.introducedBy !== undefined) p.police.countNames(entry.introducedBy, namesAdded)
-  if (entry.reachable && p.discovery) wantDial(p, entry)
+  if (entry.reachable && p.discovery) wantDial(p, entry, nowMs)
   // A record of a neighbour relayed by someone else still routes directly to the neighbour.
   const neighbour = p.neighbours.get(entry.destination)
   if (p.mode === 'optimized' && from !== neighbour && neighbour !== undefined) p.table.routeDirectly(neighbour.id, neighbour.index, nowMs, (id) => p.neighbours.get(id)?.index)
 }
 
-/** Discovery: the addresses of a destination we are not connected to are worth a dial. */
-function wantDial(p: CoreParts, entry: RouteEntry): void {
+/**
+ * Discovery: the addresses of a destination we are not connected to are worth a dial; held back
+ * dialDeferMs if its id is smaller than ours (it dials us meanwhile, as it learned us too).
+ */
+function wantDial(p: CoreParts, entry: RouteEntry, nowMs: number): void {
   if (p.table.isOwn(entry) || p.neighbours.has(entry.destination)) return
+  const deferMs = p.timing.dialDeferMs
   for (const address of entry.addresses) {
-    if (p.book.learn(address, entry.destination)) p.book.want(address)
+    if (!p.book.learn(address, entry.destination)) continue
+    if (deferMs > 0 && entry.destination < p.id) p.book.wantDeferred(address, nowMs + deferMs)
+    else p.book.want(address)
   }
 }

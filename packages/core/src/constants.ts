@@ -125,6 +125,18 @@ export const DEFAULT_TIMING = {
    */
   sendHoldForDialsMs: 0,
   /**
+   * Of two nodes that learn each other's record (both from the same hub's update, usually), the
+   * one with the larger id holds its dial back this long and dials only if no connection came by
+   * then (the smaller may be behind a firewall): one connection set up per pair instead of two.
+   * A held-back address waits among the backed-off ones, holding no dial slot
+   * (dialsInFlightMax): held in a slot (as the transport did), a node learning more peers at once
+   * than it has slots dialled only as fast as its smaller peers reached it, and they in turn
+   * waited on theirs. Addresses learned from updates only; hubs and lost neighbours are
+   * dialled as before. 0 = both dial at once (the paper; the simulator's default). The transport
+   * sets it from its own `dialDeferMs`.
+   */
+  dialDeferMs: 0,
+  /**
    * A hub whose own address is among its hubs, connected to other hubs of that list (co-hubs),
    * serves only the neighbours it owns (a hash of hub and neighbour) and waits up to this long for
    * its co-hubs' plans before it decides the others' again (fanout.ts): a node connected to k hubs

@@ -54,6 +54,8 @@ export interface CoreStats {
   entriesSent: number
   dialsStarted: number
   dialsFailed: number
+  /** Addresses whose first dial was held back dialDeferMs (the peer has the smaller id; it may dial us first). */
+  dialsDeferred: number
   /** Entries not stored because the destination table was full. */
   destinationsRefused: number
   /** Addresses not remembered because the address book was full. */
@@ -448,6 +450,7 @@ export class PhoenixCore {
       claimsRefused: this.holders.claimsRefused,
       dialsStarted: this.book.dialsStarted,
       dialsFailed: this.book.dialsFailed,
+      dialsDeferred: this.book.dialsDeferred,
       addressesRefused: this.book.addressesRefused,
       coHubWaits: this.fanout.waitsBegun,
       coHubWaitsExpired: this.fanout.waitsExpired,

@@ -48,6 +48,8 @@ export class AddressBook {
   private lostRedialsInWindow = 0
   dialsStarted = 0
   dialsFailed = 0
+  /** Addresses whose first dial was held back (`wantDeferred`). */
+  dialsDeferred = 0
   addressesRefused = 0
   redialsStarted = 0
 
@@ -219,6 +221,19 @@ export class AddressBook {
     state.queued = true
     this.queue.push(address)
     this.queueUnsorted = true
+  }
+
+  /**
+   * As `want`, but not before `atMs` (core timing dialDeferMs): the address waits among the
+   * backed-off ones, holding no dial slot; `takeDials` then skips it if its owner connected
+   * meanwhile. An address already queued, dialling or backed off keeps its turn.
+   */
+  wantDeferred(address: PhysicalAddress, atMs: number): void {
+    const state = this.addresses.get(address)
+    if (state === undefined || state.queued || state.dialStartedAtMs !== undefined || state.retryAtMs > 0 || this.backedOff.has(address)) return this.want(address)
+    state.retryAtMs = atMs
+    this.backedOff.add(address)
+    this.dialsDeferred++
   }
 
   /** Moves back-offs that have expired into the dial queue; returns the earliest pending retry. */

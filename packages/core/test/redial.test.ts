@@ -185,3 +185,43 @@ describe('re-dial: hubs and lost neighbours are dialled again until they answer'
     expect(new Set(dials.map((d) => d.address))).toEqual(new Set([HUB]))
   })
 })
+
+describe('dialDeferMs: the larger id of a pair holds its dial back, and holds no dial slot meanwhile', () => {
+  /** Steps `core` at `nowMs` until it has no work; the dials it asks for, left in flight (unanswered). */
+  const dialsAt = (core: PhoenixCore, nowMs: number): string[] => {
+    const dials: string[] = []
+    while (core.hasWork(nowMs)) for (const effect of core.step(nowMs).effects) if (effect.type === 'dial') dials.push(effect.address)
+    core.checkInvariants()
+    return dials
+  }
+
+  it('dials the larger peers at once with every slot, the smaller ones after dialDeferMs and only those that did not connect', () => {
+    // Two dial slots; three peers with smaller ids than 'm' and three with larger ones, learned at once.
+    const core = new PhoenixCore({ id: 'm', addresses: [addressOf('m')], hubs: [HUB], timing: { dialDeferMs: 3_000 }, limits: { dialsInFlightMax: 2 } })
+    drive(core, 0, 0, () => 'hub')
+    const [smaller, larger] = [['a', 'b', 'c'], ['x', 'y', 'z']]
+    core.receive('hub', { neighbourSlots: [], transSets: [], entries: [...smaller, ...larger].map((id) => advert(id, 2, 1)) }, 10)
+    // Held back, the smaller three take no slot: both go to larger peers.
+    expect(dialsAt(core, 10)).toEqual(['x', 'y'].map(addressOf))
+    expect(core.stats().dialsDeferred).toBe(3)
+    core.connectionUp('x', 20, addressOf('x'))
+    expect(dialsAt(core, 20)).toEqual([addressOf('z')])
+    // a and b dial us, as they learned us too; c does not (a firewall in front of it, say).
+    core.connectionUp('a', 30)
+    core.connectionUp('b', 40)
+    core.connectionUp('y', 50, addressOf('y'))
+    core.connectionUp('z', 60, addressOf('z'))
+    expect(dialsAt(core, 2_999)).toEqual([])
+    // dialDeferMs after it was learned: only c, which never came, is dialled.
+    expect(core.nextWakeMs(2_999)).toBe(3_010)
+    expect(dialsAt(core, 3_010)).toEqual([addressOf('c')])
+  })
+
+  it('0 (the default) dials every peer at once, whatever the ids', () => {
+    const core = new PhoenixCore({ id: 'm', addresses: [addressOf('m')], hubs: [HUB] })
+    drive(core, 0, 0, () => 'hub')
+    core.receive('hub', { neighbourSlots: [], transSets: [], entries: ['a', 'z'].map((id) => advert(id, 2, 1)) }, 10)
+    expect(dialsAt(core, 10).sort()).toEqual(['a', 'z'].map(addressOf))
+    expect(core.stats().dialsDeferred).toBe(0)
+  })
+})

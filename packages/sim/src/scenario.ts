@@ -91,7 +91,7 @@ export const DEFAULT_NETWORK: NetworkSpec = {
 }
 export const DEFAULT_PROCESSING: ProcessingSpec = { perMessageUs: 50, perEntryUs: 2, perConnectionUs: 200, perRecordSignUs: 0, perRecordVerifyUs: 0 }
 
-const CORE_TIMING_KEYS = ['coHubWaitMs', 'dialBackoffInitialMs', 'dialBackoffMaxMs', 'sendHoldForDialsMs', 'unreachableRetentionMs']
+const CORE_TIMING_KEYS = ['coHubWaitMs', 'dialBackoffInitialMs', 'dialBackoffMaxMs', 'dialDeferMs', 'sendHoldForDialsMs', 'unreachableRetentionMs']
 /**
  * Core limits a scenario may set, each an integer in [1, max]: the ones that shape a run at scale
  * (a gateway's neighbour cap, dial concurrency, the size of a send step and of a message).

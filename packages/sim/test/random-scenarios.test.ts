@@ -24,6 +24,8 @@ const scenarioArb = fc.record({
   allAddresses: fc.boolean(),
   firewall: fc.constantFrom('drop', 'reject'),
   crashDetectMs: fc.constantFrom(200, 1_000),
+  // The transport's dialDeferMs (the larger id of a pair holds its dial back); 0 as in the paper's runs.
+  dialDeferMs: fc.constantFrom(0, 0, 30, 3_000),
   perMessageUs: fc.constantFrom(10, 50, 500),
   perEntryUs: fc.constantFrom(1, 2, 20, 200),
   perConnectionUs: fc.constantFrom(0, 200, 2_000),
@@ -53,7 +55,7 @@ function scenarioFile(d: Drawn): unknown {
     network: { firewall: d.firewall, crashDetectMs: d.crashDetectMs },
     processing: { perMessageUs: d.perMessageUs, perEntryUs: d.perEntryUs, perConnectionUs: d.perConnectionUs },
     startSpreadMs: d.startSpreadMs,
-    coreTiming: { sendHoldForDialsMs: d.sendHoldForDialsMs, ...(d.coHubWaitMs === undefined ? {} : { coHubWaitMs: d.coHubWaitMs }) },
+    coreTiming: { sendHoldForDialsMs: d.sendHoldForDialsMs, dialDeferMs: d.dialDeferMs, ...(d.coHubWaitMs === undefined ? {} : { coHubWaitMs: d.coHubWaitMs }) },
     events,
   }
 }
@@ -70,6 +72,7 @@ const FOUND: Drawn[] = [
     allAddresses: false,
     firewall: 'drop',
     crashDetectMs: 1_000,
+    dialDeferMs: 0,
     perMessageUs: 500,
     perEntryUs: 20,
     perConnectionUs: 0,
@@ -92,6 +95,7 @@ const FOUND: Drawn[] = [
     allAddresses: true,
     firewall: 'reject',
     crashDetectMs: 1_000,
+    dialDeferMs: 0,
     perMessageUs: 500,
     perEntryUs: 200,
     perConnectionUs: 200,
@@ -117,6 +121,7 @@ const FOUND: Drawn[] = [
     allAddresses: false,
     firewall: 'drop',
     crashDetectMs: 200,
+    dialDeferMs: 0,
     perMessageUs: 10,
     perEntryUs: 1,
     perConnectionUs: 2_000,

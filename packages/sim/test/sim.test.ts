@@ -243,6 +243,39 @@ describe('signed records (modelled cost)', () => {
   })
 })
 
+describe('coreTiming.dialDeferMs (the transport\'s: the larger id of a pair holds its dial back)', () => {
+  it('fewer dials, the same connections, correct tables, convergence near; also through a crash and restart', () => {
+    const fileTiming = (scenarioFile('paper-3-subnets.json') as { coreTiming: object }).coreTiming
+    const withDefer = (deferMs: number, dialsInFlightMax = 64) => ({ coreLimits: { dialsInFlightMax }, coreTiming: { ...fileTiming, dialDeferMs: deferMs } })
+    const run = (deferMs: number, slots?: number) => simulate(threeSubnets(60, withDefer(deferMs, slots))).result
+    const [atOnce, deferred] = [run(0), run(3_000)]
+    // Four dial slots: held-back dials that kept a slot each would leave a node with dozens of
+    // peers dialling only as fast as its smaller peers reach it.
+    const [atOnceFew, deferredFew] = [run(0, 4), run(3_000, 4)]
+    for (const result of [atOnce, deferred, atOnceFew, deferredFew]) {
+      expect(result.converged).toBe(true)
+      expect(result.check).toMatchObject({ ok: true, failures: [] })
+      expect(result.connectionsMissing).toBe(0)
+      expect(result.connections).toBe(atOnce.connections)
+    }
+    // Each pair that learns of each other at once is dialled by one end, not two (1,773 dials against 3,369).
+    expect(deferred.dialsStarted).toBeLessThan(atOnce.dialsStarted * 0.7)
+    expect(deferred.convergenceMs).toBeLessThan(atOnce.convergenceMs * 1.2)
+    expect(deferredFew.convergenceMs).toBeLessThan(atOnceFew.convergenceMs * 1.2)
+    const churn = {
+      ...threeSubnets(40, withDefer(3_000)),
+      events: [
+        { atMs: 300, type: 'crash' as const, nodes: { fraction: 0.3 } },
+        { atMs: 900, type: 'restart' as const, nodes: { fraction: 0.3 } },
+      ],
+    }
+    const { result } = simulate(churn)
+    expect(result.converged).toBe(true)
+    expect(result.check.ok).toBe(true)
+    expect(result.connectionsMissing).toBe(0)
+  })
+})
+
 describe('churn', () => {
   it('recovers from crashing half the nodes and restarting them', () => {
     const base = parseScenario(scenarioFile('paper-fig6-churn.json'))

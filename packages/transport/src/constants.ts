@@ -79,8 +79,8 @@ export const TRANSPORT_TIMING = {
    * when both learn each other at once only one connection is set up (issue 19, item 4: in the
    * 30-process namespace run both ends dialled, doubling the handshakes on a starved CPU). The
    * smaller end dials at once; the larger dials after this only if no connection came (the
-   * smaller may be behind a firewall), and its held-back dial ends as soon as the smaller's
-   * connection arrives (it holds one of the core's dialsInFlightMax slots until then). Addresses learned from updates only: hubs are dialled at
+   * smaller may be behind a firewall). The core does the holding back (its timing dialDeferMs,
+   * set from this), and a held-back address holds none of its dialsInFlightMax dial slots. Addresses learned from updates only: hubs are dialled at
    * once. 0 = both dial at once. 3 s, not 1 s: the smaller's connection must arrive within it, and
    * on a busy host a handshake takes seconds; with 1 s both ends still dialled, and each such pair
    * replaced its link (a down and up for the core, and a wave of updates through the overlay):

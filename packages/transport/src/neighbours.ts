@@ -41,13 +41,6 @@ export class Neighbours {
   handler: FrameHandler | undefined
   /** Set while leaving: streams opened to us are refused. */
   closing = false
-  /**
-   * Dials waiting out dialDeferMs, by address, with the peer they are for (at most one per address
-   * the core has in flight: dialsInFlightMax). Each holds one of the core's dial slots until it
-   * ends, so it ends as soon as its peer connects to us (`attach`), not dialDeferMs later.
-   */
-  private readonly deferredDials = new Map<string, { readonly timer: ReturnType<typeof setTimeout>; readonly remote: string }>()
-
   constructor(
     private readonly parts: NodeParts,
     private readonly driver: CoreDriver,
@@ -111,23 +104,10 @@ export class Neighbours {
       core.dialFailed(address, driver.now())
       return
     }
-    // Both ends of a pair usually learn each other from the same update, and if both dial, two
-    // connections are set up (TCP, Noise, Yamux) and one is thrown away, replacing a link (a
-    // down and up for the core). The end with the larger peer id gives the other dialDeferMs to
-    // come first, and dials only if it did not (the other may be unable to: a firewall). Hubs
-    // are dialled at once: they were configured (a connection list given offline is dialled by
-    // one end only, and a hub that is not told of us would never dial).
+    // Both ends of a pair usually learn each other from the same update: the core holds the
+    // dial of the end with the larger id back (dialDeferMs, core timing), so one connection is
+    // set up, not two. One that comes in meanwhile still ends the dial here.
     const remote = /\/p2p\/([^/]+)$/.exec(address)?.[1] ?? null
-    if (remote !== null && parts.id > remote && parts.timing.dialDeferMs > 0 && !core.isHub(address)) {
-      parts.metrics.count('dials_deferred')
-      clearTimeout(this.deferredDials.get(address)?.timer)
-      const timer = setTimeout(() => {
-        this.deferredDials.delete(address)
-        this.dialUnlessConnected(address, plan, remote)
-      }, parts.timing.dialDeferMs)
-      this.deferredDials.set(address, { timer, remote })
-      return
-    }
     this.dialUnlessConnected(address, plan, remote)
   }
 
@@ -266,23 +246,7 @@ export class Neighbours {
     this.byPeer.set(peer, { link, tap, connection, leaving: false })
     driver.core.connectionUp(peer, driver.now(), dialledAddress)
     parts.metrics.count('neighbours_up')
-    this.settleDeferredDials(peer)
     driver.schedule()
-  }
-
-  /**
-   * `peer` connected while we held back a dial to it (dialDeferMs): that dial is done. Before, it
-   * held its slot of the core's dialsInFlightMax until dialDeferMs ran out, so a node that learned
-   * hundreds of peers at once (a joiner's first table) dialled at most that many per dialDeferMs.
-   */
-  private settleDeferredDials(peer: string): void {
-    for (const [address, deferred] of this.deferredDials) {
-      if (deferred.remote !== peer) continue
-      clearTimeout(deferred.timer)
-      this.deferredDials.delete(address)
-      this.parts.metrics.count('dials_skipped_connected')
-      this.driver.core.connectionUp(peer, this.driver.now(), address)
-    }
   }
 
   /**
@@ -345,8 +309,6 @@ export class Neighbours {
    * aborted.
    */
   async closeAll(reason: string, lingerMaxMs: number, flushMaxMs: number): Promise<void> {
-    for (const { timer } of this.deferredDials.values()) clearTimeout(timer)
-    this.deferredDials.clear()
     // First every neighbour finishes writing to us: until then any of our links may be needed
     // (a bounce for a frame from one neighbour may have to go out through another).
     const lingerEndsMs = performance.now() + lingerMaxMs

@@ -168,7 +168,8 @@ export class PhoenixNode extends TypedEventEmitter<PhoenixEvents> implements Pho
       discovery: init.discovery ?? true,
       ...(init.signRecords === false ? {} : { records: this.recordAuthority() }),
       ...(init.core?.limits ? { limits: init.core.limits } : {}),
-      ...(init.core?.timing ? { timing: init.core.timing } : {}),
+      // The core holds back the larger end's dial of a pair (dialDeferMs): a held-back dial must not take a dial slot.
+      timing: { dialDeferMs: this.timing.dialDeferMs, ...init.core?.timing },
     })
   }
 
@@ -412,6 +413,7 @@ export class PhoenixNode extends TypedEventEmitter<PhoenixEvents> implements Pho
       core_peers_dropped: stats.peersDropped,
       core_records_verified: stats.recordsVerified,
       core_cohub_waits: stats.coHubWaits,
+      core_dials_deferred: stats.dialsDeferred,
       core_cohub_waits_expired: stats.coHubWaitsExpired,
     }
   }
