@@ -148,28 +148,47 @@ describe('phoenix nodes at SSH-only, port-range and NAT sites', () => {
   }, 60_000)
 
   it('dials no other site\'s private address, no loopback address, and no SSH address without an identity', async () => {
-    expect(await sites.foreignPrivateDials()).toBe(0)
-    let skippedPrivate = 0
-    for (const n of nodes.values()) {
-      expect(await metric(n, 'dials_loopback_total'), `${n.id} dialled loopback`).toBe(0)
-      skippedPrivate += await metric(n, 'dials_skipped_private_ipv4_total')
+    // An address is classed (and a forbidden one counted as skipped) when it is dialled. The larger
+    // peer id of a pair holds its dial back dialDeferMs (3 s) and dials only if the other has not
+    // connected (behind NAT, it cannot): such a skip is counted that much after convergence.
+    const eventually = async (read: () => Promise<number>): Promise<number> => {
+      const untilMs = performance.now() + 15_000
+      for (;;) {
+        const value = await read()
+        if (value > 0 || performance.now() > untilMs) return value
+        await new Promise((r) => setTimeout(r, 200))
+      }
     }
+    expect(await sites.foreignPrivateDials()).toBe(0)
+    for (const n of nodes.values()) expect(await metric(n, 'dials_loopback_total'), `${n.id} dialled loopback`).toBe(0)
     // The NAT hosts' and the other sites' private addresses were advertised, seen, and not dialled.
+    const skippedPrivate = await eventually(async () => {
+      let sum = 0
+      for (const n of nodes.values()) sum += await metric(n, 'dials_skipped_private_ipv4_total')
+      return sum
+    })
     expect(skippedPrivate).toBeGreaterThan(0)
     // The NAT hosts dialled each other on their private LAN, and P0 over the public one.
     expect(await metric(node('N0'), 'dials_private_ipv4_total') + (await metric(node('N1'), 'dials_private_ipv4_total'))).toBeGreaterThan(0)
-    expect(await metric(node('N0'), 'dials_skipped_public_ipv4_ssh_total')).toBeGreaterThan(0)
+    expect(await eventually(() => metric(node('N0'), 'dials_skipped_public_ipv4_ssh_total'))).toBeGreaterThan(0)
     // The IPv6-only host dials no IPv4 address (it saw plenty), and the IPv4-only ones no IPv6 one:
     // A1's first dial of P0 (which lists its global IPv6 address first) goes to its public IPv4 one.
     const ipv4Classes = ['public_ipv4', 'private_ipv4', 'public_ipv4_ssh']
     for (const cls of ipv4Classes) expect(await metric(node('V0'), `dials_${cls}_total`), `V0 ${cls}`).toBe(0)
-    let v0Skipped = 0
-    for (const cls of ipv4Classes) v0Skipped += await metric(node('V0'), `dials_skipped_${cls}_total`)
+    const v0Skipped = await eventually(async () => {
+      let sum = 0
+      for (const cls of ipv4Classes) sum += await metric(node('V0'), `dials_skipped_${cls}_total`)
+      return sum
+    })
     expect(v0Skipped).toBeGreaterThan(0)
     expect(await metric(node('A1'), 'dials_global_ipv6_total')).toBe(0)
-    expect(await metric(node('A1'), 'dials_skipped_global_ipv6_total')).toBeGreaterThan(0)
-    expect(await metric(node('A1'), 'dials_public_ipv4_total')).toBeGreaterThan(0)
-  }, 30_000)
+    // A1 dials P0 itself when its peer id is the smaller of the two; otherwise it holds its dial
+    // back (dialDeferMs) and P0's connection usually comes first, and then A1 dials nothing of P0.
+    if (node('A1').peerId < node('P0').peerId) {
+      expect(await metric(node('A1'), 'dials_skipped_global_ipv6_total')).toBeGreaterThan(0)
+      expect(await metric(node('A1'), 'dials_public_ipv4_total')).toBeGreaterThan(0)
+    }
+  }, 90_000)
 
   it('killing a tunnel\'s ssh process heals by itself', async () => {
     // The gateway whose node runs the ssh to the other one (A0 dialled B0, its hub).
