@@ -268,9 +268,9 @@ export function parseScenario(input: Json): Scenario {
     startSpreadMs: optNum(input, 'startSpreadMs', '', 0, 0, 3_600_000),
     sampleEveryMs: optNum(input, 'sampleEveryMs', '', 250, 1, 3_600_000),
     samplePairsMax: optNum(input, 'samplePairsMax', '', SAMPLE_PAIRS_DEFAULT, 1, SAMPLE_PAIRS_MAX, true),
-    // Long enough that a batch of firewalled dials (which fail only after the SYN timeout) and a
-    // send hold cannot pass for the end of all activity.
-    quietMs: optNum(input, 'quietMs', '', synTimeoutMs + sendHold + 1000, 1, 3_600_000),
+    // Long enough that a batch of firewalled dials (which fail only after the SYN timeout), a
+    // send hold and a dial held back (dialDeferMs, then dialled) cannot pass for the end of all activity.
+    quietMs: optNum(input, 'quietMs', '', synTimeoutMs + sendHold + (coreTiming.dialDeferMs ?? 0) + 1000, 1, 3_600_000),
     endMs: optNum(input, 'endMs', '', 600_000, 1, 86_400_000),
     coreTiming,
     coreLimits,
