@@ -30,8 +30,10 @@ function isAlive(holder: LockHolder): boolean {
     // EPERM: it exists but is someone else's; only ESRCH means no such process.
     if ((error as NodeJS.ErrnoException).code === 'ESRCH') return false
   }
-  const now = processInfo(holder.pid)?.startTicks
-  return holder.startTicks === undefined || now === undefined || now === holder.startTicks
+  const info = processInfo(holder.pid)
+  // An exited holder its parent has not reaped yet (a job manager that kills and restarts at once) holds nothing.
+  if (info?.running === false) return false
+  return holder.startTicks === undefined || info === undefined || info.startTicks === holder.startTicks
 }
 
 function readText(path: string): string | undefined {

@@ -7,6 +7,12 @@ export interface ProcessInfo {
   readonly startTicks: string
   /** The command line, arguments joined by spaces (what `ps -o args` shows). */
   readonly command: string
+  /**
+   * False for a process that has exited and waits to be reaped (a zombie, state Z or X): it still
+   * answers `kill(pid, 0)`, for as long as its parent does not wait for it (0.8 s after a SIGKILL
+   * here; for good under a parent that never waits), but holds nothing.
+   */
+  readonly running: boolean
 }
 
 export function processInfo(pid: number): ProcessInfo | undefined {
@@ -15,7 +21,7 @@ export function processInfo(pid: number): ProcessInfo | undefined {
     // Field 2 (the command name) is in parentheses and may itself contain spaces and parentheses.
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
     const command = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter((a) => a !== '').join(' ')
-    return { ppid: Number(fields[1]), startTicks: fields[19] ?? '', command }
+    return { ppid: Number(fields[1]), startTicks: fields[19] ?? '', command, running: fields[0] !== 'Z' && fields[0] !== 'X' }
   } catch {
     return undefined
   }

@@ -32,9 +32,12 @@ export function findLaunchers(args: readonly string[] = process.argv.slice(2)): 
   return launchers
 }
 
-/** The first launcher that is gone (or whose pid now names another process), if any. */
+/** The first launcher that is gone (exited, even if not reaped yet, or its pid now names another process), if any. */
 export function goneLauncher(launchers: readonly Launcher[]): Launcher | undefined {
-  return launchers.find((l) => processInfo(l.pid)?.startTicks !== l.startTicks)
+  return launchers.find((l) => {
+    const info = processInfo(l.pid)
+    return info === undefined || !info.running || info.startTicks !== l.startTicks
+  })
 }
 
 export interface GuardOptions {
