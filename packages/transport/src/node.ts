@@ -3,13 +3,14 @@ import { yamux } from '@chainsafe/libp2p-yamux'
 import { generateKeyPair } from '@libp2p/crypto/keys'
 import type { ConnectionGater, MultiaddrConnection, PrivateKey } from '@libp2p/interface'
 import { tcp } from '@libp2p/tcp'
-import type { Multiaddr } from '@multiformats/multiaddr'
+import { multiaddr, type Multiaddr } from '@multiformats/multiaddr'
 import { createLibp2p, type Libp2p } from 'libp2p'
 import { subnetFirewallAllows } from '@phoenix-overlay/core'
 import type { PhoenixInit } from './api.ts'
 import { TRANSPORT_TIMING } from './constants.ts'
 import { SSH_DIAL_TIMEOUT_MS } from './dial-path.ts'
 import { PhoenixTransportError } from './errors.ts'
+import { checkNodeOptionShapes } from './validate.ts'
 import { privateNetwork } from './pnet/protector.ts'
 import { formatPortRange, parsePortRange, withPortFromRange, type PortRange } from './port-range.ts'
 import { phoenix, type PhoenixNode } from './service.ts'
@@ -173,12 +174,25 @@ function membershipGater(gater: ConnectionGater | undefined, allowedPeers: strin
  *   alive but whose process is hung.
  */
 export async function createPhoenixLibp2p(options: OverlayNodeOptions): Promise<{ libp2p: Libp2p<{ phoenix: PhoenixNode }>; phoenix: PhoenixNode }> {
+  checkNodeOptionShapes(options)
+  checkListenAddresses(options.listen ?? [])
   if (options.listenRange === undefined) return createStarted(options, options.listen)
   const range = typeof options.listenRange === 'string' ? parsePortRange(options.listenRange, 'listenRange') : options.listenRange
   const hosts = options.listen.map(portZeroHost).filter((h): h is string => h !== undefined)
   if (hosts.length === 0) throw new PhoenixTransportError('INVALID_INPUT', `listenRange ${formatPortRange(range)}: no listen address has port 0 for it to choose (e.g. /ip4/0.0.0.0/tcp/0)`)
   const zeroPort = /\/tcp\/0(?=\/|$)/
   return withPortFromRange(range, hosts, (port) => createStarted(options, options.listen.map((a) => (portZeroHost(a) === undefined ? a : a.replace(zeroPort, `/tcp/${port}`)))), { what: 'listenRange' })
+}
+
+/** Each listen address is a multiaddr: libp2p's own error names neither the option nor the address. */
+function checkListenAddresses(listen: readonly string[]): void {
+  for (const address of listen) {
+    try {
+      multiaddr(address)
+    } catch (error) {
+      throw new PhoenixTransportError('INVALID_INPUT', `listen ${JSON.stringify(address)} is not a multiaddr: ${(error as Error).message}`, { field: 'listen' })
+    }
+  }
 }
 
 /** The host of a `/ip4|ip6/<host>/tcp/0` listen address, or undefined for any other. */

@@ -25,6 +25,34 @@ export function checkSendOptions(options: SendOptions): void {
   if (options.transfer !== undefined && typeof options.transfer !== 'boolean') throw invalidInput('options.transfer', 'must be a boolean')
 }
 
+/**
+ * The shape of createPhoenixLibp2p's options, checked before anything is built: a wrong type met
+ * deep inside libp2p or the core failed with a message naming neither the option nor the value
+ * (`names: 'x'` gave "toJSON not set"; a string for `hubs` was read character by character).
+ */
+export function checkNodeOptionShapes(options: unknown): void {
+  if (typeof options !== 'object' || options === null) throw invalidInput('options', 'must be an object')
+  const o = options as Record<string, unknown>
+  for (const key of ['listen', 'hubs', 'names', 'allowedPeers', 'sitePrefixes']) {
+    const value = o[key]
+    if (value === undefined) continue
+    if (!Array.isArray(value) || value.some((item) => typeof item !== 'string')) throw invalidInput(key, `must be an array of strings, got ${describe(value)}`)
+  }
+  for (const key of ['limits', 'timing', 'core', 'strangers', 'ssh']) {
+    const value = o[key]
+    if (value !== undefined && (typeof value !== 'object' || value === null || Array.isArray(value))) throw invalidInput(key, `must be an object, got ${describe(value)}`)
+  }
+  for (const key of ['discovery', 'signRecords']) {
+    if (o[key] !== undefined && typeof o[key] !== 'boolean') throw invalidInput(key, `must be a boolean, got ${describe(o[key])}`)
+  }
+}
+
+/** A value as an error message shows it: short JSON, or its type. */
+function describe(value: unknown): string {
+  const json = value === undefined ? 'undefined' : JSON.stringify(value)
+  return json === undefined || json.length > 60 ? typeof value : json
+}
+
 /** Runs a core call, turning the core's refusal (PhoenixError) into INVALID_INPUT naming `field`: no core error reaches the API. */
 export function coreErrorToTransport<T>(field: string, run: () => T): T {
   try {

@@ -1,6 +1,6 @@
 import { WIRE_LIMITS } from '@phoenix-overlay/wire'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { PhoenixTransportError, type ReceivedMessage, type Undeliverable } from '../src/index.ts'
+import { PhoenixTransportError, createPhoenixLibp2p, type ReceivedMessage, type Undeliverable } from '../src/index.ts'
 import { TestNodes, addressOf, text, waitUntil, type TestNode } from './nodes.ts'
 
 /** The rejection of `promise`, which must be a PhoenixTransportError. */
@@ -54,6 +54,25 @@ describe('the send contract (issue 11, items 1 and 2)', () => {
       expect(error.code, what).toBe('INVALID_INPUT')
       expect(error.field, what).toBe(field)
       expect(error.message.split('\n'), what).toHaveLength(1)
+    }
+  })
+
+  it('refuses node options of the wrong shape before building anything, naming the option and the value', async () => {
+    const bad = (options: unknown) => createPhoenixLibp2p(options as Parameters<typeof createPhoenixLibp2p>[0])
+    const cases: [string, Promise<unknown>, string, RegExp][] = [
+      ['no options', bad(undefined), 'options', /^options must be an object$/],
+      // A string was read character by character ("/" is not a multiaddr), and names as a string failed with "toJSON not set".
+      ['hubs as a string', bad({ listen: [], hubs: '/ip4/10.0.0.1/tcp/7000' }), 'hubs', /^hubs must be an array of strings, got "\/ip4\/10\.0\.0\.1\/tcp\/7000"$/],
+      ['names as a string', bad({ listen: [], names: 'worker' }), 'names', /^names must be an array of strings, got "worker"$/],
+      ['a listen address', bad({ listen: ['/ip4/127.0.0.1/tcp/0', 'localhost:7000'] }), 'listen', /^listen "localhost:7000" is not a multiaddr: /],
+      ['timing', bad({ listen: [], timing: [] }), 'timing', /^timing must be an object, got \[\]$/],
+      ['discovery', bad({ listen: [], discovery: 'yes' }), 'discovery', /^discovery must be a boolean, got "yes"$/],
+    ]
+    for (const [what, promise, field, message] of cases) {
+      const error = await failure(promise)
+      expect(error.code, what).toBe('INVALID_INPUT')
+      expect(error.field, what).toBe(field)
+      expect(error.message, what).toMatch(message)
     }
   })
 
