@@ -1,8 +1,8 @@
-import { readFileSync } from 'node:fs'
+import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { PassThrough } from 'node:stream'
 import { describe, expect, it } from 'vitest'
-import { heapShortfall, runSim } from '../src/commands/sim.ts'
+import { heapShortfall, runSim, type SimCommandOptions } from '../src/commands/sim.ts'
 import { REPO, tempDir } from './helpers.ts'
 
 describe('phoenix sim progress', () => {
@@ -47,6 +47,37 @@ describe('phoenix sim heap warning', () => {
     expect(heapShortfall(fitting, 64 * GiB, 24 * GiB)).toBeUndefined()
     expect(heapShortfall(fitting + 1, 64 * GiB, 24 * GiB)).toMatch(/more than this machine's memory/)
     expect(warning).not.toContain('max-old-space-size')
+  })
+
+  it('refuses an --out or --dump-tables it cannot write before the run, not after it: one line, exit status 2 (and no hang under /proc)', () => {
+    let text = ''
+    const stream = Object.assign(new PassThrough(), { isTTY: false })
+    stream.on('data', (d: Buffer) => (text += d.toString('utf8')))
+    const scenario = join(REPO, 'simulations/scenarios/paper-3-subnets.json')
+    const dir = tempDir('sim-out')
+    const file = join(dir, 'a-file')
+    writeFileSync(file, 'x')
+    const cases: [SimCommandOptions, RegExp][] = [
+      // Node's recursive mkdir never returns here (a parent that exists but cannot hold children).
+      [{ out: '/proc/phoenix-no-such-dir' }, /^--out \/proc\/phoenix-no-such-dir: cannot write there \(ENOENT/],
+      [{ out: file }, /^--out .*a-file: cannot write there \(not a directory\)$/],
+      [{ dumpTables: join(dir, 'no', 'such', 'tables.json') }, /^--dump-tables .*tables\.json: directory .*such does not exist$/],
+    ]
+    for (const [options, message] of cases) {
+      let thrown: unknown
+      try {
+        runSim(scenario, { nodes: 30, ...options }, stream)
+      } catch (error) {
+        thrown = error
+      }
+      expect((thrown as Error | undefined)?.message).toMatch(message)
+      expect((thrown as { exitCode?: number }).exitCode).toBe(2)
+    }
+    // Nothing ran: no summary line.
+    expect(text).not.toContain('converged')
+    // A directory that does not exist yet is made, levels and all.
+    expect(runSim(scenario, { nodes: 30, out: join(dir, 'new', 'deep') }, stream)).toBe(0)
+    expect(readFileSync(join(dir, 'new', 'deep', 'result.json'), 'utf8')).toContain('"converged": true')
   })
 
   it('runSim prints no warning for a run that fits (processes.test.ts has one that does not)', () => {

@@ -1,6 +1,6 @@
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { accessSync, constants, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { totalmem } from 'node:os'
-import { join } from 'node:path'
+import { dirname, join, resolve } from 'node:path'
 import { getHeapStatistics } from 'node:v8'
 import { InvalidArgumentError, type Command } from 'commander'
 import { SimProgress, type ProgressStream } from '../sim-progress.ts'
@@ -88,6 +88,7 @@ export function registerSimCommand(program: Command, description: string): void 
 /** Runs the command; returns the exit code (1 when a table is wrong or the run did not converge). Progress and the summary go to `stderr`. */
 export function runSim(file: string, options: SimCommandOptions, stderr: ProgressStream = process.stderr): number {
   const scenario = loadScenario(file, options)
+  checkOutputs(options)
   const heapWarning = heapShortfall(scenario.subnets.reduce((sum, s) => sum + s.nodes, 0), getHeapStatistics().heap_size_limit)
   if (heapWarning !== undefined) stderr.write(`${heapWarning}\n`)
   // The run is one synchronous loop, so progress is drawn from the simulator's callback, never from a timer.
@@ -98,7 +99,6 @@ export function runSim(file: string, options: SimCommandOptions, stderr: Progres
   const wallMs = performance.now() - wallStart
   const json = resultToJson(result)
   if (options.out !== undefined) {
-    mkdirSync(options.out, { recursive: true })
     writeFileSync(join(options.out, 'result.json'), json)
     writeFileSync(join(options.out, 'samples.csv'), samplesToCsv(result))
   } else {
@@ -117,6 +117,51 @@ export function runSim(file: string, options: SimCommandOptions, stderr: Progres
     return 1
   }
   return 0
+}
+
+/** A configuration error: exit status 2, one line (main.ts). */
+class OutputError extends Error {
+  readonly exitCode = 2
+}
+
+/**
+ * Where the results will go, made and checked before the run: a run of minutes or hours must not
+ * end on a path it cannot write, losing what it computed.
+ */
+function checkOutputs(options: SimCommandOptions): void {
+  if (options.out !== undefined) {
+    try {
+      makeDirectory(options.out)
+      if (!statSync(options.out).isDirectory()) throw new Error('not a directory')
+      accessSync(options.out, constants.W_OK)
+    } catch (error) {
+      throw new OutputError(`--out ${options.out}: cannot write there (${(error as Error).message})`)
+    }
+  }
+  if (options.dumpTables !== undefined) {
+    const directory = dirname(resolve(options.dumpTables))
+    if (!existsSync(directory) || !statSync(directory).isDirectory()) throw new OutputError(`--dump-tables ${options.dumpTables}: directory ${directory} does not exist`)
+  }
+}
+
+/**
+ * `mkdir -p`, one level at a time. Node's `mkdirSync(path, { recursive: true })` never returns
+ * where a parent exists but cannot hold children (under /proc, a dangling symlink): ENOENT for the
+ * child, EEXIST for the parent, over and over (Node 24.9; the same loop as oven-sh/bun#36162).
+ */
+function makeDirectory(path: string): void {
+  const missing: string[] = []
+  for (let at = resolve(path); !existsSync(at); at = dirname(at)) {
+    missing.push(at)
+    if (dirname(at) === at) break
+  }
+  for (const directory of missing.reverse()) {
+    try {
+      mkdirSync(directory)
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
+    }
+  }
 }
 
 /**
