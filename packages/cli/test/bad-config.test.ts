@@ -1,4 +1,5 @@
 import { createServer, type Server } from 'node:net'
+import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startSshd, type TestSshd } from '../../transport/test/sshd.ts'
@@ -58,6 +59,23 @@ describe('bad site configuration: one line naming the option and the cause', () 
     await new Promise((r) => setTimeout(r, 4_000))
     expect(node.stderr.match(/dial .* failed: /g)).toHaveLength(1)
   }, 30_000)
+
+  it('a hub that is not up, or on another private network: the dial fails once at error level with the cause, and a hint for a reset handshake', async () => {
+    const closed = await freePort()
+    const { line, node } = await dialError(['--hub', `/ip4/127.0.0.1/tcp/${closed}`], /^.*dial .*failed: .*$/m)
+    expect(line).toMatch(new RegExp(`dial /ip4/127\\.0\\.0\\.1/tcp/${closed} failed: .*ECONNREFUSED`))
+    await new Promise((r) => setTimeout(r, 4_000))
+    expect(node.stderr.match(/dial .* failed: /g)).toHaveLength(1)
+    // A hub without the private network key this node has cannot read the handshake: it resets
+    // the connection (then the line says what that probably means) or lets it time out.
+    const hub = startNode(['--listen', '/ip4/127.0.0.1/tcp/0'])
+    running.push(hub)
+    const hubAddress = (await hub.waitFor(/listening on (\S+)/))[1]!
+    const psk = join(dir, 'swarm.key')
+    writeFileSync(psk, `/key/swarm/psk/1.0.0/\n/base16/\n${'ab'.repeat(32)}\n`)
+    const member = await dialError(['--psk', psk, '--hub', hubAddress], /^.*dial .*failed: .*$/m)
+    expect(member.line).toMatch(/failed: (.*ECONNRESET: the hub reset the connection during the handshake \(a private network key, --psk, on one side only or different on each\?\)|connect timed out after \d+ ms \(dialTimeoutMs\))$/)
+  }, 60_000)
 
   it('a key the SSH server refuses: the dial fails naming --ssh-identity and the key', async () => {
     const { line } = await dialError([...sshFlags(sshd.strangerKey.privateKeyFile), '--hub', sshHub(sshd.port)], /^.*dial .*failed: .*$/m)

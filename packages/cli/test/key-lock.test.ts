@@ -19,9 +19,10 @@ function deadPid(): number {
  * `sleep` that never waits for it. `parent` is ours to kill once done (then init reaps the zombie).
  */
 async function zombie(): Promise<{ pid: number; parent: ChildProcess }> {
-  const parent = spawn('sh', ['-c', 'true & echo $!; exec sleep 30'], { stdio: ['ignore', 'pipe', 'ignore'] })
+  // The child exits only after the shell is replaced (a shell reaps a child that exits before).
+  const parent = spawn('sh', ['-c', 'sleep 0.5 & echo $!; exec sleep 30'], { stdio: ['ignore', 'pipe', 'ignore'] })
   const pid = await new Promise<number>((resolve) => parent.stdout!.once('data', (chunk: Buffer) => resolve(Number(chunk.toString().trim()))))
-  for (let i = 0; i < 100 && processInfo(pid)?.running !== false; i++) await new Promise((r) => setTimeout(r, 20))
+  for (let i = 0; i < 250 && processInfo(pid)?.running !== false; i++) await new Promise((r) => setTimeout(r, 20))
   expect(processInfo(pid)?.running).toBe(false)
   return { pid, parent }
 }
@@ -60,7 +61,7 @@ describe('PidLock', () => {
     PidLock.acquire(garbage).release()
   })
 
-  it('takes over a lock whose holder exited but is not reaped yet (a zombie still answers kill 0), and a launcher in that state counts as gone', async () => {
+  it('takes over a lock whose holder exited but is not reaped yet (a zombie still answers kill 0), and a launcher in that state counts as gone', { timeout: 15_000 }, async () => {
     const { pid, parent } = await zombie()
     try {
       // The zombie's pid still answers kill(pid, 0): only its state says it is gone.

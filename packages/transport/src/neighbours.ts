@@ -128,11 +128,13 @@ export class Neighbours {
       parts.metrics.count('dials_failed')
       // A tunnel failure is worth a line at error level (it names the SSH option or server at
       // fault), once per cause: the redials of a hub that stays unreachable go to debug. So is a
-      // hub that answers with another peer id: usually restarted without its key file, and
-      // otherwise this node would wait for it silently forever.
-      const wrongPeer = isWrongPeer(error) && core.isHub(address)
-      const reason = wrongPeer ? `${error.message}: another node answers at this hub address (restarted without its key file, phoenix node --key?); give it its key, or name the hub without /p2p/…` : error.message
-      if ((plan.kind === 'ssh' || wrongPeer) && parts.dialPath.failureIsNew(address, error.message)) parts.log.error('dial %s failed: %s', address, reason)
+      // hub that answers with another peer id (usually restarted without its key file).
+      const hub = core.isHub(address)
+      const reason = hubFailureReason(error, hub)
+      // A hub is what a node starts from: each new cause of its failing (not up yet, refused, a
+      // handshake reset by a node on another private network) is said once, or a node with no
+      // neighbour would wait silently.
+      if ((plan.kind === 'ssh' || hub) && parts.dialPath.failureIsNew(address, error.message)) parts.log.error('dial %s failed: %s', address, reason)
       else parts.log('dial %s failed: %s', address, reason)
       if (this.closing || core.hasLeft) return
       try {
@@ -356,6 +358,15 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
  * identity key …"), and libp2p's upgrader re-throws it as EncryptionFailedError with only the
  * message kept (libp2p 3.x, `_encryptOutbound`), so the message is the one sign left.
  */
+/** A dial failure as said to the user, with what it probably means when the address is a hub. */
+function hubFailureReason(error: Error, hub: boolean): string {
+  if (!hub) return error.message
+  if (isWrongPeer(error)) return `${error.message}: another node answers at this hub address (restarted without its key file, phoenix node --key?); give it its key, or name the hub without /p2p/…`
+  // A node without our private network key (or with another) cannot read our first bytes and drops the connection.
+  if (/ECONNRESET|EPIPE/.test(error.message)) return `${error.message}: the hub reset the connection during the handshake (a private network key, --psk, on one side only or different on each?)`
+  return error.message
+}
+
 function isWrongPeer(error: Error): boolean {
   return error.name === 'UnexpectedPeerError' || /does not match expected remote identity key/.test(error.message)
 }
