@@ -44,6 +44,7 @@ export class ConfigError extends Error {
 const FLAG_OF: readonly [RegExp, string][] = [
   [/^listenRange\b/, '--listen-range'],
   [/^(config\.)?names\b/, '--name'],
+  [/^site\b/, '--site'],
   [/^sitePrefixes\b/, '--site-prefix'],
   [/\bssh\.advertise\b/g, '--ssh-advertise'],
   [/\bssh\.identityFile\b/g, '--ssh-identity'],

@@ -1,4 +1,6 @@
 import { afterAll, describe, expect, it } from 'vitest'
+import type { Topology } from '@phoenix-overlay/transport'
+import { topologyTable } from '../src/commands/topology.ts'
 import { phoenix, sleep, startNode, type Started } from './helpers.ts'
 
 describe('phoenix topology and phoenix members', () => {
@@ -24,6 +26,10 @@ describe('phoenix topology and phoenix members', () => {
     // Colors by sorted label: "east" (declared) before "localhost*" (derived from 127.0.0.1).
     expect(out).toMatch(/\(self\)\s+master\s+east\s+0\s+localhost\s+0\s+0\s+-/)
     expect(out).toMatch(/worker\/1\s+localhost\*\s+1\s+localhost\s+1\s+1\s+direct/)
+    expect(out).toContain('* site derived from the address (no --site)')
+    // Every site declared: no mark, so no footnote for it.
+    const declared = JSON.parse((await phoenix(['topology', '--json', '--control', String(port)])).stdout) as Topology
+    expect(topologyTable({ ...declared, nodes: declared.nodes.map((n) => ({ ...n, siteDeclared: true })) })).not.toContain('*')
     const json = JSON.parse((await phoenix(['topology', '--json', '--control', String(port)])).stdout) as { levels: string[]; nodes: unknown[] }
     expect(json.levels).toEqual(['overlay', 'site', 'host'])
     expect(json.nodes).toHaveLength(2)

@@ -26,7 +26,9 @@ export function topologyTable(t: Topology): string {
     String(n.nhops),
     n.id === t.self ? '-' : links.has(n.id) ? 'direct' : shortId(n.nextHop),
   ])
-  return formatTable(['node', 'names', 'site', 'color', 'host', 'color', 'hops', 'via'], rows, new Set([3, 5, 6])) + '* site derived from the address (no --site)\n'
+  // The footnote explains the mark, so it comes only with one.
+  const derived = t.nodes.some((n) => !n.siteDeclared)
+  return formatTable(['node', 'names', 'site', 'color', 'host', 'color', 'hops', 'via'], rows, new Set([3, 5, 6])) + (derived ? '* site derived from the address (no --site)\n' : '')
 }
 
 export function registerTopologyCommands(program: Command): void {
