@@ -104,7 +104,8 @@ function describeStartError(error: Error, pskFile: string | undefined): Error {
   if (/pre-shared key|psk|swarm key/i.test(error.message)) return new Error(`--psk: ${error.message.split('\n')[0]}`)
   // Ours (a port range, an SSH option or address): a configuration error, exit status 2.
   const code = (error as { code?: unknown }).code
-  if (code === 'INVALID_INPUT' || code === 'INVALID_CONFIG') {
+  // LIMIT_EXCEEDED at start-up is a configuration past a limit too (more names than namesPerNodeMax).
+  if (code === 'INVALID_INPUT' || code === 'INVALID_CONFIG' || code === 'LIMIT_EXCEEDED') {
     let line = error.message.split('\n')[0]!.replace(/^hub /, '--hub ')
     for (const [field, flag] of FLAG_OF) line = line.replace(field, flag)
     return new ConfigError(line)

@@ -104,6 +104,7 @@ describe('bad site configuration: one line naming the option and the cause', () 
       [['--name', ''], /^phoenix: --name: a name must be a non-empty string of at most 256 characters, got an empty one$/],
       [['--name', 'a', '--name', 'a'], /^phoenix: --name: "a" is given twice$/],
       [['--name', '@site/x'], /^phoenix: --name "@site\/x": names starting with '@' are reserved for the overlay$/],
+      [Array.from({ length: 65 }, (_, i) => ['--name', `n${i}`]).flat(), /^phoenix: --name: 65 names, at most 64 per node \(namesPerNodeMax\)$/],
       [['--site', 'lab b'], /^phoenix: --site "lab b" may hold only letters, digits, '\.', '_', ':' and '-'$/],
     ]
     const knownHosts = (args: string[]) => (args.includes('--ssh-identity') ? ['--ssh-known-hosts', join(dir, 'known_hosts'), ...args] : args)

@@ -25,6 +25,22 @@ describe('receiving from the command line', () => {
     for (const n of nodes) n.killGroup()
   })
 
+  it('recv for a name the node does not hold says so once, and gets its message once the node holds it', async () => {
+    const recv = start(process.execPath, [...NODE_TS, PHOENIX_JS, 'recv', '--control', workSocket, '--name', 'later', '--count', '1'])
+    try {
+      await recv.waitFor(/this node does not hold the name "later"/)
+      expect(recv.stderr.trim().split('\n')).toEqual(['phoenix: recv: this node does not hold the name "later" (its names: work); its messages come only once it does (phoenix node --name, or POST /names?add=)'])
+      expect((await callControl({ socketPath: workSocket }, 'POST', '/names?add=later')).status).toBe(200)
+      const sent = await phoenix(['send', '--control', hubSocket, '--ack', 'later', 'at last'])
+      expect(sent.stdout).toMatch(/acknowledged by later/)
+      expect(await recv.exited).toBe(0)
+      expect(recv.stdout).toBe('at last\n')
+    } finally {
+      recv.killGroup()
+      await callControl({ socketPath: workSocket }, 'POST', '/names?remove=later')
+    }
+  }, 30_000)
+
   it('recv sees every message that send --ack reported acknowledged, in order', async () => {
     const recv = start(process.execPath, [...NODE_TS, PHOENIX_JS, 'recv', '--control', workSocket, '--count', '20', '--json'])
     try {

@@ -1,6 +1,6 @@
 import { Command, InvalidArgumentError } from 'commander'
 import { once } from 'node:events'
-import { describeFailure, openControl, type ControlEndpoint } from '../control-client.ts'
+import { callControl, describeFailure, openControl, type ControlEndpoint } from '../control-client.ts'
 import { payloadOfLine, type MessageLine } from '../message-line.ts'
 import { guardProcess } from '../process-guard.ts'
 import { controlOption } from './inspect.ts'
@@ -35,6 +35,21 @@ async function takeOne(endpoint: ControlEndpoint, query: URLSearchParams): Promi
 }
 
 /**
+ * A name the node does not hold gets no message: recv would wait without a word. It still waits
+ * (the name may be added later), but says so once.
+ */
+async function warnOfNamesNotHeld(o: RecvOptions): Promise<void> {
+  if (o.name.length === 0) return
+  const { status, text } = await callControl(o.control, 'GET', '/status')
+  if (status !== 200) return
+  const held = (JSON.parse(text) as { names?: string[] }).names ?? []
+  for (const name of o.name) {
+    if (held.includes(name)) continue
+    process.stderr.write(`phoenix: recv: this node does not hold the name ${JSON.stringify(name)} (its names: ${held.join(', ') || 'none'}); its messages come only once it does (phoenix node --name, or POST /names?add=)\n`)
+  }
+}
+
+/**
  * Prints messages as the node hands them over, asking for one at a time: a message is taken from
  * the node's inbox only when recv is ready to print it, so a recv that is killed (or whose reader
  * goes away, `phoenix recv | head -1`) loses at most the one message it was printing.
@@ -47,6 +62,7 @@ async function recv(o: RecvOptions): Promise<void> {
   guardProcess({ stop: async () => {}, say: () => {} })
   // A reader that went away ends recv quietly, as it would any filter.
   process.stdout.on('error', () => process.exit(0))
+  await warnOfNamesNotHeld(o)
   let received = 0
   while (o.count === undefined || received < o.count) {
     const line = await takeOne(o.control, query)
