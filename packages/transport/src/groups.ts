@@ -10,7 +10,7 @@
  */
 import { DEFAULT_LIMITS } from '@phoenix-overlay/core'
 import { PhoenixTransportError, invalidInput } from './errors.ts'
-import { isReservedName } from './topology.ts'
+import { isReservedName, refuseReservedName } from './topology.ts'
 
 export const GROUP_LIMITS = {
   /** Changes buffered per `watch()` iterator; one that falls this far behind ends with QUEUE_FULL rather than miss a change. */
@@ -61,7 +61,7 @@ export function checkPattern(pattern: unknown): asserts pattern is string {
   if (pattern.length > DEFAULT_LIMITS.nameLengthMax) throw invalidInput('pattern', `is ${pattern.length} characters, more than ${DEFAULT_LIMITS.nameLengthMax} (nameLengthMax)`)
   // eslint-disable-next-line no-control-regex
   if (/[\u0000-\u001f\u007f]/.test(pattern)) throw invalidInput('pattern', `${JSON.stringify(pattern)} holds a control character`)
-  if (isReservedName(pattern)) throw invalidInput('pattern', `${JSON.stringify(pattern)}: names starting with '@' are reserved for the overlay`)
+  refuseReservedName('pattern', pattern)
 }
 
 interface Watcher {

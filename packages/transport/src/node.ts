@@ -9,7 +9,7 @@ import { subnetFirewallAllows } from '@phoenix-overlay/core'
 import type { PhoenixInit } from './api.ts'
 import { TRANSPORT_TIMING } from './constants.ts'
 import { SSH_DIAL_TIMEOUT_MS } from './dial-path.ts'
-import { PhoenixTransportError } from './errors.ts'
+import { PhoenixTransportError, invalidInput } from './errors.ts'
 import { checkNodeOptionShapes } from './validate.ts'
 import { privateNetwork } from './pnet/protector.ts'
 import { formatPortRange, parsePortRange, withPortFromRange, type PortRange } from './port-range.ts'
@@ -190,7 +190,7 @@ function checkListenAddresses(listen: readonly string[]): void {
     try {
       multiaddr(address)
     } catch (error) {
-      throw new PhoenixTransportError('INVALID_INPUT', `listen ${JSON.stringify(address)} is not a multiaddr: ${(error as Error).message}`, { field: 'listen' })
+      throw invalidInput('listen', `${JSON.stringify(address)} is not a multiaddr: ${(error as Error).message}`)
     }
   }
 }

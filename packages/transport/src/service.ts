@@ -17,7 +17,7 @@ import { Sends, type Route } from './sends.ts'
 import { Session } from './session.ts'
 import { isSshAddress, parseSshAddress } from './ssh-address.ts'
 import type { Member, NameChange } from './groups.ts'
-import { checkSiteLabel, isReservedName, siteName, type Topology } from './topology.ts'
+import { checkSiteLabel, isReservedName, refuseReservedName, siteName, type Topology } from './topology.ts'
 import { checkName, checkSendOptions, coreErrorToTransport } from './validate.ts'
 
 type State = 'stopped' | 'starting' | 'started' | 'leaving'
@@ -61,8 +61,7 @@ export class PhoenixNode extends TypedEventEmitter<PhoenixEvents> implements Pho
     if (init.site !== undefined) checkSiteLabel(init.site)
     this.dialPath = new DialPath(init.ssh, init.sitePrefixes, this.metrics)
     for (const hub of init.hubs ?? []) this.checkHub(hub)
-    // As addName: a name starting with '@' would pose as the overlay's own (a site's `@site/…`).
-    for (const name of init.names ?? []) if (isReservedName(name)) throw invalidInput('names', `${JSON.stringify(name)}: names starting with '@' are reserved for the overlay`)
+    for (const name of init.names ?? []) refuseReservedName('names', name)
     this.inbox = new NodeInbox(this.limits, () => this.listenerCount('message'), (message) => this.safeDispatchEvent('message', { detail: message }))
     this.sends = new Sends(this.limits)
     this.parts = {
@@ -313,7 +312,7 @@ export class PhoenixNode extends TypedEventEmitter<PhoenixEvents> implements Pho
   addName(name: string): void {
     checkName('name', name)
     const session = this.running('addName')
-    if (isReservedName(name)) throw invalidInput('name', `${JSON.stringify(name)}: names starting with '@' are reserved for the overlay`)
+    refuseReservedName('name', name)
     coreErrorToTransport('name', () => session.core.addName(name))
     session.checkNameConflicts()
     session.driver.schedule()

@@ -89,6 +89,11 @@ export function isReservedName(name: string): boolean {
   return name.startsWith(RESERVED_NAME_PREFIX)
 }
 
+/** Refuses a reserved name (or pattern) given by the user as `field`: it would pose as the overlay's own (a site's `@site/…`). */
+export function refuseReservedName(field: string, name: string): void {
+  if (isReservedName(name)) throw invalidInput(field, `${JSON.stringify(name)}: names starting with '@' are reserved for the overlay`)
+}
+
 /**
  * Which of a node's addresses places it (lower first): the inside of a site first (private IPv4,
  * unique-local IPv6), then public ones, then loopback; IPv6 before IPv4 within a class, so a
