@@ -104,7 +104,7 @@ export class PhoenixCore {
   readonly timing: Readonly<CoreTiming>
   private readonly parts: CoreParts
   private readonly table: RouteTable
-  private readonly neighbours = new NeighbourTable()
+  private readonly neighbours: NeighbourTable
   private readonly book: AddressBook
   private readonly police: Police
   private readonly holders: NameHolders
@@ -138,6 +138,7 @@ export class PhoenixCore {
     // Destinations plus neighbours plus room for nodes that are only named in trans sets so far.
     const nodeIndex = numbering?.index ?? new NodeIndex(limits.destinationsMax + 2 * limits.neighboursMax)
     nodeIndex.intern(config.id)
+    this.neighbours = new NeighbourTable(nodeIndex)
     this.book = new AddressBook(limits.knownAddressesMax, limits.dialsInFlightMax, { ...timing, lostRedialsPerSecondMax: limits.lostRedialsPerSecondMax }, numbering?.addresses)
     const addresses = this.police.checkAddresses(config.addresses ?? [], 'config.addresses')
     this.book.setOwnAddresses(addresses) // dial order (discovery.ts)
@@ -213,7 +214,7 @@ export class PhoenixCore {
     if (neighbour === undefined) throw new PhoenixError('INVALID_INPUT', `update from ${JSON.stringify(from)}, which is not a neighbour`)
     this.police.checkMessage(message)
     if (this.inbox.length >= this.limits.inboxMessagesMax) return false
-    this.police.admit(neighbour, message, nowMs, (d) => this.table.get(d))
+    this.police.admit(neighbour, this.neighbours, message, nowMs, (d) => this.table.get(d))
     this.inbox.push({ from, connection: neighbour.connection, message })
     this.traffic.messagesReceived++
     this.traffic.entriesReceived += message.entries.length

@@ -1,5 +1,6 @@
 import { CORE_CONSTANTS } from './constants.ts'
 import { invariant } from './errors.ts'
+import type { NodeIndex } from './nodeindex.ts'
 import { NodeSet } from './nodeset.ts'
 import type { NodeId, RoutingMode } from './types.ts'
 
@@ -7,12 +8,6 @@ import type { NodeId, RoutingMode } from './types.ts'
 export interface SenderSlots {
   readonly table: readonly NodeId[]
   readonly map: Int32Array
-}
-
-/** A neighbour's update token bucket (`updateEntriesPerSecondMax`, burst `updateEntriesBurstMax`). */
-export interface UpdateBudget {
-  tokens: number
-  atMs: number
 }
 
 /**
@@ -53,8 +48,6 @@ export class Neighbour {
    * neighbours do, so most messages reuse the translation of the previous one.
    */
   senderSlots: SenderSlots | undefined = undefined
-  /** Its update token bucket, from its first update on (`police.ts`). */
-  budget: UpdateBudget | undefined = undefined
   /** How many of the neighbours we lost it has been told of (a position in `NeighbourTable`'s log of losses); changed by the table only. */
   lostCursor = 0
 
@@ -102,8 +95,22 @@ export class Neighbour {
  * largest neighbour count. Iteration follows connection order.
  */
 export class NeighbourTable {
-  private readonly byId = new Map<NodeId, Neighbour>()
+  /**
+   * The neighbours in connection order (a Map's order before, which decides the order of a send
+   * round's messages). A neighbour is found by id through the node index and `slotOfIndexMap`,
+   * with no map of its own: at one entry per neighbour per node, a Map cost ~42 bytes a pair in a
+   * simulator of fully connected subnets (heap snapshot, 500 processes, one subnet).
+   */
+  private readonly inOrder: Neighbour[] = []
   private readonly bySlot: (Neighbour | undefined)[] = []
+  /**
+   * Each slot's update token bucket (`police.ts`: `updateEntriesPerSecondMax`, burst
+   * `updateEntriesBurstMax`): tokens left, NaN until the neighbour's first update, and when they
+   * were counted. Columns, not an object per neighbour: that cost ~56 bytes a pair (an object and
+   * two boxed doubles) in the same snapshot. As long as `bySlot`: at most neighboursMax.
+   */
+  private budgetTokens = new Float64Array(0)
+  private budgetAtMs = new Float64Array(0)
   /** Slots of closed connections, highest first once sorted (at most neighboursMax). */
   private readonly freeSlots: number[] = []
   /** Whether `freeSlots` is in order: sorted once after removals, not on every add (O(free) each). */
@@ -136,16 +143,22 @@ export class NeighbourTable {
   /** The log from a position to its end, one array for every neighbour at that position (messages share it). */
   private lostTails = new Map<number, readonly NodeId[]>()
 
+  /** `nodeIndex`: the core's numbering, where every neighbour's id stays numbered while it is one (expiry.ts spares neighbours). */
+  constructor(private readonly nodeIndex: NodeIndex) {}
+
   get size(): number {
-    return this.byId.size
+    return this.inOrder.length
   }
 
   get(id: NodeId): Neighbour | undefined {
-    return this.byId.get(id)
+    const index = this.nodeIndex.get(id)
+    if (index === undefined) return undefined
+    const slot = this.slotOfIndex(index)
+    return slot < 0 ? undefined : this.bySlot[slot]
   }
 
   has(id: NodeId): boolean {
-    return this.byId.has(id)
+    return this.get(id) !== undefined
   }
 
   /** The neighbour in `slot`, if the slot is taken. */
@@ -159,16 +172,18 @@ export class NeighbourTable {
   }
 
   ids(): NodeId[] {
-    return [...this.byId.keys()]
+    return this.inOrder.map((n) => n.id)
   }
 
-  values(): IterableIterator<Neighbour> {
-    return this.byId.values()
+  /** The neighbours in connection order; the table's own array: do not change the table while iterating it. */
+  values(): readonly Neighbour[] {
+    return this.inOrder
   }
 
-  /** Opens a record for a new connection to `id` (which must not be a neighbour already). */
+  /** Opens a record for a new connection to `id` (which must not be a neighbour already; `index` is its number in the node index). */
   add(id: NodeId, index: number, mode: RoutingMode): Neighbour {
-    invariant(!this.byId.has(id), 'a neighbour is added once per connection')
+    invariant(this.nodeIndex.get(id) === index, 'a neighbour is numbered in the node index')
+    invariant(this.slotOfIndex(index) < 0, 'a neighbour is added once per connection')
     // Lowest free slot first keeps the bitsets narrow.
     if (!this.freeSlotsSorted) {
       this.freeSlots.sort((a, b) => b - a)
@@ -176,8 +191,9 @@ export class NeighbourTable {
     }
     const slot = this.freeSlots.pop() ?? this.bySlot.length
     const neighbour = new Neighbour(id, index, slot, ++this.opened, mode)
-    this.byId.set(id, neighbour)
+    this.inOrder.push(neighbour)
     this.bySlot[slot] = neighbour
+    this.resetBudget(slot)
     this.cachedSlotTable = undefined
     this.indexSet.add(index)
     this.setSlotOfIndex(index, slot)
@@ -188,9 +204,10 @@ export class NeighbourTable {
 
   /** Drops the record of the connection to `id`; returns it, or undefined if `id` is not a neighbour. */
   remove(id: NodeId): Neighbour | undefined {
-    const neighbour = this.byId.get(id)
+    const neighbour = this.get(id)
     if (neighbour === undefined) return undefined
-    this.byId.delete(id)
+    // A scan and a splice: connections close rarely, and at most neighboursMax entries move.
+    this.inOrder.splice(this.inOrder.indexOf(neighbour), 1)
     this.bySlot[neighbour.slot] = undefined
     this.freeSlots.push(neighbour.slot)
     this.freeSlotsSorted = false
@@ -209,15 +226,15 @@ export class NeighbourTable {
    * the lost connection may have been lost with it).
    */
   noteLost(peer: NodeId, max: number): void {
-    if (this.byId.size === 0) return
+    if (this.inOrder.length === 0) return
     const end = this.lostBase + this.lostLog.length
-    for (const n of this.byId.values()) if (n.lostCursor === end) this.lostDue++
+    for (const n of this.inOrder) if (n.lostCursor === end) this.lostDue++
     this.lostLog.push(peer)
     this.lostTails.clear()
     if (this.lostLog.length > max) {
       this.lostLog.shift()
       this.lostBase++
-      for (const n of this.byId.values()) n.lostCursor = Math.max(n.lostCursor, this.lostBase)
+      for (const n of this.inOrder) n.lostCursor = Math.max(n.lostCursor, this.lostBase)
     }
   }
 
@@ -278,22 +295,51 @@ export class NeighbourTable {
 
   /** Checks the table's own bookkeeping (for `PhoenixCore.checkInvariants`). */
   checkInvariants(neighboursMax: number): void {
-    invariant(this.byId.size <= neighboursMax, `at most neighboursMax (${neighboursMax}) neighbours`)
+    invariant(this.inOrder.length <= neighboursMax, `at most neighboursMax (${neighboursMax}) neighbours`)
     const counted = { ownWaitsForHello: 0, helloDue: 0, needsWholeTable: 0 }
-    for (const n of this.byId.values()) {
+    for (const n of this.inOrder) {
       invariant(this.bySlot[n.slot] === n, `neighbour ${n.id} sits in its slot`)
+      invariant(this.nodeIndex.get(n.id) === n.index, `neighbour ${n.id} keeps its number in the node index`)
       invariant(this.slotOfIndex(n.index) === n.slot && this.indexSet.has(n.index), `neighbour ${n.id}'s index maps to its slot`)
       for (const flag of ['ownWaitsForHello', 'helloDue', 'needsWholeTable'] as const) if (n[flag]) counted[flag]++
     }
-    invariant(this.indexSet.size() === this.byId.size, 'the neighbour index set holds exactly the neighbours')
+    invariant(this.indexSet.size() === this.inOrder.length, 'the neighbour index set holds exactly the neighbours')
     for (const flag of ['ownWaitsForHello', 'helloDue', 'needsWholeTable'] as const) invariant(counted[flag] === this.counts[flag], `the count of ${flag} matches the neighbours`)
     const end = this.lostBase + this.lostLog.length
     let lostDue = 0
-    for (const n of this.byId.values()) {
+    for (const n of this.inOrder) {
       invariant(n.lostCursor >= this.lostBase && n.lostCursor <= end, `neighbour ${n.id}'s place in the log of losses is in it`)
       if (n.lostCursor < end) lostDue++
     }
     invariant(lostDue === this.lostDue, 'the count of neighbours with a loss to tell matches the neighbours')
+  }
+
+  /**
+   * Charges `entries` to `neighbour`'s update token bucket (`perSecond` tokens a second, at most
+   * `burst`; full at its first update) and returns the tokens left: below 0, it sent too much.
+   */
+  chargeUpdateBudget(neighbour: Neighbour, entries: number, nowMs: number, perSecond: number, burst: number): number {
+    const slot = neighbour.slot
+    invariant(this.bySlot[slot] === neighbour, 'a bucket is charged to a neighbour of the table')
+    const before = this.budgetTokens[slot]!
+    const tokens = Number.isNaN(before) ? burst : Math.min(burst, before + ((nowMs - this.budgetAtMs[slot]!) * perSecond) / 1000)
+    this.budgetAtMs[slot] = nowMs
+    this.budgetTokens[slot] = tokens - entries
+    return tokens - entries
+  }
+
+  /** A new connection in `slot`: its bucket starts full at its first update. */
+  private resetBudget(slot: number): void {
+    if (slot >= this.budgetTokens.length) {
+      const size = Math.max(slot + 1, this.budgetTokens.length * 2, 16)
+      const tokens = new Float64Array(size)
+      tokens.set(this.budgetTokens)
+      const atMs = new Float64Array(size)
+      atMs.set(this.budgetAtMs)
+      this.budgetTokens = tokens
+      this.budgetAtMs = atMs
+    }
+    this.budgetTokens[slot] = Number.NaN
   }
 
   private countFlags(neighbour: Neighbour, sign: 1 | -1): void {

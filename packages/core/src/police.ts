@@ -1,6 +1,6 @@
 import { CORE_CONSTANTS, type CoreLimits } from './constants.ts'
 import { PhoenixError, invariant } from './errors.ts'
-import { type Neighbour, coreSlotTableLongestId } from './neighbours.ts'
+import { type Neighbour, type NeighbourTable, coreSlotTableLongestId } from './neighbours.ts'
 import { type RecordAuthority, bytesEqual, recordPayload } from './records.ts'
 import { NO_SIGNATURE, type RouteEntry } from './route.ts'
 import { isValidSeq } from './seq.ts'
@@ -95,8 +95,8 @@ export class Police {
    * carries. A full table or a neighbour over its share is not a reason to drop it: the surplus is
    * refused when the update is applied (`mayIntroduce`).
    */
-  admit(from: Neighbour, message: UpdateMessage, nowMs: number, known: (destination: NodeId) => RouteEntry | undefined): void {
-    this.chargeBucket(from, message.entries.length, nowMs)
+  admit(from: Neighbour, budgets: NeighbourTable, message: UpdateMessage, nowMs: number, known: (destination: NodeId) => RouteEntry | undefined): void {
+    this.chargeBucket(from, budgets, message.entries.length, nowMs)
     this.verifyRecords(from.id, message, known)
   }
 
@@ -191,13 +191,9 @@ export class Police {
   }
 
   /** Drops a neighbour that sends more entries than its token bucket allows: reading them costs us, whoever signed them. */
-  private chargeBucket(from: Neighbour, entries: number, nowMs: number): void {
+  private chargeBucket(from: Neighbour, budgets: NeighbourTable, entries: number, nowMs: number): void {
     const limits = this.limits
-    const budget = (from.budget ??= { tokens: limits.updateEntriesBurstMax, atMs: nowMs })
-    budget.tokens = Math.min(limits.updateEntriesBurstMax, budget.tokens + ((nowMs - budget.atMs) * limits.updateEntriesPerSecondMax) / 1000)
-    budget.atMs = nowMs
-    budget.tokens -= entries
-    if (budget.tokens < 0) {
+    if (budgets.chargeUpdateBudget(from, entries, nowMs, limits.updateEntriesPerSecondMax, limits.updateEntriesBurstMax) < 0) {
       this.drop(from.id, 'LIMIT_EXCEEDED', `it sent more than updateEntriesPerSecondMax (${limits.updateEntriesPerSecondMax}) entries per second (burst ${limits.updateEntriesBurstMax})`)
     }
   }

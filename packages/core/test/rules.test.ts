@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { NeighbourTable } from '../src/neighbours.ts'
+import { NodeIndex } from '../src/nodeindex.ts'
 import { sendSelfCheck } from '../src/send.ts'
 import { DEFAULT_TIMING, PhoenixCore, PhoenixError, isFresher, nextOwnSeq, seqNewer, type Effect, type RouteAdvert, type UpdateMessage } from '../src/index.ts'
 
@@ -289,8 +290,9 @@ describe('a misbehaving neighbour', () => {
 
   it('has a slot table refused by its longest id when a core made it (a simulator\u2019s senders), and read in full otherwise', () => {
     // A table a core made carries its longest id's length, which a core with a smaller limit refuses.
-    const made = new NeighbourTable()
-    made.add('y'.repeat(20), 0, 'optimized')
+    const numbering = new NodeIndex(10)
+    const made = new NeighbourTable(numbering)
+    made.add('y'.repeat(20), numbering.intern('y'.repeat(20))!, 'optimized')
     const strict = new PhoenixCore({ id: 'w', limits: { nodeIdLengthMax: 10 } })
     strict.connectionUp('a', 0)
     expect(() => strict.receive('a', update([], made.slotTable() as string[]), 0)).toThrow(/neighbour slot is not a node id/)
@@ -377,6 +379,26 @@ describe('a misbehaving neighbour', () => {
     core.receive('a', ten(6), 1_000)
     expect(() => core.receive('a', ten(8), 1_000)).toThrow(/updateEntriesPerSecondMax/)
     expect(core.stats().peersDropped).toBe(1)
+  })
+
+  it('gives each connection a full bucket of its own, also one that takes the slot of a drained one', () => {
+    const core = new PhoenixCore({ id: 'u', limits: { updateEntriesPerSecondMax: 10, updateEntriesBurstMax: 20 } })
+    const ten = (t: number) => update(Array.from({ length: 10 }, (_, i) => advert(`v${i}`, t, 0)))
+    core.connectionUp('a', 0)
+    core.connectionUp('b', 0)
+    core.receive('a', ten(2), 0)
+    core.receive('a', ten(4), 0) // a's bucket is empty
+    core.receive('b', ten(6), 0) // b's is its own
+    core.receive('b', ten(8), 0)
+    core.connectionDown('a', 0)
+    core.connectionUp('c', 0) // takes a's slot
+    core.receive('c', ten(10), 0)
+    core.receive('c', ten(12), 0)
+    core.connectionUp('a', 0) // a again: a new connection, a full bucket
+    core.receive('a', ten(14), 0)
+    core.receive('a', ten(16), 0)
+    expect(core.stats().peersDropped).toBe(0)
+    expect(() => core.receive('a', ten(18), 0)).toThrow(/updateEntriesPerSecondMax/)
   })
 })
 

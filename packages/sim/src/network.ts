@@ -17,6 +17,12 @@ export interface Connection {
    *  a 2,000-node run has ~860,000 connections and almost none ever holds anything). */
   heldToB: Payload[]
   heldToA: Payload[]
+  /** Its latency and bandwidth: one object per kind of link, shared (two fractional numbers per connection were two boxed doubles each). */
+  readonly link: LinkClass
+}
+
+/** What a connection's latency and bandwidth come from: within a subnet or between two. */
+export interface LinkClass {
   readonly latencyMs: number
   readonly msPerByte: number
 }
@@ -39,8 +45,13 @@ export class Network {
   /** Node pairs whose link failed (a `linkFail` event): no dial between them until `linkHeal`. */
   private readonly blockedPairs = new Set<string>()
   private nextConnId = 1
+  private readonly links: { readonly intra: LinkClass; readonly inter: LinkClass }
 
-  constructor(private readonly kernel: Kernel) {}
+  constructor(private readonly kernel: Kernel) {
+    const { intraSubnet, interSubnet } = kernel.scenario.network
+    const of = (c: typeof intraSubnet): LinkClass => Object.freeze({ latencyMs: c.latencyUs / 1000, msPerByte: 8 / (c.bandwidthMbps * 1000) })
+    this.links = { intra: of(intraSubnet), inter: of(interSubnet) }
+  }
 
   /** May `from` open a connection to `to` now: the subnet firewall, and the link not failed. */
   allowed(from: SimNode, to: SimNode): boolean {
@@ -72,9 +83,8 @@ export class Network {
     return blocked
   }
 
-  private linkClass(a: SimNode, b: SimNode): { latencyMs: number; msPerByte: number } {
-    const c = a.subnet === b.subnet ? this.kernel.scenario.network.intraSubnet : this.kernel.scenario.network.interSubnet
-    return { latencyMs: c.latencyUs / 1000, msPerByte: 8 / (c.bandwidthMbps * 1000) }
+  private linkClass(a: SimNode, b: SimNode): LinkClass {
+    return a.subnet === b.subnet ? this.links.intra : this.links.inter
   }
 
   /** `node` dials `address` at `atMs`; the outcome is an event, after a round trip or a SYN timeout. */
@@ -128,8 +138,7 @@ export class Network {
 
   private connect(a: SimNode, b: SimNode): Connection {
     const { kernel } = this
-    const { latencyMs, msPerByte } = this.linkClass(a, b)
-    const conn: Connection = { id: this.nextConnId++, a, b, open: true, txFreeToBMs: 0, txFreeToAMs: 0, heldToB: NO_HELD, heldToA: NO_HELD, latencyMs, msPerByte }
+    const conn: Connection = { id: this.nextConnId++, a, b, open: true, txFreeToBMs: 0, txFreeToAMs: 0, heldToB: NO_HELD, heldToA: NO_HELD, link: this.linkClass(a, b) }
     for (const [self, peer] of [
       [a, b],
       [b, a],
@@ -208,11 +217,11 @@ export class Network {
     }
     const toB = conn.a === from
     const txStart = Math.max(departMs, toB ? conn.txFreeToBMs : conn.txFreeToAMs)
-    const txEnd = txStart + bytes * conn.msPerByte
+    const txEnd = txStart + bytes * conn.link.msPerByte
     if (toB) conn.txFreeToBMs = txEnd
     else conn.txFreeToAMs = txEnd
     counters.inFlight++
-    const arrival = txEnd + conn.latencyMs
+    const arrival = txEnd + conn.link.latencyMs
     this.kernel.schedule(arrival, { k: 'deliver', conn, toB, payload })
     return arrival
   }
