@@ -144,7 +144,7 @@ function slotMapOf(p: CoreParts, from: Neighbour, table: readonly NodeId[]): Int
 function applyMessage(p: CoreParts, from: Neighbour, message: UpdateMessage, nowMs: number): void {
   const sets = new MessageSets(p, from, message)
   // A co-hub's update carries its plan (fanout.ts): a round waiting for it counts what came.
-  p.fanout.heardFrom(from.id, message.entries.length)
+  if (p.mayHaveCoHubs()) p.fanout.heardFrom(from.id, message.entries.length)
   if (from.awaitingHello) {
     from.awaitingHello = false
     p.neighbours.setFlag(from, 'ownWaitsForHello', false)

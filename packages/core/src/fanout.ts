@@ -131,7 +131,7 @@ export class Fanout {
     this.awaited.delete(peer)
   }
 
-  /** `entries` from `peer` were applied: part of its plan, if it is a co-hub. */
+  /** `entries` from `peer` were applied: part of its plan, if it is a co-hub (asked only of a core that can have co-hubs, `CoreParts.mayHaveCoHubs`: only such a core plans with them). */
   heardFrom(peer: NodeId, entries: number): void {
     const awaited = this.awaited.get(peer)
     if (awaited === undefined) this.heard.set(peer, (this.heard.get(peer) ?? 0) + entries)
@@ -217,7 +217,7 @@ export class Fanout {
  * ourselves (our own address among them) and `coHubWaitMs` is on; else none.
  */
 export function coHubsOf(own: readonly PhysicalAddress[], hubsGiven: readonly PhysicalAddress[], book: AddressBook, neighbours: NeighbourTable, coHubWaitMs: number): Neighbour[] {
-  if (coHubWaitMs === 0 || !hubsGiven.some((a) => own.includes(a))) return []
+  if (!mayHaveCoHubs(own, hubsGiven, coHubWaitMs)) return []
   const out: Neighbour[] = []
   for (const address of hubsGiven) {
     const owner = book.ownerOf(address)
@@ -225,6 +225,13 @@ export function coHubsOf(own: readonly PhysicalAddress[], hubsGiven: readonly Ph
     if (neighbour !== undefined && !out.includes(neighbour)) out.push(neighbour)
   }
   return out
+}
+
+/** Whether a core can have co-hubs at all: it is a hub (one of the hubs it was given is its own address) and coHubWaitMs is on. */
+export function mayHaveCoHubs(own: readonly PhysicalAddress[], hubsGiven: readonly PhysicalAddress[], coHubWaitMs: number): boolean {
+  if (coHubWaitMs === 0) return false
+  for (const address of hubsGiven) if (own.includes(address)) return true
+  return false
 }
 
 /**

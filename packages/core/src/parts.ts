@@ -45,4 +45,6 @@ export interface CoreParts {
   readonly fanout: Fanout
   /** Our co-hubs among the neighbours now (fanout.ts): none unless we are a hub and coHubWaitMs is on. */
   readonly coHubs: () => readonly Neighbour[]
+  /** Whether `coHubs()` can be non-empty at all (we are a hub and coHubWaitMs is on); cheaper than asking it. */
+  readonly mayHaveCoHubs: () => boolean
 }
