@@ -139,7 +139,7 @@ export class PhoenixCore {
     const nodeIndex = numbering?.index ?? new NodeIndex(limits.destinationsMax + 2 * limits.neighboursMax)
     nodeIndex.intern(config.id)
     this.neighbours = new NeighbourTable(nodeIndex)
-    this.book = new AddressBook(limits.knownAddressesMax, limits.dialsInFlightMax, { ...timing, lostRedialsPerSecondMax: limits.lostRedialsPerSecondMax }, numbering?.addresses)
+    this.book = new AddressBook(limits.knownAddressesMax, limits.dialsInFlightMax, { ...timing, lostRedialsPerSecondMax: limits.lostRedialsPerSecondMax }, numbering?.addresses, numbering?.index)
     const addresses = this.police.checkAddresses(config.addresses ?? [], 'config.addresses')
     this.book.setOwnAddresses(addresses) // dial order (discovery.ts)
     const names = this.police.checkNames(config.names ?? [], 'config.names')

@@ -26,12 +26,6 @@ export interface DiscoveryTiming {
 export class AddressBook {
   /** Each address's state, in columns (address-rows.ts). */
   private readonly addresses: AddressRows
-  /**
-   * Addresses by owner, so a lost neighbour's addresses are found without a walk of the book. An
-   * owner with one address (nearly all) holds the address itself, not a Set of one: the book has
-   * an entry per destination, and a Set each was a third of its memory.
-   */
-  private readonly byOwner = new Map<NodeId, PhysicalAddress | Set<PhysicalAddress>>()
   /** FIFO of addresses ready to dial; discovery order is dial order. */
   private readonly queue: PhysicalAddress[] = []
   private queueHead = 0
@@ -59,8 +53,10 @@ export class AddressBook {
     private readonly timing: DiscoveryTiming,
     /** A simulator's shared address numbers (`SharedNumbering`); a core's own otherwise. */
     numbers?: NodeIndex,
+    /** A simulator's shared node numbers, for the owners (`SharedNumbering`); the book's own otherwise. */
+    owners?: NodeIndex,
   ) {
-    this.addresses = new AddressRows(maxAddresses, numbers)
+    this.addresses = new AddressRows(maxAddresses, numbers, owners)
   }
 
   get size(): number {
@@ -82,31 +78,13 @@ export class AddressBook {
       state = this.addresses.add(address)
       state.nearness = this.nearnessOf(address)
     }
-    if (owner !== undefined) this.setOwner(address, state, owner)
+    if (owner !== undefined) state.owner = owner // unchanged if it is the owner already; else last of the owner's addresses
     return true
   }
 
-  private setOwner(address: PhysicalAddress, state: AddressState, owner: NodeId): void {
-    if (state.owner === owner) return
-    if (state.owner !== undefined) {
-      const old = this.byOwner.get(state.owner)
-      if (old === address) this.byOwner.delete(state.owner)
-      else if (typeof old === 'object') {
-        old.delete(address)
-        if (old.size === 0) this.byOwner.delete(state.owner)
-      }
-    }
-    state.owner = owner
-    const held = this.byOwner.get(owner)
-    if (held === undefined) this.byOwner.set(owner, address)
-    else if (typeof held === 'object') held.add(address)
-    else if (held !== address) this.byOwner.set(owner, new Set([held, address]))
-  }
-
-  /** `owner`'s addresses, in the order they were learned. */
-  private ownedBy(owner: NodeId): Iterable<PhysicalAddress> {
-    const held = this.byOwner.get(owner)
-    return held === undefined ? [] : typeof held === 'object' ? held : [held]
+  /** `owner`'s addresses, in the order they became its own. */
+  private ownedBy(owner: NodeId): PhysicalAddress[] {
+    return this.addresses.addressesOf(owner)
   }
 
   /**
@@ -359,7 +337,7 @@ export class AddressBook {
   dialSucceeded(address: PhysicalAddress, peer: NodeId): void {
     const state = this.finish(address) ?? this.addresses.get(address)
     if (state === undefined) return
-    this.setOwner(address, state, peer)
+    state.owner = peer
     state.consecutiveFailures = 0
     state.retryAtMs = 0
     this.backedOff.delete(address)
@@ -391,7 +369,7 @@ export class AddressBook {
   }
 
   addressesOf(owner: NodeId): PhysicalAddress[] {
-    return [...(this.ownedBy(owner))]
+    return this.ownedBy(owner)
   }
 
 }

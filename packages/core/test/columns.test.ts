@@ -159,6 +159,39 @@ describe('AddressRows: the address book in columns', () => {
     expect(one.size).toBe(2)
   })
 
+  it("lists each owner's addresses in the order they became its own, as owners change, with its own owner numbering or a shared one", () => {
+    // Each step gives row `row` to owner `owner` (-1: to no one known).
+    const steps = fc.array(fc.tuple(fc.nat(5), fc.integer({ min: -1, max: 4 })), { maxLength: 120 })
+    fc.assert(
+      fc.property(steps, fc.boolean(), (ops, shared) => {
+        const rows = new AddressRows(6, new NodeIndex(6), shared ? new NodeIndex(5) : undefined)
+        const states = Array.from({ length: 6 }, (_, i) => rows.add(`/a/${i}`))
+        const model = new Map<string, string[]>()
+        for (const [row, o] of ops) {
+          const owner = o < 0 ? undefined : `n${o}`
+          const address = `/a/${row}`
+          const old = states[row]!.owner
+          if (old !== owner) {
+            if (old !== undefined) model.set(old, model.get(old)!.filter((a) => a !== address))
+            if (owner !== undefined) model.set(owner, [...(model.get(owner) ?? []), address])
+          }
+          states[row]!.owner = owner
+          for (let n = 0; n < 5; n++) expect(rows.addressesOf(`n${n}`)).toEqual(model.get(`n${n}`) ?? [])
+          states.forEach((s, i) => expect(s.owner).toBe([...model].find(([, as]) => as.includes(`/a/${i}`))?.[0]))
+        }
+      }),
+    )
+  })
+
+  it('gives an owner number back when the owner holds no address, so its own numbering never fills with owners of nothing', () => {
+    const rows = new AddressRows(2)
+    const a = rows.add('/a')
+    // Two rows, a hundred owners one after another: a numbering that kept them would be full at the third.
+    for (let i = 0; i < 100; i++) a.owner = `n${i}`
+    expect(rows.addressesOf('n99')).toEqual(['/a'])
+    expect(rows.addressesOf('n98')).toEqual([])
+  })
+
   it('holds at most its limit (the book checks it first): one more is an invariant violation', () => {
     const rows = new AddressRows(2)
     rows.add('/x')
