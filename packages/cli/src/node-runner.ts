@@ -250,7 +250,7 @@ export async function runNode(options: NodeOptions, version: string): Promise<vo
  */
 export function conflictWarning(c: Pick<NameConflict, 'name' | 'owners' | 'winner'>, selfId: string, reachable: (id: string) => boolean): string {
   const others = c.owners.filter((o) => o !== selfId)
-  if (others.length === 0) return `phoenix: warning: name "${c.name}": the node this one yielded it to no longer holds it; this node claims it again after nameReclaimDelayMs unless another claim arrives; messages for it go to no reachable node`
+  if (others.length === 0) return `phoenix: warning: name "${c.name}": the node this one yielded it to no longer holds it; this node claims it again unless another claim arrives (at once if that claim was new, else after nameReclaimDelayMs); messages for it go to no reachable node`
   const head = `phoenix: warning: name "${c.name}" is also claimed by ${others.join(', ')}; messages for it go to`
   if (c.winner === selfId) return `${head} this node`
   if (c.winner === undefined) return `${head} no reachable node`

@@ -155,6 +155,7 @@ export const DEFAULT_TIMING = {
    * A name whose holder left is free once the holder's entry is forgotten (unreachableRetentionMs
    * after its loss); a node that yielded the name claims it again this much later, so that the
    * holder's entry is forgotten everywhere first (the loss reaches every node within seconds).
+   * A claim gone within nameContentionMs / 2 of its arrival is claimed again at once (names.ts).
    */
   nameReclaimDelayMs: 10_000,
   /**

@@ -110,9 +110,10 @@ export class NameHolders {
     for (const name of previous) {
       if (names.includes(name)) continue
       const claimants = this.claims.get(name)
-      if (claimants?.delete(node) !== true || claimants.size > 0) continue
+      const storedAtMs = claimants?.get(node)
+      if (storedAtMs === undefined || !claimants!.delete(node) || claimants!.size > 0) continue
       this.claims.delete(name)
-      if (this.yielded.has(name)) this.yielded.set(name, this.nowMs + this.reclaimDelayMs)
+      if (this.yielded.has(name)) this.yielded.set(name, this.reclaimAtMs(storedAtMs))
     }
     for (const name of names) {
       let claimants = this.claims.get(name)
@@ -190,6 +191,19 @@ export class NameHolders {
       for (const node of claimants.keys()) invariant(claims(node, name), `name ${name} is claimed by ${node}, whose record claims it`)
     }
     invariant(this.refusalCount <= this.refusalsMax, `at most nameRefusalsMax (${this.refusalsMax}) refusals remembered`)
+  }
+
+  /**
+   * When to claim a yielded name again, now that the last stored claim of it (stored here at
+   * `storedAtMs`) is gone. A claim gone within half the contention window of its arrival is still
+   * young at every node (it spread in seconds): a claim of ours now is contended there, not
+   * refused, so we claim at once. That is the case of two nodes started together that each yielded
+   * to the other (each was pending, and each one's first update carried the other's claim): waiting
+   * reclaimDelayMs left the name to no one for that long. An older claim may still be held where
+   * its loss has not arrived yet, and would refuse ours whole: we wait reclaimDelayMs.
+   */
+  private reclaimAtMs(storedAtMs: number): number {
+    return this.nowMs - storedAtMs < this.contentionMs / 2 ? this.nowMs : this.nowMs + this.reclaimDelayMs
   }
 
   private yieldOwn(name: string): void {
