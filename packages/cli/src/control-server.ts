@@ -56,6 +56,37 @@ async function readBody(req: IncomingMessage): Promise<Uint8Array> {
   return new Uint8Array(Buffer.concat(chunks))
 }
 
+/**
+ * The query parameters each request takes. Any other is refused (400) naming it: a misspelt one
+ * (`waitms=0`, `count=1&nmae=x`) silently ignored would change what the request does.
+ */
+const PARAMS: Readonly<Record<string, readonly string[]>> = {
+  'POST /send': ['name', 'ack', 'waitMs'],
+  'POST /send-stream': ['name', 'ack', 'waitMs'],
+  'GET /messages': ['name', 'count'],
+  'GET /members': ['pattern'],
+  'POST /names': ['add', 'remove'],
+  'POST /hubs': ['add'],
+  'GET /routes': [],
+  'GET /peers': [],
+  'GET /topology': [],
+  'GET /metrics': [],
+  'GET /status': [],
+}
+
+/** Refuses a parameter `at` does not take (`PARAMS`), and an empty value of one it does; a request not listed (the page, a wrong path) is not checked. */
+function checkParams(url: URL, at: string): void {
+  const allowed = PARAMS[at]
+  if (allowed === undefined) return
+  for (const [key, value] of url.searchParams) {
+    if (!allowed.includes(key)) {
+      const takes = allowed.length === 0 ? 'takes no parameters' : `takes ${allowed.join(', ')}`
+      throw new ControlError(400, 'INVALID_INPUT', `unknown parameter ${JSON.stringify(key)}: ${at} ${takes}`)
+    }
+    if (value === '' && key !== 'pattern') throw new ControlError(400, 'INVALID_INPUT', `${key} is empty: ${at} needs a value for it`)
+  }
+}
+
 function integerParam(url: URL, name: string, fallback: number | undefined, min: number, max: number): number | undefined {
   const text = url.searchParams.get(name)
   if (text === null) return fallback
@@ -75,7 +106,9 @@ function sendParams(url: URL, what: string): { name: string; waitMs: number; ack
   const name = url.searchParams.get('name')
   if (name === null || name === '') throw new ControlError(400, 'INVALID_INPUT', `${what} needs ?name=<logical name>`)
   const waitMs = integerParam(url, 'waitMs', SEND_WAIT_MS_DEFAULT, 0, SEND_WAIT_MS_MAX)!
-  return { name, waitMs, ack: url.searchParams.get('ack') === '1' }
+  const ack = url.searchParams.get('ack')
+  if (ack !== null && ack !== '0' && ack !== '1') throw new ControlError(400, 'INVALID_INPUT', `ack must be 0 or 1, got ${JSON.stringify(ack)}`)
+  return { name, waitMs, ack: ack === '1' }
 }
 
 /** One message sent, as both sends answer it. */
@@ -238,6 +271,7 @@ async function route(target: ControlTarget, req: IncomingMessage, res: ServerRes
   const url = new URL(req.url ?? '/', 'http://control')
   const { phoenix } = target
   const at = `${req.method} ${url.pathname}`
+  checkParams(url, at)
   if (at === 'GET /routes') return reply(res, 200, phoenix.routes())
   if (at === 'GET /peers') return reply(res, 200, phoenix.peers())
   if (req.method === 'GET' && (await serveOverlayPage(url.pathname, res))) return

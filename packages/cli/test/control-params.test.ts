@@ -1,0 +1,61 @@
+import type { AddressInfo } from 'node:net'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createControlServer, type ControlTarget } from '../src/control-server.ts'
+import { Inbox } from '../src/inbox.ts'
+
+/**
+ * The control endpoint's query checks, against a stand-in node that records what reached it: a
+ * refused request must not reach the node at all.
+ */
+describe('the control endpoint refuses parameters it does not take', () => {
+  const reached: string[] = []
+  const phoenix = {
+    send: async (name: string, _payload: Uint8Array, options: { ack: boolean; routeWaitMs: number }) => {
+      reached.push(`send ${name} ack=${options.ack} wait=${options.routeWaitMs}`)
+      return { messageId: 7 }
+    },
+    resolve: () => undefined,
+    routes: () => [],
+    addName: (name: string) => reached.push(`add ${name}`),
+    removeName: (name: string) => reached.push(`remove ${name}`),
+    names: [],
+  }
+  const server = createControlServer()
+  let base = ''
+  beforeAll(async () => {
+    await new Promise<void>((resolve) => server.server.listen(0, '127.0.0.1', resolve))
+    base = `http://127.0.0.1:${(server.server.address() as AddressInfo).port}`
+    server.serve({ phoenix: phoenix as unknown as ControlTarget['phoenix'], id: 'self', addresses: () => [], inbox: new Inbox(10, 1000), version: '0' })
+  })
+  afterAll(() => new Promise<void>((resolve) => server.server.close(() => resolve())))
+
+  const post = async (path: string) => {
+    const res = await fetch(`${base}${path}`, { method: 'POST', body: 'hi' })
+    return { status: res.status, body: (await res.json()) as { error?: string; message?: string } }
+  }
+
+  it('a misspelt parameter is refused, naming it and what the request takes, and nothing is sent', async () => {
+    reached.length = 0
+    const typo = await post('/send?name=x&waitms=0')
+    expect(typo.status).toBe(400)
+    expect(typo.body.message).toBe('unknown parameter "waitms": POST /send takes name, ack, waitMs')
+    const routes = await fetch(`${base}/routes?all=1`)
+    expect(routes.status).toBe(400)
+    expect(((await routes.json()) as { message: string }).message).toBe('unknown parameter "all": GET /routes takes no parameters')
+    expect(reached).toEqual([])
+  })
+
+  it('ack is 0 or 1, a value given is not empty, and a well-formed request still goes through', async () => {
+    reached.length = 0
+    expect((await post('/send?name=x&ack=2')).body.message).toBe('ack must be 0 or 1, got "2"')
+    expect((await post('/send?name=x&ack=true')).status).toBe(400)
+    expect((await post('/names?add=')).body.message).toBe('add is empty: POST /names needs a value for it')
+    expect(reached).toEqual([])
+    const ok = await post('/send?name=x&ack=0&waitMs=5')
+    expect(ok.status).toBe(200)
+    expect(await post('/names?add=a&remove=b')).toMatchObject({ status: 200 })
+    expect(reached).toEqual(['send x ack=false wait=5', 'add a', 'remove b'])
+    // A path the endpoint does not serve is still answered 404 with the usage, whatever its query.
+    expect((await fetch(`${base}/nope?x=1`)).status).toBe(404)
+  })
+})
