@@ -1,4 +1,5 @@
 import { lstatSync, unlinkSync } from 'node:fs'
+import { ConfigError } from './config-error.ts'
 import type { Server } from 'node:http'
 import { dirname } from 'node:path'
 import { CONTROL_PROBE_TIMEOUT_MS } from './constants.ts'
@@ -44,7 +45,7 @@ async function bindPort(server: Server, endpoint: { port: number }): Promise<voi
     await listen(server, endpoint)
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code
-    if (code !== 'EADDRINUSE') throw new Error(`--control ${endpoint.port}: cannot listen on 127.0.0.1:${endpoint.port} (${(error as Error).message})`)
+    if (code !== 'EADDRINUSE') throw new ConfigError(`--control ${endpoint.port}: cannot listen on 127.0.0.1:${endpoint.port} (${(error as Error).message})`)
     const pid = await probePid(endpoint)
     throw new Error(`--control ${endpoint.port}: 127.0.0.1:${endpoint.port} is in use ${pid !== undefined ? `by phoenix node pid ${pid}` : 'by another program'}`)
   }
@@ -56,7 +57,7 @@ function lockSocket(socketPath: string): PidLock {
   } catch (error) {
     if (error instanceof LockHeldError) throw new Error(`--control ${socketPath}: in use by phoenix node pid ${error.holder.pid}`)
     const code = (error as NodeJS.ErrnoException).code
-    if (code === 'ENOENT') throw new Error(`--control ${socketPath}: directory ${dirname(socketPath)} does not exist`)
+    if (code === 'ENOENT') throw new ConfigError(`--control ${socketPath}: directory ${dirname(socketPath)} does not exist`)
     throw new Error(`--control ${socketPath}: cannot lock the socket (${(error as Error).message})`)
   }
 }
@@ -75,14 +76,14 @@ export async function bindControl(server: Server, endpoint: ControlEndpoint): Pr
   const lock = lockSocket(socketPath)
   try {
     const existing = lstatSync(socketPath, { throwIfNoEntry: false })
-    if (existing !== undefined && !existing.isSocket()) throw new Error(`--control ${socketPath}: exists and is not a socket`)
+    if (existing !== undefined && !existing.isSocket()) throw new ConfigError(`--control ${socketPath}: exists and is not a socket`)
     if (existing !== undefined) {
       // A lockless node (an older phoenix) may still serve it: probe before removing what a crash left.
       if (await socketAnswers(endpoint)) throw new Error(`--control ${socketPath}: a live process answers on this socket (pid ${(await probePid(endpoint)) ?? 'unknown'})`)
       unlinkSync(socketPath)
     }
     await listen(server, endpoint).catch((error: Error) => {
-      throw new Error(`--control ${controlText(endpoint)}: cannot listen (${error.message})`)
+      throw new ConfigError(`--control ${controlText(endpoint)}: cannot listen (${error.message})`)
     })
   } catch (error) {
     lock.release()

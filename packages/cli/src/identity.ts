@@ -1,4 +1,5 @@
 import { generateKeyPair, privateKeyFromProtobuf, privateKeyToProtobuf } from '@libp2p/crypto/keys'
+import { ConfigError } from './config-error.ts'
 import type { PrivateKey } from '@libp2p/interface'
 import { readFileSync, statSync, writeFileSync } from 'node:fs'
 import { dirname } from 'node:path'
@@ -8,8 +9,8 @@ import { LockHeldError, PidLock } from './key-lock.ts'
 function checkDirectory(file: string): void {
   const dir = dirname(file)
   const stat = statSync(dir, { throwIfNoEntry: false })
-  if (stat === undefined) throw new Error(`--key ${file}: directory ${dir} does not exist`)
-  if (!stat.isDirectory()) throw new Error(`--key ${file}: ${dir} is not a directory`)
+  if (stat === undefined) throw new ConfigError(`--key ${file}: directory ${dir} does not exist`)
+  if (!stat.isDirectory()) throw new ConfigError(`--key ${file}: ${dir} is not a directory`)
 }
 
 /**
@@ -35,20 +36,20 @@ export async function loadOrCreateKey(file: string): Promise<PrivateKey> {
     try {
       writeFileSync(file, privateKeyToProtobuf(key), { mode: 0o600, flag: 'wx' })
     } catch (error) {
-      throw new Error(`--key ${file}: cannot create it (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`)
+      throw new ConfigError(`--key ${file}: cannot create it (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`)
     }
     return key
   }
-  if (!stat.isFile()) throw new Error(`--key ${file}: not a file (${stat.isDirectory() ? 'a directory' : 'a special file'})`)
+  if (!stat.isFile()) throw new ConfigError(`--key ${file}: not a file (${stat.isDirectory() ? 'a directory' : 'a special file'})`)
   let bytes: Uint8Array
   try {
     bytes = readFileSync(file)
   } catch (error) {
-    throw new Error(`--key ${file}: cannot read it (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`)
+    throw new ConfigError(`--key ${file}: cannot read it (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`)
   }
   try {
     return privateKeyFromProtobuf(bytes)
   } catch (error) {
-    throw new Error(`--key ${file}: not a libp2p private key (${bytes.length} bytes; ${(error as Error).message})`)
+    throw new ConfigError(`--key ${file}: not a libp2p private key (${bytes.length} bytes; ${(error as Error).message})`)
   }
 }

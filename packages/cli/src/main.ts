@@ -25,6 +25,9 @@ function commandOf(args: readonly string[]): string | undefined {
 export async function buildProgram(args: readonly string[] = process.argv.slice(2)): Promise<Command> {
   const program = new Command()
   program.name('phoenix').description('Phoenix overlay: hub-bootstrapped discovery and optimized DSDV routing').version(VERSION, '-V, --version')
+  // Commander prints its own line for a malformed command line and then throws (the commands
+  // registered below inherit this): the exit status is decided in one place, below.
+  program.exitOverride()
   if (commandOf(args) === 'sim') (await import('./commands/sim.ts')).registerSimCommand(program, SIM_DESCRIPTION)
   else program.command('sim').description(SIM_DESCRIPTION)
   registerNodeCommand(program, VERSION)
@@ -46,9 +49,11 @@ if (isMain) {
   try {
     await (await buildProgram()).parseAsync(process.argv)
   } catch (error) {
-    if (error instanceof CommanderError) process.exit(error.exitCode)
+    // Help and --version end with 0; a malformed command line (an option's value, an unknown
+    // option or command, a missing argument) is a usage error: 2, as a configuration error is.
+    if (error instanceof CommanderError) process.exit(error.exitCode === 0 ? 0 : 2)
     process.stderr.write(`phoenix: ${oneLine(error)}\n`)
-    // A configuration error (a port range with no free port, a malformed SSH option) exits 2.
+    // A configuration error (config-error.ts: an option's value or a file it names) exits 2, any other failure 1.
     process.exit((error as { exitCode?: unknown }).exitCode === 2 ? 2 : 1)
   }
 }

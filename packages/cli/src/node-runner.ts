@@ -1,4 +1,5 @@
 import { generateKeyPair } from '@libp2p/crypto/keys'
+import { ConfigError } from './config-error.ts'
 import { enable as enableLogs } from '@libp2p/logger'
 import { multiaddr } from '@multiformats/multiaddr'
 import type { NameConflict, PhoenixNode, ReceivedMessage } from '@phoenix-overlay/transport'
@@ -35,10 +36,7 @@ export interface NodeOptions {
   sshAdvertise?: string
 }
 
-/** A configuration error: `phoenix` exits with status 2 (as for a malformed option). */
-export class ConfigError extends Error {
-  readonly exitCode = 2
-}
+export { ConfigError }
 
 /** The transport names its init fields; the user gave flags. */
 const FLAG_OF: readonly [RegExp, string][] = [
@@ -46,6 +44,7 @@ const FLAG_OF: readonly [RegExp, string][] = [
   [/^(config\.)?names\b/, '--name'],
   [/^site\b/, '--site'],
   [/^sitePrefixes\b/, '--site-prefix'],
+  [/^allowedPeers\b/, '--allow'],
   [/\bssh\.advertise\b/g, '--ssh-advertise'],
   [/\bssh\.identityFile\b/g, '--ssh-identity'],
   [/\bssh\.knownHostsFile\b/g, '--ssh-known-hosts'],
@@ -75,7 +74,7 @@ function checkMultiaddrs(option: string, values: readonly string[]): void {
     try {
       multiaddr(value)
     } catch (error) {
-      throw new Error(`${option} ${value}: not a multiaddr (${(error as Error).message.split('\n')[0]})`)
+      throw new ConfigError(`${option} ${value}: not a multiaddr (${(error as Error).message.split('\n')[0]})`)
     }
   }
 }
@@ -95,13 +94,15 @@ function describeStartError(error: Error, pskFile: string | undefined): Error {
     const first = /^\s+(\/\S+): (?:\w*Error: )?(.+)$/m.exec(error.message)
     if (first !== null) {
       const code = /\b(E[A-Z]+)\b/.exec(first[2]!)?.[1]
-      return new Error(`--listen ${first[1]}: ${(code !== undefined ? LISTEN_CAUSES[code] : undefined) ?? first[2]}`)
+      const line = `--listen ${first[1]}: ${(code !== undefined ? LISTEN_CAUSES[code] : undefined) ?? first[2]}`
+      // In use may pass on a retry; any other cause (not our address, no such transport) will not.
+      return code === 'EADDRINUSE' ? new Error(line) : new ConfigError(line)
     }
-    return new Error(`--listen: ${error.message.split('\n')[0]}`)
+    return new ConfigError(`--listen: ${error.message.split('\n')[0]}`)
   }
   // The transport names its option (`privateNetworkKey: …`); the user gave `--psk <file>`.
-  if (/^privateNetworkKey: /.test(error.message)) return new Error(`--psk ${pskFile}: ${error.message.split('\n')[0]!.slice('privateNetworkKey: '.length)}`)
-  if (/pre-shared key|psk|swarm key/i.test(error.message)) return new Error(`--psk: ${error.message.split('\n')[0]}`)
+  if (/^privateNetworkKey: /.test(error.message)) return new ConfigError(`--psk ${pskFile}: ${error.message.split('\n')[0]!.slice('privateNetworkKey: '.length)}`)
+  if (/pre-shared key|psk|swarm key/i.test(error.message)) return new ConfigError(`--psk: ${error.message.split('\n')[0]}`)
   // Ours (a port range, an SSH option or address): a configuration error, exit status 2.
   const code = (error as { code?: unknown }).code
   // LIMIT_EXCEEDED at start-up is a configuration past a limit too (more names than namesPerNodeMax).
@@ -163,7 +164,7 @@ async function readPsk(file: string): Promise<Uint8Array> {
   try {
     return new Uint8Array(readFileSync(file))
   } catch (error) {
-    throw new Error(`--psk ${file}: cannot read the private network key (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`)
+    throw new ConfigError(`--psk ${file}: cannot read the private network key (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`)
   }
 }
 

@@ -8,9 +8,12 @@ import { CONTROL_BODY_BYTES_MAX } from '../src/constants.ts'
 import { freePort, phoenix, startNode, tempDir, type Run, type Started } from './helpers.ts'
 
 /** A port nothing listens on right now. */
-/** The command failed with exactly one line on stderr, and that line is `expected`. */
-function failsWith(run: Run, expected: string | RegExp): void {
-  expect(run.code).toBe(1)
+/**
+ * The command failed with exactly one line on stderr, and that line is `expected`; with status
+ * `code`: 2 for a configuration error (the command line itself is wrong), 1 for any other failure.
+ */
+function failsWith(run: Run, expected: string | RegExp, code: 1 | 2 = 1): void {
+  expect(run.code, run.stderr).toBe(code)
   const lines = run.stderr.trim().split('\n')
   expect(lines).toHaveLength(1)
   if (typeof expected === 'string') expect(lines[0]).toBe(expected)
@@ -64,29 +67,33 @@ describe("the CLI's edges", () => {
     failsWith(await phoenix(['send', '--control', socket, '--wait-ms', '0', 'nobody', 'hi']), /^phoenix: send to nobody: NO_ROUTE: no route to a node named "nobody" after waiting 0 ms \(--wait-ms/)
     // The default wait is 10 s; the whole command (Node start included) takes a fraction of it.
     expect(performance.now() - t0).toBeLessThan(8_000)
-    failsWith(await phoenix(['send', '--control', socket, '--wait-ms', 'soon', 'x', 'y']), /^error: option '--wait-ms <ms>' argument 'soon' is invalid/)
+    failsWith(await phoenix(['send', '--control', socket, '--wait-ms', 'soon', 'x', 'y']), /^error: option '--wait-ms <ms>' argument 'soon' is invalid/, 2)
     await phoenix(['recv', '--control', String(port), '--count', '1'])
   })
 
-  it('every start-up failure is one line naming its option', async () => {
+  it('every start-up failure is one line naming its option; status 2 when the command line is wrong, 1 when a retry may pass', async () => {
     const missing = join(dir, 'no', 'such', 'node.key')
     const isDir = join(dir, 'keydir')
     mkdirSync(isDir)
     const garbage = join(dir, 'garbage.key')
     writeFileSync(garbage, 'not a key')
     const nobody = join(dir, 'nobody.sock')
-    const cases: [string[], string | RegExp][] = [
-      [['node', '--listen', `/ip4/127.0.0.1/tcp/${listenPort}`], `phoenix: --listen /ip4/127.0.0.1/tcp/${listenPort}: address already in use (another process listens there; pick another port, or /tcp/0 for any free one)`],
-      [['node', '--control', String(port)], `phoenix: --control ${port}: 127.0.0.1:${port} is in use by phoenix node pid ${aPid}`],
-      [['node', '--key', missing], `phoenix: --key ${missing}: directory ${join(dir, 'no', 'such')} does not exist`],
-      [['node', '--key', isDir], `phoenix: --key ${isDir}: not a file (a directory)`],
-      [['node', '--key', garbage], new RegExp(`^phoenix: --key ${garbage}: not a libp2p private key \\(9 bytes; `)],
-      [['node', '--hub', 'example.com:7000'], /^phoenix: --hub example.com:7000: not a multiaddr/],
-      [['node', '--psk', garbage], new RegExp(`^phoenix: --psk ${garbage}: not a swarm key \\(first line is "not a key"; expected /key/swarm/psk/1\\.0\\.0/`)],
-      [['routes', '--control', nobody], `phoenix: --control ${nobody}: no node answers on ${nobody} (is \`phoenix node --control ${nobody}\` running?)`],
+    const cases: [string[], string | RegExp, 1 | 2][] = [
+      [['node', '--listen', `/ip4/127.0.0.1/tcp/${listenPort}`], `phoenix: --listen /ip4/127.0.0.1/tcp/${listenPort}: address already in use (another process listens there; pick another port, or /tcp/0 for any free one)`, 1],
+      [['node', '--listen', '/ip4/127.0.0.1/udp/9/quic'], 'phoenix: --listen /ip4/127.0.0.1/udp/9/quic: No transport was configured to listen on this address', 2],
+      [['node', '--control', String(port)], `phoenix: --control ${port}: 127.0.0.1:${port} is in use by phoenix node pid ${aPid}`, 1],
+      [['node', '--key', missing], `phoenix: --key ${missing}: directory ${join(dir, 'no', 'such')} does not exist`, 2],
+      [['node', '--key', isDir], `phoenix: --key ${isDir}: not a file (a directory)`, 2],
+      [['node', '--key', garbage], new RegExp(`^phoenix: --key ${garbage}: not a libp2p private key \\(9 bytes; `), 2],
+      [['node', '--hub', 'example.com:7000'], /^phoenix: --hub example.com:7000: not a multiaddr/, 2],
+      [['node', '--psk', garbage], new RegExp(`^phoenix: --psk ${garbage}: not a swarm key \\(first line is "not a key"; expected /key/swarm/psk/1\\.0\\.0/`), 2],
+      [['node', '--mode', 'fast'], /^error: option '--mode <mode>' argument 'fast' is invalid/, 2],
+      [['node', '--no-such-flag'], "error: unknown option '--no-such-flag'", 2],
+      [['node', '--allow', 'notapeer'], /^phoenix: --allow "notapeer" is not a peer id/, 2],
+      [['routes', '--control', nobody], `phoenix: --control ${nobody}: no node answers on ${nobody} (is \`phoenix node --control ${nobody}\` running?)`, 1],
     ]
     const runs = await Promise.all(cases.map(([args]) => phoenix(args)))
-    runs.forEach((run, i) => failsWith(run, cases[i]![1]))
+    runs.forEach((run, i) => failsWith(run, cases[i]![1], cases[i]![2]))
   })
 
   it('a private network key read from a pipe (--psk <(…)) starts the node', async () => {

@@ -1,4 +1,5 @@
 import { noise } from '@chainsafe/libp2p-noise'
+import { peerIdFromString } from '@libp2p/peer-id'
 import { yamux } from '@chainsafe/libp2p-yamux'
 import { generateKeyPair } from '@libp2p/crypto/keys'
 import type { ConnectionGater, MultiaddrConnection, PrivateKey } from '@libp2p/interface'
@@ -176,6 +177,7 @@ function membershipGater(gater: ConnectionGater | undefined, allowedPeers: strin
 export async function createPhoenixLibp2p(options: OverlayNodeOptions): Promise<{ libp2p: Libp2p<{ phoenix: PhoenixNode }>; phoenix: PhoenixNode }> {
   checkNodeOptionShapes(options)
   checkListenAddresses(options.listen ?? [])
+  checkAllowedPeers(options.allowedPeers ?? [])
   if (options.listenRange === undefined) return createStarted(options, options.listen)
   const range = typeof options.listenRange === 'string' ? parsePortRange(options.listenRange, 'listenRange') : options.listenRange
   const hosts = options.listen.map(portZeroHost).filter((h): h is string => h !== undefined)
@@ -191,6 +193,18 @@ function checkListenAddresses(listen: readonly string[]): void {
       multiaddr(address)
     } catch (error) {
       throw invalidInput('listen', `${JSON.stringify(address)} is not a multiaddr: ${(error as Error).message}`)
+    }
+  }
+}
+
+/** Each allowed peer is a peer id: a misspelt one would quietly keep that peer out. */
+function checkAllowedPeers(peers: readonly string[]): void {
+  for (const peer of peers) {
+    try {
+      peerIdFromString(peer)
+    } catch {
+      // libp2p's own message is about multibase decoders.
+      throw invalidInput('allowedPeers', `${JSON.stringify(peer)} is not a peer id (one such as 12D3KooW…, as a node prints it at start)`)
     }
   }
 }

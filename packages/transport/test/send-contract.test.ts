@@ -67,6 +67,8 @@ describe('the send contract (issue 11, items 1 and 2)', () => {
       ['a listen address', bad({ listen: ['/ip4/127.0.0.1/tcp/0', 'localhost:7000'] }), 'listen', /^listen "localhost:7000" is not a multiaddr: /],
       ['timing', bad({ listen: [], timing: [] }), 'timing', /^timing must be an object, got \[\]$/],
       ['discovery', bad({ listen: [], discovery: 'yes' }), 'discovery', /^discovery must be a boolean, got "yes"$/],
+      // A misspelt peer id quietly kept that peer out.
+      ['an allowed peer', bad({ listen: [], allowedPeers: ['12D3KooWExve7pDCH7VePy7XJiiyMpVmfqHpRkpFDicQsBnnyW5V', 'notapeer'] }), 'allowedPeers', /^allowedPeers "notapeer" is not a peer id \(one such as 12D3KooW…/],
     ]
     for (const [what, promise, field, message] of cases) {
       const error = await failure(promise)

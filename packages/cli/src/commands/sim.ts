@@ -1,4 +1,5 @@
 import { accessSync, constants, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
+import { ConfigError } from '../config-error.ts'
 import { totalmem } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import { getHeapStatistics } from 'node:v8'
@@ -40,15 +41,22 @@ export function loadScenario(file: string, options: SimCommandOptions): Scenario
   try {
     text = readFileSync(file, 'utf8')
   } catch (error) {
-    throw new SimulationError('INVALID_SCENARIO', `cannot read scenario ${file}: ${(error as Error).message}`)
+    throw new ConfigError(`cannot read scenario ${file}: ${(error as Error).message}`)
   }
   let json: unknown
   try {
     json = JSON.parse(text)
   } catch (error) {
-    throw new SimulationError('INVALID_SCENARIO', `${file} is not valid JSON: ${(error as Error).message}`)
+    throw new ConfigError(`${file} is not valid JSON: ${(error as Error).message}`)
   }
-  let scenario = parseScenario(json)
+  let scenario: Scenario
+  try {
+    scenario = parseScenario(json)
+  } catch (error) {
+    // The file's fields, checked before anything runs: a configuration error.
+    if (error instanceof SimulationError && error.code === 'INVALID_SCENARIO') throw new ConfigError(error.message)
+    throw error
+  }
   if (options.nodes !== undefined) scenario = scaleScenario(scenario, options.nodes)
   return {
     ...scenario,
@@ -119,10 +127,6 @@ export function runSim(file: string, options: SimCommandOptions, stderr: Progres
   return 0
 }
 
-/** A configuration error: exit status 2, one line (main.ts). */
-class OutputError extends Error {
-  readonly exitCode = 2
-}
 
 /**
  * Where the results will go, made and checked before the run: a run of minutes or hours must not
@@ -135,12 +139,12 @@ function checkOutputs(options: SimCommandOptions): void {
       if (!statSync(options.out).isDirectory()) throw new Error('not a directory')
       accessSync(options.out, constants.W_OK)
     } catch (error) {
-      throw new OutputError(`--out ${options.out}: cannot write there (${(error as Error).message})`)
+      throw new ConfigError(`--out ${options.out}: cannot write there (${(error as Error).message})`)
     }
   }
   if (options.dumpTables !== undefined) {
     const directory = dirname(resolve(options.dumpTables))
-    if (!existsSync(directory) || !statSync(directory).isDirectory()) throw new OutputError(`--dump-tables ${options.dumpTables}: directory ${directory} does not exist`)
+    if (!existsSync(directory) || !statSync(directory).isDirectory()) throw new ConfigError(`--dump-tables ${options.dumpTables}: directory ${directory} does not exist`)
   }
 }
 
