@@ -291,9 +291,10 @@ async function route(target: ControlTarget, req: IncomingMessage, res: ServerRes
     return reply(res, 200, { added: added.length })
   }
   if (at === 'POST /names') {
-    for (const name of url.searchParams.getAll('add')) phoenix.addName(name)
+    // A name another node holds is refused (PhoenixNode.addName): the answer says which.
+    const refused = url.searchParams.getAll('add').filter((name) => !phoenix.addName(name))
     for (const name of url.searchParams.getAll('remove')) phoenix.removeName(name)
-    return reply(res, 200, { names: phoenix.names })
+    return reply(res, 200, { names: phoenix.names, refused })
   }
   reply(res, 404, { error: 'NOT_FOUND', message: USAGE })
 }

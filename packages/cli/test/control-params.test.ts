@@ -16,7 +16,8 @@ describe('the control endpoint refuses parameters it does not take', () => {
     },
     resolve: () => undefined,
     routes: () => [],
-    addName: (name: string) => reached.push(`add ${name}`),
+    // 'taken' stands for a name another node holds: the claim is refused.
+    addName: (name: string) => reached.push(`add ${name}`) > 0 && name !== 'taken',
     removeName: (name: string) => reached.push(`remove ${name}`),
     names: [],
   }
@@ -53,8 +54,9 @@ describe('the control endpoint refuses parameters it does not take', () => {
     expect(reached).toEqual([])
     const ok = await post('/send?name=x&ack=0&waitMs=5')
     expect(ok.status).toBe(200)
-    expect(await post('/names?add=a&remove=b')).toMatchObject({ status: 200 })
-    expect(reached).toEqual(['send x ack=false wait=5', 'add a', 'remove b'])
+    expect(await post('/names?add=a&remove=b')).toMatchObject({ status: 200, body: { refused: [] } })
+    expect(await post('/names?add=taken')).toMatchObject({ status: 200, body: { refused: ['taken'] } })
+    expect(reached).toEqual(['send x ack=false wait=5', 'add a', 'remove b', 'add taken'])
     // A path the endpoint does not serve is still answered 404 with the usage, whatever its query.
     expect((await fetch(`${base}/nope?x=1`)).status).toBe(404)
   })

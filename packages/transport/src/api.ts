@@ -159,7 +159,13 @@ export interface PhoenixService extends TypedEventTarget<PhoenixEvents>, Startab
   send(name: string, payload: Uint8Array, options?: SendOptions): Promise<SendResult>
   messages(): AsyncIterableIterator<ReceivedMessage>
   addHub(address: string): void
-  addName(name: string): void
+  /**
+   * Claims `name` for this node. False when another node holds it: the claim is refused (the name
+   * stays out of `names`), `nameConflicts()` and a `name-conflict` event name the holder, and the
+   * node claims it once the holder's entry is forgotten. True when the name is this node's.
+   */
+  addName(name: string): boolean
+  /** Gives `name` up (nothing happens if this node does not hold it). */
   removeName(name: string): void
   routes(): RouteView[]
   resolve(name: string): { owner: string; nextHop: string; nhops: number } | undefined

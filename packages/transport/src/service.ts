@@ -309,17 +309,19 @@ export class PhoenixNode extends TypedEventEmitter<PhoenixEvents> implements Pho
   }
 
   /** Adds a name; raises `name:conflict` if another node we know of claims it too. */
-  addName(name: string): void {
+  addName(name: string): boolean {
     checkName('name', name)
     const session = this.running('addName')
     refuseReservedName('name', name)
-    coreErrorToTransport('name', () => session.core.addName(name))
+    const claimed = coreErrorToTransport('name', () => session.core.addName(name))
     session.checkNameConflicts()
     session.driver.schedule()
     this.jobs.groups.refresh()
+    return claimed
   }
 
   removeName(name: string): void {
+    checkName('name', name)
     const session = this.running('removeName')
     session.core.removeName(name)
     session.checkNameConflicts()

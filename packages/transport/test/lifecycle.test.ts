@@ -82,7 +82,11 @@ describe('name conflicts are visible (issue 11, item 7)', () => {
     await waitUntil('each knows the other', () => other.phoenix.resolve('leader') !== undefined && owner.phoenix.resolve('worker') !== undefined)
     const atOther: NameConflict[] = []
     other.phoenix.addEventListener('name:conflict', (event) => atOther.push(event.detail))
-    other.phoenix.addName('leader')
+    // addName says so: false, the claim refused; a free name is claimed (true), and so is one held already.
+    expect(other.phoenix.addName('leader')).toBe(false)
+    expect(other.phoenix.names).not.toContain('leader')
+    expect([other.phoenix.addName('deputy'), other.phoenix.addName('deputy')]).toEqual([true, true])
+    expect(() => other.phoenix.removeName(5 as unknown as string)).toThrow(/name must be a non-empty string/)
     const ownerId = owner.libp2p.peerId.toString()
     const otherId = other.libp2p.peerId.toString()
     // Refused at once (the core's rule: the first claimant holds a name while its record lives).
