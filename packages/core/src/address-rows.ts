@@ -12,11 +12,12 @@ const REDIAL_SHIFT = 1
 
 /**
  * The address book's per-address state (discovery.ts), in columns: a row per address learned, in
- * typed arrays (flags, failures, retry and dial-start times) and one reference (the owner's id).
+ * typed arrays (flags, failures, retry and dial-start times, the owner's number and the owner's
+ * next address).
  * An object per address cost ~90 bytes (72 for the object, 16 for the boxed dial-start time, a
  * fractional millisecond); with discovery every node learns every destination's address, so at
  * the end of a 400-process run (three subnets) the book's objects were the largest per-entry item
- * after the route table's. A row here is 35 bytes (and 4 per address number, see the constructor)
+ * after the route table's. A row here is 35 bytes (and 4 per address number and per owner number, see the constructor)
  * and allocates nothing when it changes.
  *
  * Addresses are never forgotten by the book, so rows are never freed: at most `max` rows (the
@@ -49,28 +50,28 @@ export class AddressRows {
   /** Characters the address shares at the start with the nearest of our own addresses (dial order, discovery.ts's `takeDials`); text longer than 65,535 counts as 65,535. */
   nearness = new Uint16Array(0)
 
+  /** Numbers for the owners' ids (`owners` of the constructor). */
+  private readonly owners: NodeIndex
+  /** Whether `owners` is the book's own: then an owner's number is released when it owns nothing here (a simulator's shared one is never released). */
+  private readonly ownersOwn: boolean
+
   /**
    * `numbers`: small integers for addresses (a `NodeIndex` over addresses, never released: books
    * never forget an address), so the book finds a row through an array, not a map of its own. A
    * core has its own, for at most `max` addresses; a simulator's cores share one
    * (`SharedNumbering`), and each book then costs 4 bytes per address of the whole simulation
    * instead of a map entry per address it learned (the live set at the end of a 1,000-process run,
-   * three subnets: 444 vs 461 MiB).
-   */
-  /** Whether `owners` is the book's own: then an owner's number is released when it owns nothing here (a simulator's shared one is never released). */
-  private readonly ownersOwn: boolean
-
-  /**
-   * `owners`: numbers for the owners' ids, the same way: a simulator's shared node numbering, or
-   * the book's own, which holds only owners of some row (at most `max`).
+   * three subnets: 444 vs 461 MiB). `owners`: numbers for the owners' ids, the same way: a
+   * simulator's shared node numbering, or the book's own, which holds only owners of some row (at
+   * most `max`).
    */
   constructor(
     private readonly max: number,
     private readonly numbers = new NodeIndex(max),
-    private readonly owners?: NodeIndex,
+    owners?: NodeIndex,
   ) {
+    this.owners = owners ?? new NodeIndex(max)
     this.ownersOwn = owners === undefined
-    this.owners ??= new NodeIndex(max)
   }
 
   get size(): number {
@@ -110,12 +111,12 @@ export class AddressRows {
 
   ownerOf(row: number): NodeId | undefined {
     const number = this.ownerOfRow[row]!
-    return number < 0 ? undefined : this.owners!.id(number)
+    return number < 0 ? undefined : this.owners.id(number)
   }
 
   /** `row` now belongs to `owner` (undefined: to no one known), last of its rows. */
   setOwner(row: number, owner: NodeId | undefined): void {
-    const owners = this.owners!
+    const owners = this.owners
     const old = this.ownerOfRow[row]!
     if (old >= 0) {
       if (owners.id(old) === owner) return
@@ -139,7 +140,7 @@ export class AddressRows {
 
   /** The addresses of `owner`, in the order it got them. */
   addressesOf(owner: NodeId): PhysicalAddress[] {
-    const number = this.owners!.get(owner)
+    const number = this.owners.get(owner)
     const out: PhysicalAddress[] = []
     if (number === undefined || number >= this.firstOfOwner.length) return out
     for (let row = this.firstOfOwner[number]!; row >= 0; row = this.nextOfOwner[row]!) out.push(this.addressAt(row))
@@ -156,7 +157,7 @@ export class AddressRows {
     }
     this.ownerOfRow[row] = -1
     this.nextOfOwner[row] = -1
-    if (this.ownersOwn && this.firstOfOwner[owner]! < 0) this.owners!.release(this.owners!.id(owner)!)
+    if (this.ownersOwn && this.firstOfOwner[owner]! < 0) this.owners.release(this.owners.id(owner)!)
   }
 
   private addressAt(row: number): PhysicalAddress {
