@@ -90,6 +90,8 @@ describe("the CLI's edges", () => {
       [['node', '--mode', 'fast'], /^error: option '--mode <mode>' argument 'fast' is invalid/, 2],
       [['node', '--no-such-flag'], "error: unknown option '--no-such-flag'", 2],
       [['node', '--allow', 'notapeer'], /^phoenix: --allow "notapeer" is not a peer id/, 2],
+      [['send', '--control', nobody, '--file', join(dir, 'no-such-message'), 'x'], `phoenix: --file ${join(dir, 'no-such-message')}: cannot read it (ENOENT)`, 2],
+      [['send', '--control', nobody, '--lines', 'x', 'inline'], 'phoenix: --lines: give the message as an argument or from the input, not both', 2],
       [['routes', '--control', nobody], `phoenix: --control ${nobody}: no node answers on ${nobody} (is \`phoenix node --control ${nobody}\` running?)`, 1],
     ]
     const runs = await Promise.all(cases.map(([args]) => phoenix(args)))

@@ -1,4 +1,5 @@
 import { Command, InvalidArgumentError } from 'commander'
+import { ConfigError } from '../config-error.ts'
 import { createReadStream } from 'node:fs'
 import type { ClientRequest, IncomingMessage } from 'node:http'
 import { createInterface } from 'node:readline'
@@ -44,6 +45,12 @@ function tooLarge(source: string, bytes: string): Error {
   return new Error(`${source}: ${bytes} bytes, more than the control endpoint takes in one message (${CONTROL_BODY_BYTES_MAX}, CONTROL_BODY_BYTES_MAX)`)
 }
 
+/** The input cannot be read: a `--file` that is missing or unreadable is a configuration error (exit 2), stdin failing is not. */
+function unreadable(source: string, code: string): Error {
+  const line = `${source}: cannot read it (${code})`
+  return source === 'stdin' ? new Error(line) : new ConfigError(line)
+}
+
 function openSource(file: string | undefined): { stream: Readable; source: string } {
   if (file === undefined || file === '-') return { stream: process.stdin, source: 'stdin' }
   const stream = createReadStream(file)
@@ -63,7 +70,7 @@ async function readMessage(file: string | undefined): Promise<Uint8Array> {
     }
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code
-    throw code !== undefined ? new Error(`${source}: cannot read it (${code})`) : error
+    throw code !== undefined ? unreadable(source, code) : error
   } finally {
     stream.destroy()
   }
@@ -191,7 +198,7 @@ async function sendLines(name: string, o: SendOptions): Promise<void> {
     }
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code
-    inputFailure = code !== undefined ? new Error(`${source}: cannot read it (${code})`) : (error as Error)
+    inputFailure = code !== undefined ? unreadable(source, code) : (error as Error)
   } finally {
     writer.end()
     stream.destroy()
@@ -214,7 +221,7 @@ export function registerSendCommand(program: Command): void {
     .option('--wait-ms <ms>', `how long to wait for a route to the name (0: fail at once if there is none)`, waitMsOption, SEND_WAIT_MS_DEFAULT)
     .option('--json', "print the control endpoint's JSON answer")
     .action(async (name: string, message: string | undefined, o: SendOptions) => {
-      if (message !== undefined && (o.file !== undefined || o.lines === true)) throw new Error(`${o.lines === true ? '--lines' : '--file'}: give the message as an argument or from the input, not both`)
+      if (message !== undefined && (o.file !== undefined || o.lines === true)) throw new ConfigError(`${o.lines === true ? '--lines' : '--file'}: give the message as an argument or from the input, not both`)
       if (o.lines === true) return sendLines(name, o)
       const payload = message !== undefined ? new TextEncoder().encode(message) : await readMessage(o.file)
       if (payload.length > CONTROL_BODY_BYTES_MAX) throw tooLarge('message', String(payload.length))
