@@ -27,8 +27,13 @@ export function lockKey(file: string): PidLock {
   }
 }
 
-/** Reads the identity key from `file`, or creates one there (Ed25519, mode 0600) if there is none. */
-export async function loadOrCreateKey(file: string): Promise<PrivateKey> {
+/**
+ * Reads the identity key from `file`, or creates one there (Ed25519, mode 0600) if there is none.
+ * A key other users can read is used, with a warning through `warn`: whoever reads it can run as
+ * this node, with its names (ssh refuses such a key; a node is more often restarted by a job
+ * script that cannot answer a refusal).
+ */
+export async function loadOrCreateKey(file: string, warn: (line: string) => void = (line) => process.stderr.write(`${line}\n`)): Promise<PrivateKey> {
   checkDirectory(file)
   const stat = statSync(file, { throwIfNoEntry: false })
   if (stat === undefined) {
@@ -47,9 +52,12 @@ export async function loadOrCreateKey(file: string): Promise<PrivateKey> {
   } catch (error) {
     throw new ConfigError(`--key ${file}: cannot read it (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`)
   }
+  let key: PrivateKey
   try {
-    return privateKeyFromProtobuf(bytes)
+    key = privateKeyFromProtobuf(bytes)
   } catch (error) {
     throw new ConfigError(`--key ${file}: not a libp2p private key (${bytes.length} bytes; ${(error as Error).message})`)
   }
+  if ((stat.mode & 0o077) !== 0) warn(`phoenix: warning: --key ${file} can be read by other users (mode ${(stat.mode & 0o777).toString(8)}): whoever reads it can run as this node; chmod 600 ${file}`)
+  return key
 }
