@@ -1,7 +1,7 @@
 import { lstatSync, unlinkSync } from 'node:fs'
-import { ConfigError } from './config-error.ts'
 import type { Server } from 'node:http'
 import { dirname } from 'node:path'
+import { ConfigError } from './config-error.ts'
 import { CONTROL_PROBE_TIMEOUT_MS } from './constants.ts'
 import { callControl, controlText, type ControlEndpoint } from './control-client.ts'
 import { LockHeldError, PidLock } from './key-lock.ts'

@@ -104,7 +104,8 @@ function sentId(sent: unknown): number | undefined {
 /** The query of both sends: the name, how long to wait for a route, whether to wait for the ack. */
 function sendParams(url: URL, what: string): { name: string; waitMs: number; ack: boolean } {
   const name = url.searchParams.get('name')
-  if (name === null || name === '') throw new ControlError(400, 'INVALID_INPUT', `${what} needs ?name=<logical name>`)
+  // An empty value is refused before (checkParams).
+  if (name === null) throw new ControlError(400, 'INVALID_INPUT', `${what} needs ?name=<logical name>`)
   const waitMs = integerParam(url, 'waitMs', SEND_WAIT_MS_DEFAULT, 0, SEND_WAIT_MS_MAX)!
   const ack = url.searchParams.get('ack')
   if (ack !== null && ack !== '0' && ack !== '1') throw new ControlError(400, 'INVALID_INPUT', `ack must be 0 or 1, got ${JSON.stringify(ack)}`)

@@ -1,8 +1,8 @@
 import { generateKeyPair, privateKeyFromProtobuf, privateKeyToProtobuf } from '@libp2p/crypto/keys'
-import { ConfigError } from './config-error.ts'
 import type { PrivateKey } from '@libp2p/interface'
 import { readFileSync, statSync, writeFileSync } from 'node:fs'
 import { dirname } from 'node:path'
+import { ConfigError } from './config-error.ts'
 import { LockHeldError, PidLock } from './key-lock.ts'
 
 /** Fails with one line naming `--key` when the key file's directory is missing or not a directory. */

@@ -1,10 +1,10 @@
 import { generateKeyPair } from '@libp2p/crypto/keys'
-import { ConfigError } from './config-error.ts'
 import { enable as enableLogs } from '@libp2p/logger'
 import { multiaddr } from '@multiformats/multiaddr'
 import type { NameConflict, PhoenixNode, ReceivedMessage } from '@phoenix-overlay/transport'
 import { readFileSync, statSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
+import { ConfigError } from './config-error.ts'
 import { INBOX_BYTES_MAX, INBOX_MESSAGES_MAX } from './constants.ts'
 import { controlText, type ControlEndpoint } from './control-client.ts'
 import { bindControl } from './control-endpoint.ts'
@@ -35,8 +35,6 @@ export interface NodeOptions {
   sshConfig?: string
   sshAdvertise?: string
 }
-
-export { ConfigError }
 
 /** The transport names its init fields; the user gave flags. */
 const FLAG_OF: readonly [RegExp, string][] = [

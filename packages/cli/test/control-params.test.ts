@@ -51,6 +51,8 @@ describe('the control endpoint refuses parameters it does not take', () => {
     expect((await post('/send?name=x&ack=2')).body.message).toBe('ack must be 0 or 1, got "2"')
     expect((await post('/send?name=x&ack=true')).status).toBe(400)
     expect((await post('/names?add=')).body.message).toBe('add is empty: POST /names needs a value for it')
+    expect((await post('/send?name=')).body.message).toBe('name is empty: POST /send needs a value for it')
+    expect((await post('/send')).body.message).toBe('send needs ?name=<logical name>')
     expect(reached).toEqual([])
     const ok = await post('/send?name=x&ack=0&waitMs=5')
     expect(ok.status).toBe(200)

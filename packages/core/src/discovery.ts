@@ -82,11 +82,6 @@ export class AddressBook {
     return true
   }
 
-  /** `owner`'s addresses, in the order they became its own. */
-  private ownedBy(owner: NodeId): PhysicalAddress[] {
-    return this.addresses.addressesOf(owner)
-  }
-
   /**
    * Keeps `address` dialled until it answers: after a failure it is retried within
    * redialBackoffMaxMs, not dialBackoffMaxMs. A hub stays a hub.
@@ -105,7 +100,7 @@ export class AddressBook {
   connectionLost(owner: NodeId, record: readonly PhysicalAddress[] | undefined, nowMs: number): void {
     const redialLost = record !== undefined && this.timing.lostRedialsPerSecondMax > 0
     if (redialLost) for (const address of record) this.learn(address, owner)
-    for (const address of this.ownedBy(owner)) {
+    for (const address of this.addresses.addressesOf(owner)) {
       const state = this.addresses.get(address)!
       if (state.redial === 'hub') {
         this.want(address)
@@ -122,7 +117,7 @@ export class AddressBook {
 
   /** `owner` was forgotten (its unreachable entry expired): its addresses get ordinary back-off again. */
   forgetLost(owner: NodeId): void {
-    for (const address of this.ownedBy(owner)) {
+    for (const address of this.addresses.addressesOf(owner)) {
       const state = this.addresses.get(address)!
       if (state.redial === 'lost') state.redial = undefined
     }
@@ -368,8 +363,9 @@ export class AddressBook {
     return state === undefined ? undefined : { consecutiveFailures: state.consecutiveFailures, retryAtMs: state.retryAtMs }
   }
 
+  /** `owner`'s addresses, in the order they became its own. */
   addressesOf(owner: NodeId): PhysicalAddress[] {
-    return this.ownedBy(owner)
+    return this.addresses.addressesOf(owner)
   }
 
 }

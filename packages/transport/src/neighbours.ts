@@ -352,12 +352,6 @@ const LEAVE_POLL_MS = 5
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
-/**
- * Whether a dial failed because the node that answered has another peer id than the address
- * names. Noise throws UnexpectedPeerError ("Payload identity key … does not match expected remote
- * identity key …"), and libp2p's upgrader re-throws it as EncryptionFailedError with only the
- * message kept (libp2p 3.x, `_encryptOutbound`), so the message is the one sign left.
- */
 /** A dial failure as said to the user, with what it probably means when the address is a hub. */
 function hubFailureReason(error: Error, hub: boolean): string {
   if (!hub) return error.message
@@ -367,6 +361,12 @@ function hubFailureReason(error: Error, hub: boolean): string {
   return error.message
 }
 
+/**
+ * Whether a dial failed because the node that answered has another peer id than the address
+ * names. Noise throws UnexpectedPeerError ("Payload identity key … does not match expected remote
+ * identity key …"), and libp2p's upgrader re-throws it as EncryptionFailedError with only the
+ * message kept (libp2p 3.x, `_encryptOutbound`), so the message is the one sign left.
+ */
 function isWrongPeer(error: Error): boolean {
   return error.name === 'UnexpectedPeerError' || /does not match expected remote identity key/.test(error.message)
 }

@@ -1,9 +1,9 @@
 import { accessSync, constants, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
-import { ConfigError } from '../config-error.ts'
 import { totalmem } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import { getHeapStatistics } from 'node:v8'
 import { InvalidArgumentError, type Command } from 'commander'
+import { ConfigError } from '../config-error.ts'
 import { SimProgress, type ProgressStream } from '../sim-progress.ts'
 import { DISCOVERIES, SIM_LIMITS, STRATEGIES, SimulationError, parseScenario, resultToJson, samplesToCsv, scaleScenario, simulate, type Discovery, type Scenario, type Strategy } from '@phoenix-overlay/sim'
 
@@ -126,7 +126,6 @@ export function runSim(file: string, options: SimCommandOptions, stderr: Progres
   }
   return 0
 }
-
 
 /**
  * Where the results will go, made and checked before the run: a run of minutes or hours must not
