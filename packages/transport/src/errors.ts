@@ -9,10 +9,11 @@ import type { UndeliverableReason } from '@phoenix-overlay/wire'
  * - `QUEUE_FULL`: the queue toward the first hop, or a table of waiting sends, is full; nothing was sent.
  * - `UNDELIVERABLE`: a node on the way (or the destination) refused it; `reason` says why. Not delivered.
  * - `ACK_TIMEOUT`: no acknowledgement in time. It may or may not have been delivered.
+ * - `UNSUPPORTED`: this runtime cannot run a node (Node older than 22); nothing was started.
  * - `RECEIVER_TOO_SLOW`: kept for callers that switch on it; the transport now reports a full
  *   receiver to the sender as `UNDELIVERABLE` with reason `receiver-too-slow`.
  */
-export type TransportErrorCode = 'NO_ROUTE' | 'QUEUE_FULL' | 'ACK_TIMEOUT' | 'UNDELIVERABLE' | 'NOT_STARTED' | 'INVALID_INPUT' | 'RECEIVER_TOO_SLOW'
+export type TransportErrorCode = 'NO_ROUTE' | 'QUEUE_FULL' | 'ACK_TIMEOUT' | 'UNDELIVERABLE' | 'NOT_STARTED' | 'INVALID_INPUT' | 'UNSUPPORTED' | 'RECEIVER_TOO_SLOW'
 
 export interface TransportErrorDetails {
   /** The message id of the send this error settles, when there was one. */

@@ -14,6 +14,7 @@ import { PhoenixTransportError, invalidInput } from './errors.ts'
 import { checkNodeOptionShapes } from './validate.ts'
 import { privateNetwork } from './pnet/protector.ts'
 import { formatPortRange, parsePortRange, withPortFromRange, type PortRange } from './port-range.ts'
+import { checkRuntime } from './runtime.ts'
 import { phoenix, type PhoenixNode } from './service.ts'
 
 export interface OverlayNodeOptions extends PhoenixInit {
@@ -175,6 +176,7 @@ function membershipGater(gater: ConnectionGater | undefined, allowedPeers: strin
  *   alive but whose process is hung.
  */
 export async function createPhoenixLibp2p(options: OverlayNodeOptions): Promise<{ libp2p: Libp2p<{ phoenix: PhoenixNode }>; phoenix: PhoenixNode }> {
+  checkRuntime()
   checkNodeOptionShapes(options)
   checkListenAddresses(options.listen ?? [])
   checkAllowedPeers(options.allowedPeers ?? [])

@@ -14,6 +14,7 @@ import { checkLivenessTiming } from './liveness.ts'
 import { Metrics } from './metrics.ts'
 import type { NodeParts } from './parts.ts'
 import { Sends, type Route } from './sends.ts'
+import { checkRuntime } from './runtime.ts'
 import { Session } from './session.ts'
 import { isSshAddress, parseSshAddress } from './ssh-address.ts'
 import type { Member, NameChange } from './groups.ts'
@@ -427,5 +428,6 @@ export class PhoenixNode extends TypedEventEmitter<PhoenixEvents> implements Pho
 
 /** The libp2p service factory: `services: { phoenix: phoenix({ hubs, names }) }`. */
 export function phoenix(init: PhoenixInit = {}): (components: PhoenixComponents) => PhoenixNode {
+  checkRuntime()
   return (components) => new PhoenixNode(components, init)
 }
