@@ -4,6 +4,14 @@ import { request, type ClientRequest, type IncomingMessage } from 'node:http'
 /** `--control`: a TCP port on 127.0.0.1, or a unix socket path (reachable from other network namespaces). */
 export type ControlEndpoint = { port: number } | { socketPath: string }
 
+/**
+ * The longest unix socket path the OS takes, in bytes: `sun_path` is 108 bytes on Linux and 104
+ * on macOS and the BSDs, the path's terminating NUL included. A longer one fails as EINVAL, and a
+ * client's connect then fails before Node's HTTP client listens for it: the error escaped as an
+ * uncaught exception with its stack (`phoenix routes --control <a long path>`, found by hand).
+ */
+export const SOCKET_PATH_BYTES_MAX = process.platform === 'linux' ? 107 : 103
+
 export function parseControl(value: string): ControlEndpoint {
   if (/^\d+$/.test(value)) {
     const port = Number(value)
@@ -11,6 +19,8 @@ export function parseControl(value: string): ControlEndpoint {
     return { port }
   }
   if (value.length === 0) throw new InvalidArgumentError('give a port number or a unix socket path')
+  const bytes = Buffer.byteLength(value)
+  if (bytes > SOCKET_PATH_BYTES_MAX) throw new InvalidArgumentError(`a unix socket path is at most ${SOCKET_PATH_BYTES_MAX} bytes (SOCKET_PATH_BYTES_MAX, the OS's limit), and this one is ${bytes}: give a shorter path, e.g. a relative one`)
   return { socketPath: value }
 }
 

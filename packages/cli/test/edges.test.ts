@@ -78,6 +78,9 @@ describe("the CLI's edges", () => {
     const garbage = join(dir, 'garbage.key')
     writeFileSync(garbage, 'not a key')
     const nobody = join(dir, 'nobody.sock')
+    // One byte past what the OS takes for a unix socket path (107 on Linux): `routes` crashed with a stack.
+    const tooLong = join(dir, 'x'.repeat(Math.max(1, 108 - join(dir, '').length)))
+    const tooLongLine = `error: option '--control <port|socket>' argument '${tooLong}' is invalid. a unix socket path is at most 107 bytes (SOCKET_PATH_BYTES_MAX, the OS's limit), and this one is ${Buffer.byteLength(tooLong)}: give a shorter path, e.g. a relative one`
     const cases: [string[], string | RegExp, 1 | 2][] = [
       [['node', '--listen', `/ip4/127.0.0.1/tcp/${listenPort}`], `phoenix: --listen /ip4/127.0.0.1/tcp/${listenPort}: address already in use (another process listens there; pick another port, or /tcp/0 for any free one)`, 1],
       [['node', '--listen', '/ip4/127.0.0.1/udp/9/quic'], 'phoenix: --listen /ip4/127.0.0.1/udp/9/quic: No transport was configured to listen on this address', 2],
@@ -92,6 +95,8 @@ describe("the CLI's edges", () => {
       [['node', '--allow', 'notapeer'], /^phoenix: --allow "notapeer" is not a peer id/, 2],
       [['send', '--control', nobody, '--file', join(dir, 'no-such-message'), 'x'], `phoenix: --file ${join(dir, 'no-such-message')}: cannot read it (ENOENT)`, 2],
       [['send', '--control', nobody, '--lines', 'x', 'inline'], 'phoenix: --lines: give the message as an argument or from the input, not both', 2],
+      [['routes', '--control', tooLong], tooLongLine, 2],
+      [['node', '--control', tooLong], tooLongLine, 2],
       [['routes', '--control', nobody], `phoenix: --control ${nobody}: no node answers on ${nobody} (is \`phoenix node --control ${nobody}\` running?)`, 1],
     ]
     const runs = await Promise.all(cases.map(([args]) => phoenix(args)))
