@@ -125,6 +125,7 @@ export class Neighbours {
     parts.metrics.count('dials_started')
     const opened = plan.kind === 'ssh' ? this.openThroughSsh(address, plan.ssh) : this.openDirect(address)
     opened.catch((error: Error) => {
+      if (reachedSelf(error)) return this.reachedSelf(address)
       parts.metrics.count('dials_failed')
       // A tunnel failure is worth a line at error level (it names the SSH option or server at
       // fault), once per cause: the redials of a hub that stays unreachable go to debug. So is a
@@ -147,6 +148,23 @@ export class Neighbours {
   }
 
   /**
+   * A dial of `address` met this node itself: a hub list that names us too, by an address our
+   * record does not carry (every process of a job given the same list; libp2p finds out after the
+   * handshake, or before it when the address ends in our peer id). It was logged as an error and
+   * redialled every few seconds for as long as the node ran. The core now counts the address as
+   * ours (`connectionUp` with our own id: its dials skip an address whose owner is us), so it is
+   * never dialled again.
+   */
+  private reachedSelf(address: string): void {
+    const { driver, parts } = this
+    parts.metrics.count('dials_reached_self')
+    parts.log('dial %s reached this node itself: not dialled again', address)
+    if (this.closing || driver.core.hasLeft) return
+    driver.core.connectionUp(parts.id, driver.now(), address)
+    driver.schedule()
+  }
+
+  /**
    * A direct dial: dialTimeoutMs for the TCP connection, then upgradeTimeoutMs for the handshakes
    * (DialDeadline). A failure after the connection was up is also counted as `dials_failed_upgrade`.
    */
@@ -157,7 +175,7 @@ export class Neighbours {
       this.parts.dialPath.dialSucceeded(address)
       return connection
     } catch (error) {
-      if (deadline.connected) this.parts.metrics.count('dials_failed_upgrade')
+      if (deadline.connected && !reachedSelf(error as Error)) this.parts.metrics.count('dials_failed_upgrade')
       throw error
     } finally {
       deadline.clear()
@@ -369,4 +387,9 @@ function hubFailureReason(error: Error, hub: boolean): string {
  */
 function isWrongPeer(error: Error): boolean {
   return error.name === 'UnexpectedPeerError' || /does not match expected remote identity key/.test(error.message)
+}
+
+/** libp2p's refusal of a dial that reached this node (`InvalidPeerIdError: Can not dial self`, connection-manager or upgrader). */
+function reachedSelf(error: Error): boolean {
+  return error.name === 'InvalidPeerIdError' && /dial self/i.test(error.message)
 }

@@ -1,0 +1,44 @@
+import { generateKeyPair } from '@libp2p/crypto/keys'
+import { peerIdFromPrivateKey } from '@libp2p/peer-id'
+import { createServer } from 'node:net'
+import { afterEach, describe, expect, it } from 'vitest'
+import { TestNodes, addressOf, waitUntil, type TestNode } from './nodes.ts'
+
+const counter = (node: TestNode, name: string): number => Number(new RegExp(`phoenix_${name}_total (\\d+)`).exec(node.phoenix.metricsText())?.[1] ?? 0)
+
+/** A loopback port free right now, for a node that must know its own address before it starts. */
+async function freePort(): Promise<number> {
+  const server = createServer()
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const { port } = server.address() as { port: number }
+  await new Promise((resolve) => server.close(resolve))
+  return port
+}
+
+/** Back-offs short enough that a node redialling its own address would do so dozens of times in the test's second. */
+const FAST_REDIAL = { core: { timing: { dialBackoffInitialMs: 10, redialBackoffMaxMs: 50 } } }
+const QUIET_MS = 1_000
+
+describe('a hub list that names the node itself (every process of a job given the same list)', () => {
+  const nodes = new TestNodes()
+  afterEach(() => nodes.stopAll())
+
+  it.each([
+    ['by address only', (port: number) => `/ip4/127.0.0.1/tcp/${port}`],
+    ['with its own peer id', (port: number, id: string) => `/ip4/127.0.0.1/tcp/${port}/p2p/${id}`],
+  ])('%s: that address is dialled once, found to be itself, and never again; the other hub is a neighbour', async (_, form) => {
+    const other = await nodes.start()
+    const port = await freePort()
+    const privateKey = await generateKeyPair('Ed25519')
+    const self = form(port, peerIdFromPrivateKey(privateKey).toString())
+    const a = await nodes.start({ listen: [`/ip4/127.0.0.1/tcp/${port}`], privateKey, hubs: [self, addressOf(other)], names: ['a'], ...FAST_REDIAL })
+    await waitUntil('the other hub reaches a by name', () => other.phoenix.resolve('a') !== undefined)
+    await new Promise((resolve) => setTimeout(resolve, QUIET_MS))
+    expect(counter(a, 'dials_reached_self')).toBe(1)
+    // One dial of each hub: before, its own address was redialled every redialBackoffMaxMs, each a failure logged.
+    expect(counter(a, 'dials_started')).toBe(2)
+    expect(counter(a, 'dials_failed')).toBe(0)
+    expect(counter(a, 'dials_failed_upgrade')).toBe(0)
+    expect(a.libp2p.getPeers().map(String)).toEqual([other.libp2p.peerId.toString()])
+  })
+})
