@@ -61,8 +61,26 @@ export function applyInbox(p: CoreParts, inbox: Inbox, maxMessages: number, nowM
     // already holding entries it never got.
     const from = p.neighbours.get(item.from)
     if (from !== undefined && from.connection === item.connection) applyMessage(p, from, item.message, nowMs)
+    else applyFarewell(p, item, nowMs)
   }
   return { messages, entries }
+}
+
+/**
+ * From an update whose connection closed before it was applied, only the sender's own record
+ * withdrawn at a newer number is taken: a leaving node's farewell (core.ts `leave`, its names given
+ * up), which arrives just before its connection closes. Its number orders it, so it is never stale;
+ * dropped, the node's names stayed with it as with a crash (the simulator closes the connection as
+ * the farewell arrives, and dropped every one). Its signature was checked on receipt (police.ts).
+ */
+function applyFarewell(p: CoreParts, item: InboxItem, nowMs: number): void {
+  for (const advert of item.message.entries) {
+    if (advert.destination !== item.from || !isUnreachableSeq(advert.seq) || advert.names.length > 0) continue
+    const entry = p.table.get(advert.destination)
+    if (entry === undefined || !seqNewer(advert.seq, entry.seq)) continue
+    const namesAdded = p.table.invalidate(entry, nowMs, advert)
+    if (entry.introducedBy !== undefined) p.police.countNames(entry.introducedBy, namesAdded)
+  }
 }
 
 /** The trans sets of one message in our numbering, each translated once, and the rcpt sets made from them. */

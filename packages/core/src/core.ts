@@ -15,7 +15,7 @@ import type { RouteEntry } from './route.ts'
 import { hasPendingSends, leaveMessages, sendHoldUntil, sendRound } from './send.ts'
 import { isUnreachableSeq, isValidSeq } from './seq.ts'
 import type { SharedNumbering } from './shared-numbering.ts'
-import { RouteTable } from './table.ts'
+import { RouteTable, forwardDecision } from './table.ts'
 import type { Effect, ForwardDecision, NodeId, PhysicalAddress, RouteView, RoutingMode, StepResult, UpdateMessage } from './types.ts'
 
 export interface CoreConfig {
@@ -276,6 +276,12 @@ export class PhoenixCore {
    */
   leave(nowMs: number): Effect[] {
     this.enter(nowMs)
+    // A graceful leave gives our names up: the withdrawal carries a record with none, signed at
+    // the next even number, so every node frees them as it hears we left. A crashed node's names
+    // stay with it until its entry expires (it may come back with its key); a node that said
+    // goodbye will not, and kept, its names blocked a replacement started without its key (a job
+    // manager restarting a worker) for unreachableRetentionMs + nameReclaimDelayMs (130 s).
+    if (this.table.own.names.length > 0) this.table.setOwnRecord([], this.table.own.addresses)
     this.table.withdrawOwn()
     this.left = true
     return leaveMessages(this.parts)
@@ -391,7 +397,7 @@ export class PhoenixCore {
    * messages stay in order; without one, `fwd`.
    */
   forward(destination: NodeId, hopLimit: number, name?: string, flowKey?: string): ForwardDecision {
-    return this.table.forward(destination, hopLimit, this.neighbours.has(destination), name, flowKey)
+    return forwardDecision(this.table, destination, hopLimit, this.neighbours.has(destination), name, flowKey)
   }
 
   // ---------------------------------------------------------------- queries

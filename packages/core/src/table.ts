@@ -8,7 +8,7 @@ import type { NodeIndex } from './nodeindex.ts'
 import { EMPTY_SET, NodeSet } from './nodeset.ts'
 import { type RecordAuthority, recordPayload } from './records.ts'
 import { NO_SIGNATURE, RouteEntry, UNREACHABLE_HOPS } from './route.ts'
-import { isUnreachableSeq, nextOwnSeq, seqAdd } from './seq.ts'
+import { isUnreachableSeq, nextOwnSeq, seqAdd, seqNewer } from './seq.ts'
 import type { ForwardDecision, NodeId, PhysicalAddress, RouteAdvert } from './types.ts'
 
 /** The sender's trans sets of one message, in our numbering, translated on demand (apply.ts's `MessageSets`). */
@@ -140,12 +140,7 @@ export class RouteTable {
     entry.fwd = reachable ? from : undefined
     this.alternates.reset(entry) // alternates.ts: a fresher route comes from `from` alone
     entry.changedAtMs = nowMs
-    if (recordChanged) {
-      entry.names = advert.names
-      entry.addresses = advert.addresses
-      entry.signature = advert.signature ?? NO_SIGNATURE
-      this.indexNames(entry, previousNames)
-    }
+    if (recordChanged) this.takeRecord(entry, advert)
     // The paper: on a change trans := ∅ and rcpt := {sender}. We also put e.trans into rcpt:
     // they got this very entry from the sender, one hop closer than we could offer, and
     // without it the paper's own Figure 2 does not come out (packages/core/README.md, "trans and rcpt").
@@ -189,9 +184,15 @@ export class RouteTable {
     if (set !== undefined && !set.isEmpty()) entry.vouchers = this.holders.union(entry.vouchers, fromIndex, undefined)
   }
 
-  /** Marks `entry` unreachable with the next odd sequence number, as DSDV does on a broken link. */
-  invalidate(entry: RouteEntry, nowMs: number): void {
-    entry.seq = seqAdd(entry.seq, 1)
+  /**
+   * Marks `entry` unreachable with the next odd sequence number, as DSDV does on a broken link; or
+   * with `farewell`'s, the destination's own withdrawal at a newer number, and its record (apply.ts).
+   */
+  invalidate(entry: RouteEntry, nowMs: number, farewell?: RouteAdvert): number {
+    invariant(farewell === undefined || (farewell.destination === entry.destination && isUnreachableSeq(farewell.seq) && seqNewer(farewell.seq, entry.seq)), 'a farewell is the destination\'s own record, withdrawn at a newer number')
+    const previousNames = entry.names
+    entry.seq = farewell?.seq ?? seqAdd(entry.seq, 1)
+    if (farewell !== undefined) this.takeRecord(entry, farewell)
     entry.nhops = UNREACHABLE_HOPS
     entry.fwd = undefined
     this.alternates.reset(entry) // alternates.ts
@@ -199,6 +200,16 @@ export class RouteTable {
     this.forgetHolders(entry)
     entry.rcptHopsMax = 0
     this.dirty.add(entry)
+    return entry.names.length - previousNames.length
+  }
+
+  /** A new record of `entry`'s destination: names, addresses and their signature go together. */
+  private takeRecord(entry: RouteEntry, advert: RouteAdvert): void {
+    const previousNames = entry.names
+    entry.names = advert.names
+    entry.addresses = advert.addresses
+    entry.signature = advert.signature ?? NO_SIGNATURE
+    this.indexNames(entry, previousNames)
   }
 
   /** Nobody counts as holding `entry`: it goes to every neighbour again. */
@@ -378,24 +389,6 @@ export class RouteTable {
     return this.nameHolders.conflicts()
   }
 
-  /**
-   * The forwarding decision (see `PhoenixCore.forward`). `linked`: whether we hold an open
-   * connection to the destination, which makes it one hop away even before its record arrives.
-   */
-  forward(destination: NodeId, hopLimit: number, linked: boolean, name: string | undefined, flowKey?: string): ForwardDecision {
-    if (destination === this.id) {
-      if (name !== undefined && name !== '' && !this.own.names.includes(name)) return { action: 'drop', reason: 'no-such-name' }
-      return { action: 'deliver' }
-    }
-    if (!Number.isInteger(hopLimit) || hopLimit <= 0) return { action: 'drop', reason: 'hop-limit' }
-    const entry = this.get(destination)
-    // alternates.ts: one of several equal next hops, per flow.
-    const nextHop = entry !== undefined && entry.reachable ? this.alternates.choose(entry, this.id, flowKey) : undefined
-    if (nextHop !== undefined) return { action: 'forward', nextHop, hopLimit: hopLimit - 1 }
-    if (linked) return { action: 'forward', nextHop: destination, hopLimit: hopLimit - 1 }
-    return { action: 'drop', reason: 'no-route' }
-  }
-
   /** Checks what the table must always hold (for `PhoenixCore.checkInvariants`). */
   checkInvariants(left: boolean, isNeighbour: (id: NodeId) => boolean, isKnownIndex: (index: number) => boolean, destinationsMax: number): void {
     invariant(this.size <= destinationsMax + 1, `at most destinationsMax (${destinationsMax}) destinations besides our own`)
@@ -466,4 +459,22 @@ function withMember(set: NodeSet, member: number): NodeSet {
   const grown = set.frozen ? set.clone() : set
   grown.add(member)
   return grown
+}
+
+/**
+ * The forwarding decision (see `PhoenixCore.forward`). `linked`: whether we hold an open
+ * connection to the destination, which makes it one hop away even before its record arrives.
+ */
+export function forwardDecision(table: RouteTable, destination: NodeId, hopLimit: number, linked: boolean, name: string | undefined, flowKey?: string): ForwardDecision {
+  if (destination === table.id) {
+    if (name !== undefined && name !== '' && !table.own.names.includes(name)) return { action: 'drop', reason: 'no-such-name' }
+    return { action: 'deliver' }
+  }
+  if (!Number.isInteger(hopLimit) || hopLimit <= 0) return { action: 'drop', reason: 'hop-limit' }
+  const entry = table.get(destination)
+  // alternates.ts: one of several equal next hops, per flow.
+  const nextHop = entry !== undefined && entry.reachable ? table.alternates.choose(entry, table.id, flowKey) : undefined
+  if (nextHop !== undefined) return { action: 'forward', nextHop, hopLimit: hopLimit - 1 }
+  if (linked) return { action: 'forward', nextHop: destination, hopLimit: hopLimit - 1 }
+  return { action: 'drop', reason: 'no-route' }
 }

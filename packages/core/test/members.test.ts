@@ -163,13 +163,13 @@ describe('names have holders', () => {
     return true
   }
 
-  it('a later claimant cannot take a held name, whatever its id; both sides see the conflict; the name is free again after its holder left', () => {
+  it('a later claimant cannot take a held name, whatever its id; both sides see the conflict; a holder that leaves gives its names up', () => {
     const ring = new KeyRing()
     const timing = { unreachableRetentionMs: 10_000, nameReclaimDelayMs: 2_000, nameContentionMs: 3_000 }
     const net = new TestNet({ seed: 21 })
     const add = (id: string, hub: string | undefined, names: string[] = []) => net.add({ id, hubs: hub === undefined ? [] : [addressOf(hub)], names, timing, records: ring.authority(id) })
     add('h', undefined)
-    add('x', 'h', ['svc'])
+    add('x', 'h', ['svc', 'x-only'])
     add('b', 'h')
     add('c', 'h')
     net.runToQuiescence()
@@ -189,12 +189,13 @@ describe('names have holders', () => {
     for (const [id, core] of net.cores) expect(core.resolve('svc')?.owner, id).toBe('x')
     expect(net.cores.get('a')!.route('b')?.reachable).toBe(true)
 
-    // The holder leaves. Its claim lives as long as its entry (unreachableRetentionMs), then the
-    // claimants that yielded claim it again nameReclaimDelayMs later; the first one stored wins.
+    // The holder leaves gracefully: its farewell record names nothing, so the name is free at
+    // once, and the claimants that yielded claim it again nameReclaimDelayMs later (not
+    // unreachableRetentionMs + nameReclaimDelayMs, as for a crash, below); the first one stored wins.
     const leftAtMs = net.nowMs
     net.leave('x')
     net.runToQuiescence()
-    for (const [id, core] of net.cores) expect(core.resolve('svc'), id).toBeUndefined()
+    for (const [id, core] of net.cores) expect(core.route('x')?.names, id).toEqual([])
     while (wakeNext(net) && net.nowMs < leftAtMs + 60_000) {
       if ([...net.cores.values()].some((c) => c.resolve('svc') !== undefined)) break
     }
@@ -203,8 +204,36 @@ describe('names have holders', () => {
     for (const [id, core] of net.cores) expect(core.resolve('svc')?.owner, id).toBe('a')
     expect(a.names).toContain('svc')
     expect(net.cores.get('b')!.names).not.toContain('svc')
-    expect(net.nowMs - leftAtMs).toBeGreaterThanOrEqual(timing.unreachableRetentionMs + timing.nameReclaimDelayMs)
-    expect(net.nowMs - leftAtMs).toBeLessThanOrEqual(timing.unreachableRetentionMs + timing.nameReclaimDelayMs + 2_000)
+    expect(net.nowMs - leftAtMs).toBeLessThanOrEqual(timing.nameReclaimDelayMs + 2_000)
+    // A node started after the leave, with another id, takes a name the leaver held at once.
+    const late = add('late', 'h', ['x-only'])
+    net.runToQuiescence()
+    expect(late.names).toContain('x-only')
+  })
+
+  it('a crashed holder keeps its names until its entry expires (it may come back with its key), then a claimant that yielded takes them', () => {
+    const ring = new KeyRing()
+    const timing = { unreachableRetentionMs: 10_000, nameReclaimDelayMs: 2_000, nameContentionMs: 3_000 }
+    const net = new TestNet({ seed: 22 })
+    const add = (id: string, names: string[] = []) => net.add({ id, hubs: id === 'h' ? [] : [addressOf('h')], names, timing, records: ring.authority(id) })
+    add('h')
+    add('x', ['svc'])
+    const b = add('b')
+    net.runToQuiescence()
+    net.advance(timing.nameContentionMs + 1)
+    expect(b.addName('svc')).toBe(false)
+    net.runToQuiescence()
+    const crashedAtMs = net.nowMs
+    net.crash('x')
+    net.runToQuiescence()
+    for (const [id, core] of net.cores) expect(core.route('x')?.names, id).toEqual(['svc'])
+    while (wakeNext(net) && net.nowMs < crashedAtMs + 60_000) {
+      if ([...net.cores.values()].some((c) => c.resolve('svc') !== undefined)) break
+    }
+    net.runToQuiescence()
+    for (const [id, core] of net.cores) expect(core.resolve('svc')?.owner, id).toBe('b')
+    expect(net.nowMs - crashedAtMs).toBeGreaterThanOrEqual(timing.unreachableRetentionMs + timing.nameReclaimDelayMs)
+    expect(net.nowMs - crashedAtMs).toBeLessThanOrEqual(timing.unreachableRetentionMs + timing.nameReclaimDelayMs + 2_000)
   })
 })
 
