@@ -45,3 +45,26 @@ describe('a graceful leave with messages in flight (issue 11, item 4)', () => {
     }
   }, 60_000)
 })
+
+describe('a leave gives the names up (a job manager restarting a worker without its key)', () => {
+  const nodes = new TestNodes()
+  afterAll(() => nodes.stopAll())
+
+  it('a replacement with a new key takes the name of a worker that left, at once rather than after unreachableRetentionMs', async () => {
+    const hub = await nodes.start({ names: ['hub'] })
+    const old = await nodes.start({ names: ['worker-3'], hubs: [addressOf(hub)] })
+    const oldId = old.libp2p.peerId.toString()
+    await waitUntil('the hub resolves worker-3 to the first worker', () => hub.phoenix.resolve('worker-3')?.owner === oldId)
+    await old.libp2p.stop()
+    const replacement = await nodes.start({ names: ['worker-3'], hubs: [addressOf(hub)] })
+    const got: string[] = []
+    replacement.phoenix.addEventListener('message', (event) => got.push(new TextDecoder().decode(event.detail.payload)))
+    const started = performance.now()
+    // Kept by the one that left, the name went to no one for unreachableRetentionMs (120 s) + nameReclaimDelayMs: this send failed NO_ROUTE.
+    await hub.phoenix.send('worker-3', new TextEncoder().encode('task'), { ack: true, routeWaitMs: 20_000 })
+    expect(got).toEqual(['task'])
+    expect(performance.now() - started).toBeLessThan(10_000)
+    expect(hub.phoenix.resolve('worker-3')?.owner).toBe(replacement.libp2p.peerId.toString())
+    expect(replacement.phoenix.names).toContain('worker-3')
+  })
+})
