@@ -96,6 +96,9 @@ describe("the CLI's edges", () => {
       [['send', '--control', nobody, '--file', join(dir, 'no-such-message'), 'x'], `phoenix: --file ${join(dir, 'no-such-message')}: cannot read it (ENOENT)`, 2],
       [['send', '--control', nobody, '--lines', 'x', 'inline'], 'phoenix: --lines: give the message as an argument or from the input, not both', 2],
       [['routes', '--control', tooLong], tooLongLine, 2],
+      // A name with a control character: no node holds one, and printed raw it rewrote terminals.
+      [['node', '--name', 'tab\there'], 'phoenix: --name: a name must not contain control characters (U+0000-U+001F, U+007F-U+009F), got "tab\\there"', 2],
+      [['send', '--control', nobody, '\u001b[31mred', 'hi'], 'phoenix: <name> "\\u001b[31mred" must not contain control characters (U+0000-U+001F, U+007F-U+009F)', 2],
       [['node', '--control', tooLong], tooLongLine, 2],
       [['routes', '--control', nobody], `phoenix: --control ${nobody}: no node answers on ${nobody} (is \`phoenix node --control ${nobody}\` running?)`, 1],
     ]

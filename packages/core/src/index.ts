@@ -23,3 +23,4 @@ export type {
   StepResult,
   UpdateMessage,
 } from './types.ts'
+export { CONTROL_CHARACTERS_REFUSED, hasControlCharacters } from './police.ts'

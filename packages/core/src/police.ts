@@ -53,6 +53,7 @@ export class Police {
     if (typeof id !== 'string' || id.length === 0 || id.length > this.limits.nodeIdLengthMax) {
       throw new PhoenixError('INVALID_INPUT', `${what} must be a non-empty string of at most ${this.limits.nodeIdLengthMax} characters`)
     }
+    refuseControlCharacters(id, what)
   }
 
   checkNames(names: readonly unknown[], what: string): string[] {
@@ -64,6 +65,7 @@ export class Police {
         const got = typeof name !== 'string' ? typeof name : name.length === 0 ? 'an empty one' : `one of ${name.length}`
         throw new PhoenixError('INVALID_INPUT', `${what}: a name must be a non-empty string of at most ${this.limits.nameLengthMax} characters, got ${got}`)
       }
+      refuseControlCharacters(name, `${what}: a name`)
     }
     // Names per node are few: a quadratic scan beats allocating a Set for every entry received.
     for (let i = 1; i < names.length; i++) {
@@ -80,6 +82,7 @@ export class Police {
       if (typeof address !== 'string' || address.length === 0 || address.length > this.limits.addressLengthMax) {
         throw new PhoenixError('INVALID_INPUT', `${what}: an address must be a non-empty string of at most ${this.limits.addressLengthMax} characters`)
       }
+      refuseControlCharacters(address, `${what}: an address`)
     }
     return addresses as string[]
   }
@@ -226,6 +229,26 @@ export class Police {
     // Map.clear() allocates a new table even when empty (V8); this runs per step.
     if (this.verifiedQueued.size > 0) this.verifiedQueued.clear()
   }
+}
+
+/**
+ * C0 and C1 control characters and DEL. Ids, names and addresses come from every member of the
+ * overlay and end up in operators' terminals (`phoenix routes`, `members`, `topology`) and logs:
+ * a name carrying an escape sequence recoloured or rewrote an operator's terminal, and one with a
+ * newline broke the tables (found by hand, `POST /names?add=%1b[31mRED`). Refused wherever one
+ * enters: our own names and hubs, and every update (a record carrying one is malformed).
+ */
+const CONTROL_CHARACTER = /[\u0000-\u001f\u007f-\u009f]/
+
+/** What a name, address or id must not contain, said the same way by every layer that checks one. */
+export const CONTROL_CHARACTERS_REFUSED = 'must not contain control characters (U+0000-U+001F, U+007F-U+009F)'
+
+export function hasControlCharacters(text: string): boolean {
+  return CONTROL_CHARACTER.test(text)
+}
+
+function refuseControlCharacters(text: string, what: string): void {
+  if (CONTROL_CHARACTER.test(text)) throw new PhoenixError('INVALID_INPUT', `${what} ${CONTROL_CHARACTERS_REFUSED}, got ${JSON.stringify(text)}`)
 }
 
 /** A malformed update, as the error the sender sees. A function, not a closure per check: checks run once per received entry. */

@@ -159,6 +159,26 @@ describe('receiving entries', () => {
     expect(() => core.receive('stranger', update([]), 0)).toThrow(/not a neighbour/)
   })
 
+  it('refuses control characters in names, addresses and ids, ours or received: they reach operators\' terminals', () => {
+    const core = coreWithNeighbours('u', ['a'])
+    const escape = '\u001b[31mRED\u001b[0m'
+    const bad = [
+      update([advert('v', 2, 0, { names: [escape] })]),
+      update([advert('v', 2, 0, { names: ['two\nlines'] })]),
+      update([advert('v', 2, 0, { names: ['c1\u009b2J'] })]),
+      update([advert('v', 2, 0, { addresses: ['/ip4/10.0.0.1/tcp/7000\u0007'] })]),
+      update([advert('v\u0000', 2, 0)]),
+    ]
+    for (const message of bad) expect(() => core.receive('a', message, 0)).toThrow(/must not contain control characters/)
+    expect(core.inboxLength).toBe(0)
+    expect(() => core.addName(escape)).toThrow(`name: a name must not contain control characters (U+0000-U+001F, U+007F-U+009F), got "\\u001b[31mRED\\u001b[0m"`)
+    expect(core.names).toEqual([])
+    expect(() => core.setAddresses(['/ip4/10.0.0.1/tcp/7000\r'])).toThrow(/must not contain control characters/)
+    expect(() => new PhoenixCore({ id: 'w', names: ['tab\there'] })).toThrow(/must not contain control characters/)
+    // Printable text of any script, spaces included, is a name.
+    expect(core.addName('ранг 7 — 作業')).toBe(true)
+  })
+
   it('tells the driver to push back when the inbox is full', () => {
     const core = new PhoenixCore({ id: 'u', limits: { inboxMessagesMax: 2 } })
     core.connectionUp('a', 0)

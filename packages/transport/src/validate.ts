@@ -1,14 +1,16 @@
-import { DEFAULT_LIMITS, PhoenixError } from '@phoenix-overlay/core'
+import { CONTROL_CHARACTERS_REFUSED, DEFAULT_LIMITS, PhoenixError, hasControlCharacters } from '@phoenix-overlay/core'
 import type { SendOptions } from './api.ts'
 import { PhoenixTransportError, invalidInput } from './errors.ts'
 
 /**
  * A logical name as every node accepts it: a non-empty string of at most the core's
- * nameLengthMax characters (UTF-16 units; the wire allows 3 UTF-8 bytes for each).
+ * nameLengthMax characters (UTF-16 units; the wire allows 3 UTF-8 bytes for each), with no
+ * control character (police.ts in the core says why).
  */
 export function checkName(field: string, name: unknown): asserts name is string {
   if (typeof name !== 'string' || name.length === 0) throw invalidInput(field, 'must be a non-empty string')
   if (name.length > DEFAULT_LIMITS.nameLengthMax) throw invalidInput(field, `is ${name.length} characters, more than ${DEFAULT_LIMITS.nameLengthMax} (nameLengthMax)`)
+  if (hasControlCharacters(name)) throw invalidInput(field, `${CONTROL_CHARACTERS_REFUSED}, got ${JSON.stringify(name)}`)
 }
 
 function checkWaitMs(field: string, value: number | undefined): void {

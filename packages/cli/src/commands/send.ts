@@ -1,3 +1,4 @@
+import { CONTROL_CHARACTERS_REFUSED, hasControlCharacters } from '@phoenix-overlay/core'
 import { Command, InvalidArgumentError } from 'commander'
 import { createReadStream } from 'node:fs'
 import type { ClientRequest, IncomingMessage } from 'node:http'
@@ -221,6 +222,8 @@ export function registerSendCommand(program: Command): void {
     .option('--wait-ms <ms>', `how long to wait for a route to the name (0: fail at once if there is none)`, waitMsOption, SEND_WAIT_MS_DEFAULT)
     .option('--json', "print the control endpoint's JSON answer")
     .action(async (name: string, message: string | undefined, o: SendOptions) => {
+      // No node holds such a name (the core refuses them), and printed raw it would break the one-line error.
+      if (hasControlCharacters(name)) throw new ConfigError(`<name> ${JSON.stringify(name)} ${CONTROL_CHARACTERS_REFUSED}`)
       if (message !== undefined && (o.file !== undefined || o.lines === true)) throw new ConfigError(`${o.lines === true ? '--lines' : '--file'}: give the message as an argument or from the input, not both`)
       if (o.lines === true) return sendLines(name, o)
       const payload = message !== undefined ? new TextEncoder().encode(message) : await readMessage(o.file)
