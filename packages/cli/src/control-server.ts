@@ -1,6 +1,7 @@
 import type { PhoenixNode } from '@phoenix-overlay/transport'
 import { serveOverlayPage } from './overlay-page/page.ts'
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
+import { browserRefusal } from './browser-guard.ts'
 import { CONTROL_BODY_BYTES_MAX, SEND_WAIT_MS_DEFAULT, SEND_WAIT_MS_MAX } from './constants.ts'
 import type { Inbox, InboxReader } from './inbox.ts'
 import { toMessageLine } from './message-line.ts'
@@ -309,6 +310,11 @@ export function createControlServer(): { server: Server; serve(target: ControlTa
   let target: ControlTarget | undefined
   const streams = new Set<ServerResponse>()
   const server = createServer((req, res) => {
+    const refusal = browserRefusal(req, server.address())
+    if (refusal !== undefined) {
+      req.resume()
+      return reply(res, 403, { error: 'FORBIDDEN', message: `a request from a web page (${refusal}) is refused: the control endpoint answers programs on this machine, and a page could otherwise send as this node` })
+    }
     if (target === undefined) return reply(res, 503, { error: 'NOT_STARTED', message: 'the node is starting', pid: process.pid })
     route(target, req, res, streams).catch((error: unknown) => {
       if (res.headersSent) return void res.destroy()

@@ -1,3 +1,4 @@
+import { request } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createControlServer, type ControlTarget } from '../src/control-server.ts'
@@ -61,5 +62,50 @@ describe('the control endpoint refuses parameters it does not take', () => {
     expect(reached).toEqual(['send x ack=false wait=5', 'add a', 'remove b', 'add taken'])
     // A path the endpoint does not serve is still answered 404 with the usage, whatever its query.
     expect((await fetch(`${base}/nope?x=1`)).status).toBe(404)
+  })
+})
+
+describe('the control endpoint refuses what web pages make a browser send', () => {
+  const reached: string[] = []
+  const phoenix = { addName: (name: string) => reached.push(`add ${name}`) > 0, removeName: () => undefined, routes: () => [], peers: () => [], topology: () => ({}), names: [] }
+  const server = createControlServer()
+  let port = 0
+  beforeAll(async () => {
+    await new Promise<void>((resolve) => server.server.listen(0, '127.0.0.1', resolve))
+    port = (server.server.address() as AddressInfo).port
+    server.serve({ phoenix: phoenix as unknown as ControlTarget['phoenix'], id: 'self', addresses: () => [], inbox: new Inbox(10, 1000), version: '0' })
+  })
+  afterAll(() => new Promise<void>((resolve) => server.server.close(() => resolve())))
+
+  /** A raw request with exactly these headers (fetch would set Origin and Host itself). */
+  const raw = (method: string, path: string, headers: Record<string, string>) =>
+    new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const req = request({ host: '127.0.0.1', port, method, path, headers, setHost: headers.host === undefined }, (res) => {
+        let body = ''
+        res.on('data', (d: Buffer) => (body += d.toString('utf8')))
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }))
+      })
+      req.on('error', reject)
+      req.end(method === 'POST' ? 'x' : undefined)
+    })
+
+  it('a POST from another origin, a cross-site GET and a rebound Host are refused 403 and reach nothing; the CLI, curl and the overlay page are answered', async () => {
+    reached.length = 0
+    // A form or fetch on any site: a "simple" cross-origin POST, sent without a preflight.
+    const csrf = await raw('POST', '/names?add=planted', { origin: 'http://evil.example', 'content-type': 'text/plain' })
+    expect(csrf.status).toBe(403)
+    expect(JSON.parse(csrf.body)).toEqual({ error: 'FORBIDDEN', message: 'a request from a web page (Origin: http://evil.example) is refused: the control endpoint answers programs on this machine, and a page could otherwise send as this node' })
+    expect((await raw('POST', '/names?add=planted', { origin: 'null' })).status).toBe(403)
+    // An <img> pointing at the inbox: no Origin, but the browser says where it comes from.
+    expect((await raw('GET', '/messages?count=1', { 'sec-fetch-site': 'cross-site', 'sec-fetch-mode': 'no-cors' })).status).toBe(403)
+    // DNS rebinding: a name of the attacker's resolved to 127.0.0.1, the page then same-origin with it.
+    expect((await raw('GET', '/status', { host: `rebound.example:${port}`, 'sec-fetch-site': 'same-origin' })).status).toBe(403)
+    expect(reached).toEqual([])
+    // What programs send (no Origin, no Sec-Fetch-*, Host the loopback address), and the page's own requests.
+    expect((await raw('POST', '/names?add=mine', {})).status).toBe(200)
+    expect((await raw('POST', '/names?add=typed', { host: `localhost:${port}` })).status).toBe(200)
+    expect((await raw('GET', '/topology', { origin: `http://127.0.0.1:${port}`, 'sec-fetch-site': 'same-origin' })).status).toBe(200)
+    expect((await raw('GET', '/', { 'sec-fetch-site': 'none' })).status).toBe(200)
+    expect(reached).toEqual(['add mine', 'add typed'])
   })
 })
