@@ -69,9 +69,22 @@ export function openControlStream(endpoint: ControlEndpoint, method: string, pat
 /** Calls a running node's control endpoint and reads the whole answer. */
 export async function callControl(endpoint: ControlEndpoint, method: string, path: string, body?: Uint8Array, timeoutMs?: number): Promise<{ status: number; text: string }> {
   const res = await openControl(endpoint, method, path, body, timeoutMs)
+  return { status: res.statusCode ?? 0, text: await readAnswer(endpoint, res) }
+}
+
+/**
+ * Reads a whole answer. A node that dies while answering (or while a `recv` waits for a message)
+ * ends the connection mid-answer: Node's reader throws a bare `aborted`, which was all `phoenix
+ * recv` said when its node was killed (found by hand); this names the endpoint and what happened.
+ */
+export async function readAnswer(endpoint: ControlEndpoint, res: IncomingMessage): Promise<string> {
   const chunks: Buffer[] = []
-  for await (const chunk of res) chunks.push(chunk as Buffer)
-  return { status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }
+  try {
+    for await (const chunk of res) chunks.push(chunk as Buffer)
+  } catch (error) {
+    throw new Error(`--control ${controlText(endpoint)}: the node closed the connection before its answer ended (it stopped or crashed: ${(error as Error).message})`)
+  }
+  return Buffer.concat(chunks).toString('utf8')
 }
 
 /** A control endpoint's error answer (`{"error":"NO_ROUTE","message":"…"}`) as one line. */

@@ -94,3 +94,21 @@ describe('receiving from the command line', () => {
     expect(printer.stderr).toMatch(/^phoenix node \S+ listening on/m)
   })
 })
+
+describe('recv when its node dies', () => {
+  it('a node killed while recv waits: one line naming the endpoint and what happened, exit 1 (it said only "aborted")', async () => {
+    const socket = join(tempDir('recv-dies'), 'n.sock')
+    const node = startNode(['--name', 'doomed', '--control', socket])
+    try {
+      await node.waitFor(/control endpoint on/)
+      const recv = start(process.execPath, [...NODE_TS, PHOENIX_JS, 'recv', '--control', socket, '--count', '1'])
+      // recv's request is in: the node answers nothing until a message comes.
+      await new Promise((resolve) => setTimeout(resolve, 1_000))
+      process.kill(node.pid, 'SIGKILL')
+      expect(await recv.exited).toBe(1)
+      expect(recv.stderr.trim().split('\n')).toEqual([`phoenix: --control ${socket}: the node closed the connection before its answer ended (it stopped or crashed: aborted)`])
+    } finally {
+      node.killGroup()
+    }
+  })
+})

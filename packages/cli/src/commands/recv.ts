@@ -1,6 +1,6 @@
 import { Command, InvalidArgumentError } from 'commander'
 import { once } from 'node:events'
-import { callControl, describeFailure, openControl, type ControlEndpoint } from '../control-client.ts'
+import { callControl, describeFailure, openControl, readAnswer, type ControlEndpoint } from '../control-client.ts'
 import { payloadOfLine, type MessageLine } from '../message-line.ts'
 import { guardProcess } from '../process-guard.ts'
 import { controlOption } from './inspect.ts'
@@ -27,9 +27,7 @@ async function write(text: string | Uint8Array): Promise<void> {
 /** Takes one message from the node (`GET /messages?count=1`); undefined when the node ended the stream first (it is leaving). */
 async function takeOne(endpoint: ControlEndpoint, query: URLSearchParams): Promise<string | undefined> {
   const res = await openControl(endpoint, 'GET', `/messages?${query.toString()}`)
-  const chunks: Buffer[] = []
-  for await (const chunk of res) chunks.push(chunk as Buffer)
-  const text = Buffer.concat(chunks).toString('utf8')
+  const text = await readAnswer(endpoint, res)
   if (res.statusCode !== 200) throw new Error(`recv: ${describeFailure(res.statusCode ?? 0, text)}`)
   return text.trim() === '' ? undefined : text.trim()
 }
