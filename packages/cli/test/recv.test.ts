@@ -95,7 +95,7 @@ describe('receiving from the command line', () => {
   })
 })
 
-describe('recv when its node dies', () => {
+describe('recv and send when their node dies', () => {
   it('a node killed while recv waits: one line naming the endpoint and what happened, exit 1 (it said only "aborted")', async () => {
     const socket = join(tempDir('recv-dies'), 'n.sock')
     const node = startNode(['--name', 'doomed', '--control', socket])
@@ -107,6 +107,24 @@ describe('recv when its node dies', () => {
       process.kill(node.pid, 'SIGKILL')
       expect(await recv.exited).toBe(1)
       expect(recv.stderr.trim().split('\n')).toEqual([`phoenix: --control ${socket}: the node closed the connection before its answer ended (it stopped or crashed: aborted)`])
+    } finally {
+      node.killGroup()
+    }
+  })
+
+  it('send --lines to a node killed mid-stream: one line saying how many lines were answered, exit 1', async () => {
+    const socket = join(tempDir('send-dies'), 'n.sock')
+    const node = startNode(['--name', 'doomed', '--control', socket])
+    try {
+      await node.waitFor(/control endpoint on/)
+      const quote = (a: string) => `'${a}'`
+      const command = [process.execPath, ...NODE_TS, PHOENIX_JS, 'send', '--control', socket, 'doomed', '--lines', '--ack'].map(quote).join(' ')
+      const send = start('sh', ['-c', `i=0; while [ $i -lt 400 ]; do echo line-$i; i=$((i+1)); sleep 0.01; done | ${command}`])
+      await send.waitFor(/acknowledged by doomed/)
+      process.kill(node.pid, 'SIGKILL')
+      expect(await send.exited).toBe(1)
+      const answered = send.stdout.trim().split('\n').length
+      expect(send.stderr.trim().split('\n')).toEqual([`phoenix: send to doomed: --control ${socket}: the node closed the connection after answering ${answered} line(s) (it stopped or crashed: aborted); later lines may or may not have been sent`])
     } finally {
       node.killGroup()
     }

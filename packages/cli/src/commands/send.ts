@@ -6,7 +6,7 @@ import { createInterface } from 'node:readline'
 import type { Readable } from 'node:stream'
 import { ConfigError } from '../config-error.ts'
 import { CONTROL_BODY_BYTES_MAX, SEND_WAIT_MS_DEFAULT, SEND_WAIT_MS_MAX } from '../constants.ts'
-import { callControl, describeFailure, openControlStream, type ControlEndpoint } from '../control-client.ts'
+import { callControl, controlText, describeFailure, openControlStream, type ControlEndpoint } from '../control-client.ts'
 import { encodeFrame } from '../send-stream.ts'
 import { shortId } from '../table.ts'
 import { controlOption } from './inspect.ts'
@@ -153,15 +153,24 @@ async function readAnswers(response: Promise<IncomingMessage>, name: string, o: 
     return `send to ${name}: ${describeFailure(res.statusCode ?? 0, Buffer.concat(chunks).toString('utf8'))}`
   }
   let done = false
-  for await (const line of createInterface({ input: res, crlfDelay: Infinity })) {
-    if (line === '') continue
-    const answer = JSON.parse(line) as SendAnswer & { done?: boolean; error?: string; message?: string; index?: number }
-    if (answer.error !== undefined) {
-      const hint = answer.error === 'NO_ROUTE' ? ' (--wait-ms sets how long to wait for a route)' : ''
-      return `send to ${name}, line ${answer.index}: ${answer.error}: ${answer.message ?? ''}${hint}`
+  let answered = 0
+  try {
+    for await (const line of createInterface({ input: res, crlfDelay: Infinity })) {
+      if (line === '') continue
+      const answer = JSON.parse(line) as SendAnswer & { done?: boolean; error?: string; message?: string; index?: number }
+      if (answer.error !== undefined) {
+        const hint = answer.error === 'NO_ROUTE' ? ' (--wait-ms sets how long to wait for a route)' : ''
+        return `send to ${name}, line ${answer.index}: ${answer.error}: ${answer.message ?? ''}${hint}`
+      }
+      if (answer.done === true) done = true
+      else {
+        answered++
+        process.stdout.write(o.json === true ? `${line}\n` : `${describeSent(answer)}\n`)
+      }
     }
-    if (answer.done === true) done = true
-    else process.stdout.write(o.json === true ? `${line}\n` : `${describeSent(answer)}\n`)
+  } catch (error) {
+    // The node died mid-stream (this said only "aborted"): what it answered is settled, the rest unknown.
+    return `send to ${name}: --control ${controlText(o.control)}: the node closed the connection after answering ${answered} line(s) (it stopped or crashed: ${(error as Error).message}); later lines may or may not have been sent`
   }
   return done ? undefined : `send to ${name}: the node ended its answer before the end of the input`
 }
