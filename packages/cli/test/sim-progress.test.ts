@@ -62,6 +62,8 @@ describe('phoenix sim heap warning', () => {
       [{ out: '/proc/phoenix-no-such-dir' }, /^--out \/proc\/phoenix-no-such-dir: cannot write there \(ENOENT/],
       [{ out: file }, /^--out .*a-file: cannot write there \(not a directory\)$/],
       [{ dumpTables: join(dir, 'no', 'such', 'tables.json') }, /^--dump-tables .*tables\.json: directory .*such does not exist$/],
+      // It ran the whole simulation, then failed with EISDIR.
+      [{ dumpTables: dir }, /^--dump-tables .*: is a directory; give the path of a file to write$/],
     ]
     for (const [options, message] of cases) {
       let thrown: unknown

@@ -144,6 +144,13 @@ function checkOutputs(options: SimCommandOptions): void {
   if (options.dumpTables !== undefined) {
     const directory = dirname(resolve(options.dumpTables))
     if (!existsSync(directory) || !statSync(directory).isDirectory()) throw new ConfigError(`--dump-tables ${options.dumpTables}: directory ${directory} does not exist`)
+    // A directory given as the file ended the run, once it was done, with EISDIR and nothing written (found by hand).
+    if (existsSync(options.dumpTables) && statSync(options.dumpTables).isDirectory()) throw new ConfigError(`--dump-tables ${options.dumpTables}: is a directory; give the path of a file to write`)
+    try {
+      accessSync(existsSync(options.dumpTables) ? options.dumpTables : directory, constants.W_OK)
+    } catch (error) {
+      throw new ConfigError(`--dump-tables ${options.dumpTables}: cannot write there (${(error as Error).message})`)
+    }
   }
 }
 
