@@ -41,7 +41,7 @@ export function goneLauncher(launchers: readonly Launcher[]): Launcher | undefin
 }
 
 export interface GuardOptions {
-  /** Runs once, on the first SIGTERM/SIGINT or launcher exit; the process exits when it settles. */
+  /** Runs once, on the first SIGTERM/SIGINT/SIGHUP or launcher exit; the process exits when it settles. */
   readonly stop: (reason: string) => Promise<void>
   /** Exit anyway this long after the stop began (default LEAVE_TIMEOUT_MS). */
   readonly leaveTimeoutMs?: number
@@ -50,7 +50,7 @@ export interface GuardOptions {
 }
 
 /**
- * Makes the command stop gracefully on SIGTERM or SIGINT to its own pid, and on the death of any
+ * Makes the command stop gracefully on SIGTERM, SIGINT or SIGHUP to its own pid, and on the death of any
  * launcher it was started through (polled every LAUNCHER_POLL_MS), whichever comes first; a second
  * signal exits at once. Without /proc (not Linux) the launcher check is "our parent changed".
  */
@@ -82,6 +82,15 @@ export function guardProcess(options: GuardOptions): void {
       process.exit(1)
     })
   }
+  // The terminal or SSH session it runs in closed. Node's default for SIGHUP is to die at once: no
+  // leave, so acknowledged messages still in the inbox were lost without a word and the names
+  // stayed held as after a crash (found by hand, `kill -HUP`). It leaves as on SIGTERM. The
+  // terminal is gone, so writes to it fail (EIO): they must not crash the leave. The kernel and the
+  // shell may both send one: a repeat is not a "second signal".
+  process.on('SIGHUP', () => {
+    for (const stream of [process.stdout, process.stderr]) stream.on('error', () => undefined)
+    begin('SIGHUP received (its terminal closed)')
+  })
   const launchers = hasProc() ? findLaunchers() : undefined
   const parent = process.ppid
   const poll = setInterval(() => {

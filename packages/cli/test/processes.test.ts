@@ -62,6 +62,16 @@ describe.concurrent(`phoenix node stops within STOP_GRACE_MS (${STOP_GRACE_MS} m
     expect(node.stderr).not.toMatch(/Warning/)
   })
 
+  it('SIGHUP (its terminal or SSH session closed) makes the node leave gracefully too', async () => {
+    const { node, tree } = await startWay('bin')
+    process.kill(node.pid, 'SIGHUP')
+    await waitGone(tree, STOP_GRACE_MS)
+    await node.closed
+    // Node's default for SIGHUP was to die at once, without a leave.
+    expect(node.stderr).toMatch(/^phoenix: SIGHUP received \(its terminal closed\); leaving$/m)
+    expect(node.stdout).toMatch(/^left$/m)
+  })
+
   it('a launcher that dies without passing anything on (SIGKILL to npx) takes the node with it', async () => {
     const { node, tree } = await startWay('npx')
     process.kill(node.pid, 'SIGKILL')
