@@ -87,6 +87,18 @@ export class Inbox {
     this.dispatch()
   }
 
+  /**
+   * Messages a reader took but could not pass on (stdout failed under them) go back to the front,
+   * in their order, for the next reader: they were acknowledged, so they must not be lost. They
+   * were counted in the inbox before, so they may take it past its limits for a while.
+   */
+  putBack(messages: readonly InboxMessage[]): void {
+    if (messages.length === 0) return
+    this.held.unshift(...messages)
+    for (const message of messages) this.heldBytes += message.payload.length
+    this.dispatch()
+  }
+
   /** Empties the inbox (the node is leaving); returns how many messages no reader took. */
   close(): number {
     const unread = this.held.length

@@ -139,14 +139,22 @@ async function pump(phoenix: PhoenixNode, inbox: Inbox): Promise<void> {
 
 /**
  * `node --print`: stdout as the reader of last resort, one NDJSON line per message. If stdout
- * closes (`phoenix node --print | head`), printing stops and messages wait for `recv` instead.
+ * closes (`phoenix node --print | head`), printing stops and messages wait for `recv` instead,
+ * those whose lines stdout had not taken included: they go back to the inbox. Before, the message
+ * whose write met the closed pipe was lost, acknowledged (found by hand: `node --print | head -1`,
+ * three sends acknowledged, recv then got the third only). A line the pipe took is the reader's.
  */
 function printMessages(inbox: Inbox): void {
+  /** Handed to stdout, its write not yet done: at most what stdout buffers before it says stop. */
+  const unwritten = new Set<InboxMessage>()
   const reader: InboxReader = {
     names: undefined,
     fallback: true,
     take: (message) => {
-      const flowing = process.stdout.write(toMessageLine(message))
+      unwritten.add(message)
+      const flowing = process.stdout.write(toMessageLine(message), (error) => {
+        if (error === null || error === undefined) unwritten.delete(message)
+      })
       if (!flowing) process.stdout.once('drain', () => inbox.ready(reader))
       return flowing
     },
@@ -154,7 +162,10 @@ function printMessages(inbox: Inbox): void {
   const detach = inbox.attach(reader)
   process.stdout.on('error', (error: NodeJS.ErrnoException) => {
     detach()
-    process.stderr.write(`phoenix: stdout failed (${error.code ?? error.message}); --print stops, messages wait for phoenix recv\n`)
+    const back = [...unwritten]
+    unwritten.clear()
+    inbox.putBack(back)
+    process.stderr.write(`phoenix: stdout failed (${error.code ?? error.message}); --print stops, messages wait for phoenix recv (${back.length} it had not written among them)\n`)
   })
 }
 

@@ -28,6 +28,22 @@ describe('the inbox', () => {
     expect([inbox.size, inbox.bytes]).toEqual([0, 0])
   })
 
+  it('takes back, at the front and in order, what a reader could not pass on; the next reader gets it first', () => {
+    const inbox = new Inbox(10, 1024)
+    const printer = reader(undefined, { fallback: true })
+    const detach = inbox.attach(printer)
+    const [m1, m2, m3] = [message('a', '1'), message('a', '2'), message('a', '3')]
+    inbox.push(m1)
+    inbox.push(m2)
+    detach()
+    inbox.push(m3)
+    inbox.putBack([m1, m2])
+    expect([inbox.size, inbox.bytes]).toEqual([3, 3])
+    const next = reader()
+    inbox.attach(next)
+    expect(next.got).toEqual(['1', '2', '3'])
+  })
+
   it('is bounded by messages and by bytes, and says when it has room again', async () => {
     const inbox = new Inbox(2, 1024)
     inbox.push(message('a', '1'))

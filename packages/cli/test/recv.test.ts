@@ -95,6 +95,28 @@ describe('receiving from the command line', () => {
   })
 })
 
+describe('node --print when its stdout closes', () => {
+  it('`node --print | head -1`: the message whose line met the closed pipe is not lost; recv gets it, then the rest', async () => {
+    const socket = join(tempDir('print-closes'), 'n.sock')
+    const command = [process.execPath, ...NODE_TS, PHOENIX_JS, 'node', '--name', 'printer', '--print', '--control', socket].map((a) => `'${a}'`).join(' ')
+    const shell = start('sh', ['-c', `${command} | head -1`])
+    try {
+      await shell.waitFor(/control endpoint on/)
+      expect((await phoenix(['send', '--control', socket, '--ack', 'printer', 'm1'])).code).toBe(0)
+      await shell.waitFor(/"text":"m1"/)
+      // head has exited: the next line meets a closed pipe.
+      await new Promise((resolve) => setTimeout(resolve, 300))
+      for (const text of ['m2', 'm3']) expect((await phoenix(['send', '--control', socket, '--ack', 'printer', text])).code).toBe(0)
+      await shell.waitFor(/--print stops, messages wait for phoenix recv \(1 it had not written among them\)/)
+      // Acknowledged, m2 was lost with the failed write: recv got m3 only, and waited for ever for a second.
+      const got = await phoenix(['recv', '--control', socket, '--count', '2'], undefined, 15_000)
+      expect(got.stdout.split('\n')).toEqual(['m2', 'm3', ''])
+    } finally {
+      shell.killGroup()
+    }
+  })
+})
+
 describe('recv and send when their node dies', () => {
   it('a node killed while recv waits: one line naming the endpoint and what happened, exit 1 (it said only "aborted")', async () => {
     const socket = join(tempDir('recv-dies'), 'n.sock')
