@@ -6,6 +6,7 @@ import { Fanout, coHubsOf, mayHaveCoHubs } from './fanout.ts'
 import { checkCoreInvariants } from './invariants.ts'
 import { PhoenixError } from './errors.ts'
 import { NameHolders, reclaimNames, type NameConflict } from './names.ts'
+import { unknownKeyProblem } from './option-keys.ts'
 import { NeighbourTable } from './neighbours.ts'
 import { NodeIndex } from './nodeindex.ts'
 import type { CoreParts, TrafficCounters } from './parts.ts'
@@ -41,6 +42,9 @@ export interface CoreConfig {
   readonly records?: RecordAuthority
 }
 
+/** Every key of `CoreConfig` (the type checks the list is whole): anything else is refused, naming it. */
+const CORE_CONFIG_KEYS = Object.keys({ id: 1, addresses: 1, hubs: 1, names: 1, mode: 1, discovery: 1, initialSeq: 1, limits: 1, timing: 1, records: 1 } satisfies Record<keyof CoreConfig, 1>)
+
 export interface CoreStats {
   /** Record signatures checked (each new record once; the simulator charges a measured cost per check). */
   recordsVerified: number
@@ -71,6 +75,8 @@ export interface CoreStats {
 
 /** Limits and timing with defaults filled in, each checked (a non-negative integer). */
 function resolveSettings(config: CoreConfig): { limits: Readonly<CoreLimits>; timing: Readonly<CoreTiming>; mode: RoutingMode } {
+  const unknown = unknownKeyProblem(config, CORE_CONFIG_KEYS, 'config') ?? unknownKeyProblem(config.limits, Object.keys(DEFAULT_LIMITS), 'limits') ?? unknownKeyProblem(config.timing, Object.keys(DEFAULT_TIMING), 'timing')
+  if (unknown !== undefined) throw new PhoenixError('INVALID_CONFIG', unknown)
   const limits = { ...DEFAULT_LIMITS, ...config.limits }
   const timing = { ...DEFAULT_TIMING, ...config.timing }
   for (const [key, value] of Object.entries({ ...limits, ...timing })) {

@@ -24,3 +24,4 @@ export type {
   UpdateMessage,
 } from './types.ts'
 export { CONTROL_CHARACTERS_REFUSED, hasControlCharacters } from './police.ts'
+export { unknownKeyProblem } from './option-keys.ts'

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { NeighbourTable } from '../src/neighbours.ts'
 import { NodeIndex } from '../src/nodeindex.ts'
 import { sendSelfCheck } from '../src/send.ts'
-import { DEFAULT_TIMING, PhoenixCore, PhoenixError, isFresher, nextOwnSeq, seqNewer, type Effect, type RouteAdvert, type UpdateMessage } from '../src/index.ts'
+import { DEFAULT_TIMING, PhoenixCore, PhoenixError, isFresher, nextOwnSeq, seqNewer, type CoreConfig, type Effect, type RouteAdvert, type UpdateMessage } from '../src/index.ts'
 
 const advert = (destination: string, seq: number, nhops: number, extra: Partial<RouteAdvert> = {}): RouteAdvert => ({
   destination,
@@ -157,6 +157,15 @@ describe('receiving entries', () => {
     }
     expect(core.inboxLength).toBe(0)
     expect(() => core.receive('stranger', update([]), 0)).toThrow(/not a neighbour/)
+  })
+
+  it('refuses a config key, limit or timing it does not take, naming it and the nearest it may mean', () => {
+    const config = (extra: object) => () => new PhoenixCore({ id: 'u', ...extra } as CoreConfig)
+    expect(config({ hub: [] })).toThrow('config.hub is not an option (did you mean config.hubs?)')
+    expect(config({ timing: { coHubWaitMS: 5 } })).toThrow('timing.coHubWaitMS is not an option (did you mean timing.coHubWaitMs?)')
+    expect(config({ limits: { destinationMax: 5 } })).toThrow('limits.destinationMax is not an option (did you mean limits.destinationsMax?)')
+    expect(config({ limits: { zzz: 5 } })).toThrow(/^limits\.zzz is not an option; limits takes destinationsMax, /)
+    expect(config({ hubs: [], names: [], mode: 'naive', discovery: false, initialSeq: 2, limits: {}, timing: {}, addresses: [] })).not.toThrow()
   })
 
   it('refuses control characters in names, addresses and ids, ours or received: they reach operators\' terminals', () => {

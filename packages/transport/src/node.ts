@@ -6,16 +6,19 @@ import { peerIdFromString } from '@libp2p/peer-id'
 import { tcp } from '@libp2p/tcp'
 import { multiaddr, type Multiaddr } from '@multiformats/multiaddr'
 import { createLibp2p, type Libp2p } from 'libp2p'
-import { subnetFirewallAllows } from '@phoenix-overlay/core'
+import { subnetFirewallAllows, unknownKeyProblem } from '@phoenix-overlay/core'
 import type { PhoenixInit } from './api.ts'
 import { TRANSPORT_TIMING } from './constants.ts'
 import { SSH_DIAL_TIMEOUT_MS } from './dial-path.ts'
 import { PhoenixTransportError, invalidInput } from './errors.ts'
-import { checkNodeOptionShapes } from './validate.ts'
+import { PHOENIX_INIT_KEYS, checkInitKeys, checkNodeOptionShapes } from './validate.ts'
 import { privateNetwork } from './pnet/protector.ts'
 import { formatPortRange, parsePortRange, withPortFromRange, type PortRange } from './port-range.ts'
 import { checkRuntime } from './runtime.ts'
 import { phoenix, type PhoenixNode } from './service.ts'
+
+/** Every key `createPhoenixLibp2p` takes: the service's and its own (the type checks the list is whole). */
+const NODE_OPTION_KEYS = [...PHOENIX_INIT_KEYS, ...Object.keys({ listen: 1, listenRange: 1, privateKey: 1, connectionGater: 1, privateNetworkKey: 1, allowedPeers: 1, strangers: 1 } satisfies Record<Exclude<keyof OverlayNodeOptions, keyof PhoenixInit>, 1>)]
 
 export interface OverlayNodeOptions extends PhoenixInit {
   /** Listen multiaddrs, e.g. /ip4/127.0.0.1/tcp/0. */
@@ -178,6 +181,9 @@ function membershipGater(gater: ConnectionGater | undefined, allowedPeers: strin
 export async function createPhoenixLibp2p(options: OverlayNodeOptions): Promise<{ libp2p: Libp2p<{ phoenix: PhoenixNode }>; phoenix: PhoenixNode }> {
   checkRuntime()
   checkNodeOptionShapes(options)
+  checkInitKeys(options, NODE_OPTION_KEYS)
+  const strangersProblem = unknownKeyProblem(options.strangers, Object.keys(STRANGER_LIMITS), 'strangers')
+  if (strangersProblem !== undefined) throw new PhoenixTransportError('INVALID_INPUT', strangersProblem, { field: 'strangers' })
   checkListenAddresses(options.listen ?? [])
   checkAllowedPeers(options.allowedPeers ?? [])
   if (options.listenRange === undefined) return createStarted(options, options.listen)

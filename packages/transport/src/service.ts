@@ -19,7 +19,7 @@ import { Session } from './session.ts'
 import { isSshAddress, parseSshAddress } from './ssh-address.ts'
 import type { Member, NameChange } from './groups.ts'
 import { checkSiteLabel, isReservedName, refuseReservedName, siteName, type Topology } from './topology.ts'
-import { checkName, checkSendOptions, coreErrorToTransport } from './validate.ts'
+import { checkInitKeys, checkName, checkSendOptions, coreErrorToTransport } from './validate.ts'
 
 type State = 'stopped' | 'starting' | 'started' | 'leaving'
 
@@ -429,5 +429,6 @@ export class PhoenixNode extends TypedEventEmitter<PhoenixEvents> implements Pho
 /** The libp2p service factory: `services: { phoenix: phoenix({ hubs, names }) }`. */
 export function phoenix(init: PhoenixInit = {}): (components: PhoenixComponents) => PhoenixNode {
   checkRuntime()
+  checkInitKeys(init)
   return (components) => new PhoenixNode(components, init)
 }

@@ -1,5 +1,7 @@
-import { CONTROL_CHARACTERS_REFUSED, DEFAULT_LIMITS, PhoenixError, hasControlCharacters } from '@phoenix-overlay/core'
-import type { SendOptions } from './api.ts'
+import { CONTROL_CHARACTERS_REFUSED, DEFAULT_LIMITS, DEFAULT_TIMING, PhoenixError, hasControlCharacters, unknownKeyProblem } from '@phoenix-overlay/core'
+import type { PhoenixInit, SendOptions } from './api.ts'
+import type { SshInit } from './dial-path.ts'
+import { TRANSPORT_LIMITS, TRANSPORT_TIMING } from './constants.ts'
 import { PhoenixTransportError, invalidInput } from './errors.ts'
 
 /**
@@ -63,4 +65,26 @@ export function coreErrorToTransport<T>(field: string, run: () => T): T {
     if (error instanceof PhoenixError) throw new PhoenixTransportError(error.code === 'INVALID_STATE' ? 'NOT_STARTED' : 'INVALID_INPUT', `${field}: ${error.message}`, { field })
     throw error
   }
+}
+
+/** Every key of `PhoenixInit` (the type checks the list is whole). */
+export const PHOENIX_INIT_KEYS = Object.keys({ hubs: 1, names: 1, site: 1, mode: 1, discovery: 1, signRecords: 1, protocol: 1, ssh: 1, sitePrefixes: 1, limits: 1, timing: 1, core: 1 } satisfies Record<keyof PhoenixInit, 1>)
+
+const SSH_INIT_KEYS = Object.keys({ identityFile: 1, knownHostsFile: 1, strictHostKeys: 1, configFile: 1, advertise: 1, sshPath: 1, limits: 1, timing: 1, optionNames: 1 } satisfies Record<keyof SshInit, 1>)
+
+/**
+ * Refuses a key `init` (or `limits`, `timing`, `core` in it) does not take, naming it and the
+ * nearest it may have meant (option-keys.ts in the core says why). `known`: the keys of the
+ * options object itself (`createPhoenixLibp2p` takes more than the service).
+ */
+export function checkInitKeys(init: PhoenixInit, known: readonly string[] = PHOENIX_INIT_KEYS): void {
+  const problem =
+    unknownKeyProblem(init, known, 'options') ??
+    unknownKeyProblem(init.limits, Object.keys(TRANSPORT_LIMITS), 'limits') ??
+    unknownKeyProblem(init.timing, Object.keys(TRANSPORT_TIMING), 'timing') ??
+    unknownKeyProblem(init.ssh, SSH_INIT_KEYS, 'ssh') ??
+    unknownKeyProblem(init.core, ['limits', 'timing'], 'core') ??
+    unknownKeyProblem(init.core?.limits, Object.keys(DEFAULT_LIMITS), 'core.limits') ??
+    unknownKeyProblem(init.core?.timing, Object.keys(DEFAULT_TIMING), 'core.timing')
+  if (problem !== undefined) throw new PhoenixTransportError('INVALID_INPUT', problem, { field: problem.slice(0, problem.indexOf(' ')) })
 }

@@ -41,3 +41,29 @@ describe('the runtime a node needs', () => {
     })
   })
 })
+
+describe('options a node does not take are refused, naming them', () => {
+  it('a misspelt option, limit or timing is INVALID_INPUT naming it and what it may have meant (it was ignored: a node given `hub` never connected)', async () => {
+    const listen = ['/ip4/127.0.0.1/tcp/0']
+    const refused = async (options: object) => {
+      let error: { code: string; message: string; field: string } | undefined
+      try {
+        const node = await createPhoenixLibp2p(options as Parameters<typeof createPhoenixLibp2p>[0])
+        await node.libp2p.stop()
+      } catch (e) {
+        error = e as { code: string; message: string; field: string }
+      }
+      return error === undefined ? 'started' : `${error.code} ${error.field}: ${error.message}`
+    }
+    expect(await refused({ listen, hub: ['/ip4/127.0.0.1/tcp/1'] })).toBe('INVALID_INPUT options.hub: options.hub is not an option (did you mean options.hubs?)')
+    expect(await refused({ listen, core: { timing: { coHubWaitMS: 5 } } })).toBe('INVALID_INPUT core.timing.coHubWaitMS: core.timing.coHubWaitMS is not an option (did you mean core.timing.coHubWaitMs?)')
+    expect(await refused({ listen, core: { limit: {} } })).toBe('INVALID_INPUT core.limit: core.limit is not an option (did you mean core.limits?)')
+    expect(await refused({ listen, limits: { queueBytes: 1 } })).toMatch(/^INVALID_INPUT limits\.queueBytes: limits\.queueBytes is not an option; limits takes /)
+    expect(await refused({ listen, strangers: { handshakesInProgressMAX: 1 } })).toBe('INVALID_INPUT strangers: strangers.handshakesInProgressMAX is not an option (did you mean strangers.handshakesInProgressMax?)')
+    expect(await refused({ listen, ssh: { identity: 'id' } })).toMatch(/^INVALID_INPUT ssh\.identity: ssh\.identity is not an option; ssh takes identityFile, /)
+    // The service alone (a libp2p node of the user's own) checks the same.
+    expect(() => phoenix({ hubz: [] } as object)).toThrow('options.hubz is not an option (did you mean options.hubs?)')
+    // Every option the types name is taken.
+    expect(await refused({ listen, hubs: [], names: ['k'], site: 's', mode: 'optimized', discovery: true, signRecords: true, sitePrefixes: [], limits: {}, timing: {}, core: { limits: {}, timing: {} }, strangers: {}, allowedPeers: [] })).toBe('started')
+  })
+})
