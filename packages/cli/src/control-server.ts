@@ -289,10 +289,13 @@ async function route(target: ControlTarget, req: IncomingMessage, res: ServerRes
   }
   if (at === 'POST /hubs') {
     const added = url.searchParams.getAll('add')
+    // Nothing to add answered 200 {"added":0}: a script that built the query wrong heard success.
+    if (added.length === 0) throw new ControlError(400, 'INVALID_INPUT', 'POST /hubs needs ?add=<multiaddr> (repeatable)')
     for (const hub of added) phoenix.addHub(hub)
     return reply(res, 200, { added: added.length })
   }
   if (at === 'POST /names') {
+    if (!url.searchParams.has('add') && !url.searchParams.has('remove')) throw new ControlError(400, 'INVALID_INPUT', 'POST /names needs ?add=<name> or ?remove=<name> (each repeatable)')
     // A name another node holds is refused (PhoenixNode.addName): the answer says which.
     const refused = url.searchParams.getAll('add').filter((name) => !phoenix.addName(name))
     for (const name of url.searchParams.getAll('remove')) phoenix.removeName(name)

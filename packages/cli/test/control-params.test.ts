@@ -54,6 +54,9 @@ describe('the control endpoint refuses parameters it does not take', () => {
     expect((await post('/names?add=')).body.message).toBe('add is empty: POST /names needs a value for it')
     expect((await post('/send?name=')).body.message).toBe('name is empty: POST /send needs a value for it')
     expect((await post('/send')).body.message).toBe('send needs ?name=<logical name>')
+    // Nothing to do was 200 {"added":0}: a script that built its query wrong heard success.
+    expect(await post('/hubs')).toEqual({ status: 400, body: { error: 'INVALID_INPUT', message: 'POST /hubs needs ?add=<multiaddr> (repeatable)' } })
+    expect((await post('/names')).body.message).toBe('POST /names needs ?add=<name> or ?remove=<name> (each repeatable)')
     expect(reached).toEqual([])
     const ok = await post('/send?name=x&ack=0&waitMs=5')
     expect(ok.status).toBe(200)
