@@ -1,4 +1,5 @@
 import { InvalidArgumentError } from 'commander'
+import { ConfigError } from './config-error.ts'
 import { request, type ClientRequest, type IncomingMessage } from 'node:http'
 
 /** `--control`: a TCP port on 127.0.0.1, or a unix socket path (reachable from other network namespaces). */
@@ -85,6 +86,16 @@ export async function readAnswer(endpoint: ControlEndpoint, res: IncomingMessage
     throw new Error(`--control ${controlText(endpoint)}: the node closed the connection before its answer ended (it stopped or crashed: ${(error as Error).message})`)
   }
   return Buffer.concat(chunks).toString('utf8')
+}
+
+/**
+ * The error for a failed answer, `line` its one line: a 400 means the node refused a value the
+ * command line gave it (a pattern, a name), so running it again unchanged fails the same way:
+ * exit status 2, as for any command-line error (config-error.ts). It was 1 (found by hand:
+ * `phoenix members ''`). Anything else may pass when retried: 1.
+ */
+export function answerError(status: number, line: string): Error {
+  return status === 400 ? new ConfigError(line) : new Error(line)
 }
 
 /** A control endpoint's error answer (`{"error":"NO_ROUTE","message":"…"}`) as one line. */

@@ -100,6 +100,9 @@ describe("the CLI's edges", () => {
       [['node', '--name', 'tab\there'], 'phoenix: --name: a name must not contain control characters (U+0000-U+001F, U+007F-U+009F), got "tab\\there"', 2],
       [['send', '--control', nobody, '\u001b[31mred', 'hi'], 'phoenix: <name> "\\u001b[31mred" must not contain control characters (U+0000-U+001F, U+007F-U+009F)', 2],
       [['node', '--control', tooLong], tooLongLine, 2],
+      // A value the node refuses (400) is a command-line error too: it exited 1.
+      [['members', '--control', socket, ''], 'phoenix: INVALID_INPUT: pattern must be a non-empty string, like "worker/*"', 2],
+      [['send', '--control', socket, 'n'.repeat(300), 'hi'], `phoenix: send to ${'n'.repeat(300)}: INVALID_INPUT: name is 300 characters, more than 256 (nameLengthMax)`, 2],
       [['routes', '--control', nobody], `phoenix: --control ${nobody}: no node answers on ${nobody} (is \`phoenix node --control ${nobody}\` running?)`, 1],
     ]
     const runs = await Promise.all(cases.map(([args]) => phoenix(args)))

@@ -1,5 +1,5 @@
 import { Command, Option } from 'commander'
-import { callControl, describeFailure, parseControl, type ControlEndpoint } from '../control-client.ts'
+import { answerError, callControl, describeFailure, parseControl, type ControlEndpoint } from '../control-client.ts'
 import { clip, formatTable, shortId } from '../table.ts'
 
 /** A route as `GET /routes` gives it (the core's RouteView). */
@@ -21,7 +21,7 @@ export const controlOption = () => new Option('--control <port|socket>', "the no
 
 async function getJson<T>(endpoint: ControlEndpoint, path: string): Promise<{ json: T; text: string }> {
   const { status, text } = await callControl(endpoint, 'GET', path)
-  if (status !== 200) throw new Error(describeFailure(status, text))
+  if (status !== 200) throw answerError(status, describeFailure(status, text))
   return { json: JSON.parse(text) as T, text }
 }
 

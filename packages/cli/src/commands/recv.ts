@@ -1,6 +1,6 @@
 import { Command, InvalidArgumentError } from 'commander'
 import { once } from 'node:events'
-import { callControl, describeFailure, openControl, readAnswer, type ControlEndpoint } from '../control-client.ts'
+import { answerError, callControl, describeFailure, openControl, readAnswer, type ControlEndpoint } from '../control-client.ts'
 import { payloadOfLine, type MessageLine } from '../message-line.ts'
 import { guardProcess } from '../process-guard.ts'
 import { controlOption } from './inspect.ts'
@@ -28,7 +28,7 @@ async function write(text: string | Uint8Array): Promise<void> {
 async function takeOne(endpoint: ControlEndpoint, query: URLSearchParams): Promise<string | undefined> {
   const res = await openControl(endpoint, 'GET', `/messages?${query.toString()}`)
   const text = await readAnswer(endpoint, res)
-  if (res.statusCode !== 200) throw new Error(`recv: ${describeFailure(res.statusCode ?? 0, text)}`)
+  if (res.statusCode !== 200) throw answerError(res.statusCode ?? 0, `recv: ${describeFailure(res.statusCode ?? 0, text)}`)
   return text.trim() === '' ? undefined : text.trim()
 }
 

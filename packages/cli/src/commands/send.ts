@@ -6,7 +6,7 @@ import { createInterface } from 'node:readline'
 import type { Readable } from 'node:stream'
 import { ConfigError } from '../config-error.ts'
 import { CONTROL_BODY_BYTES_MAX, SEND_WAIT_MS_DEFAULT, SEND_WAIT_MS_MAX } from '../constants.ts'
-import { callControl, controlText, describeFailure, openControlStream, type ControlEndpoint } from '../control-client.ts'
+import { answerError, callControl, controlText, describeFailure, openControlStream, type ControlEndpoint } from '../control-client.ts'
 import { encodeFrame } from '../send-stream.ts'
 import { shortId } from '../table.ts'
 import { controlOption } from './inspect.ts'
@@ -91,7 +91,7 @@ async function sendOne(name: string, payload: Uint8Array, o: SendOptions, where:
   const { status, text } = await callControl(o.control, 'POST', `/send?${query}`, payload)
   if (status !== 200) {
     const hint = status === 404 && /NO_ROUTE/.test(text) ? ' (--wait-ms sets how long to wait for a route)' : ''
-    throw new Error(`send to ${name}${where}: ${describeFailure(status, text)}${hint}`)
+    throw answerError(status, `send to ${name}${where}: ${describeFailure(status, text)}${hint}`)
   }
   process.stdout.write(o.json === true ? text : `${describeSent(JSON.parse(text) as SendAnswer)}\n`)
 }

@@ -1,6 +1,6 @@
 import type { Command } from 'commander'
 import type { Member, Topology } from '@phoenix-overlay/transport'
-import { callControl, describeFailure, type ControlEndpoint } from '../control-client.ts'
+import { answerError, callControl, describeFailure, type ControlEndpoint } from '../control-client.ts'
 import { clip, formatTable, shortId } from '../table.ts'
 import { controlOption } from './inspect.ts'
 
@@ -9,7 +9,7 @@ const NAMES_WIDTH_MAX = 24
 
 async function getJson<T>(endpoint: ControlEndpoint, path: string): Promise<{ json: T; text: string }> {
   const { status, text } = await callControl(endpoint, 'GET', path)
-  if (status !== 200) throw new Error(describeFailure(status, text))
+  if (status !== 200) throw answerError(status, describeFailure(status, text))
   return { json: JSON.parse(text) as T, text }
 }
 
