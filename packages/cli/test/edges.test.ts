@@ -4,6 +4,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { REFUSED_CHARACTERS_RULE } from '@phoenix-overlay/core'
 import { CONTROL_BODY_BYTES_MAX } from '../src/constants.ts'
 import { freePort, phoenix, startNode, tempDir, type Run, type Started } from './helpers.ts'
 
@@ -58,7 +59,11 @@ describe("the CLI's edges", () => {
   it('a message over the control endpoint cap fails in one line naming the cap', async () => {
     const file = join(dir, 'huge.bin')
     writeFileSync(file, new Uint8Array(CONTROL_BODY_BYTES_MAX + 1))
-    failsWith(await phoenix(['send', '--control', socket, '--file', file, 'edge-a']), `phoenix: --file ${file}: more than ${CONTROL_BODY_BYTES_MAX} bytes, more than the control endpoint takes in one message (${CONTROL_BODY_BYTES_MAX}, CONTROL_BODY_BYTES_MAX)`)
+    // A file that can never be sent is a command-line error (exit 2); stdin's content is not (exit 1).
+    const cap = `the control endpoint's ${CONTROL_BODY_BYTES_MAX} bytes per message (CONTROL_BODY_BYTES_MAX)`
+    failsWith(await phoenix(['send', '--control', socket, '--file', file, 'edge-a']), `phoenix: --file ${file}: over ${cap}`, 2)
+    failsWith(await phoenix(['send', '--control', socket, '--lines', '--file', file, 'edge-a']), `phoenix: --file ${file} line 1: ${CONTROL_BODY_BYTES_MAX + 1} bytes, over ${cap}`, 2)
+    failsWith(await phoenix(['send', '--control', socket, 'edge-a'], readFileSync(file)), `phoenix: stdin: over ${cap}`, 1)
   })
 
   it('send says whether the message was acknowledged; --wait-ms 0 fails at once when there is no route', async () => {
@@ -97,8 +102,11 @@ describe("the CLI's edges", () => {
       [['send', '--control', nobody, '--lines', 'x', 'inline'], 'phoenix: --lines: give the message as an argument or from the input, not both', 2],
       [['routes', '--control', tooLong], tooLongLine, 2],
       // A name with a control character: no node holds one, and printed raw it rewrote terminals.
-      [['node', '--name', 'tab\there'], 'phoenix: --name: a name must not contain control characters (U+0000-U+001F, U+007F-U+009F), got "tab\\there"', 2],
-      [['send', '--control', nobody, '\u001b[31mred', 'hi'], 'phoenix: <name> "\\u001b[31mred" must not contain control characters (U+0000-U+001F, U+007F-U+009F)', 2],
+      [['node', '--name', 'tab\there'], `phoenix: --name: a name ${REFUSED_CHARACTERS_RULE}, got "tab\\there"`, 2],
+      [['send', '--control', nobody, '\u001b[31mred', 'hi'], `phoenix: <name> "\\u001b[31mred" ${REFUSED_CHARACTERS_RULE}`, 2],
+      // A bidi override reordered the tables' lines; a zero-width space made a lookalike of another's name. Shown escaped.
+      [['node', '--name', 'w2\u202e1'], `phoenix: --name: a name ${REFUSED_CHARACTERS_RULE}, got "w2\\u202e1"`, 2],
+      [['send', '--control', nobody, 'w2\u200b', 'hi'], `phoenix: <name> "w2\\u200b" ${REFUSED_CHARACTERS_RULE}`, 2],
       [['node', '--control', tooLong], tooLongLine, 2],
       // A value the node refuses (400) is a command-line error too: it exited 1.
       [['members', '--control', socket, ''], 'phoenix: INVALID_INPUT: pattern must be a non-empty string, like "worker/*"', 2],

@@ -53,7 +53,7 @@ export class Police {
     if (typeof id !== 'string' || id.length === 0 || id.length > this.limits.nodeIdLengthMax) {
       throw new PhoenixError('INVALID_INPUT', `${what} must be a non-empty string of at most ${this.limits.nodeIdLengthMax} characters`)
     }
-    refuseControlCharacters(id, what)
+    refuseCharacters(id, what)
   }
 
   checkNames(names: readonly unknown[], what: string): string[] {
@@ -65,7 +65,7 @@ export class Police {
         const got = typeof name !== 'string' ? typeof name : name.length === 0 ? 'an empty one' : `one of ${name.length}`
         throw new PhoenixError('INVALID_INPUT', `${what}: a name must be a non-empty string of at most ${this.limits.nameLengthMax} characters, got ${got}`)
       }
-      refuseControlCharacters(name, `${what}: a name`)
+      refuseCharacters(name, `${what}: a name`)
     }
     // Names per node are few: a quadratic scan beats allocating a Set for every entry received.
     for (let i = 1; i < names.length; i++) {
@@ -82,7 +82,7 @@ export class Police {
       if (typeof address !== 'string' || address.length === 0 || address.length > this.limits.addressLengthMax) {
         throw new PhoenixError('INVALID_INPUT', `${what}: an address must be a non-empty string of at most ${this.limits.addressLengthMax} characters`)
       }
-      refuseControlCharacters(address, `${what}: an address`)
+      refuseCharacters(address, `${what}: an address`)
     }
     return addresses as string[]
   }
@@ -232,23 +232,44 @@ export class Police {
 }
 
 /**
- * C0 and C1 control characters and DEL. Ids, names and addresses come from every member of the
- * overlay and end up in operators' terminals (`phoenix routes`, `members`, `topology`) and logs:
- * a name carrying an escape sequence recoloured or rewrote an operator's terminal, and one with a
- * newline broke the tables (found by hand, `POST /names?add=%1b[31mRED`). Refused wherever one
- * enters: our own names and hubs, and every update (a record carrying one is malformed).
+ * Characters no id, name or address may contain. They come from every member of the overlay and
+ * end up in operators' terminals (`phoenix routes`, `members`, `topology`), logs and lookups:
+ * - C0 and C1 control characters and DEL (`\p{Cc}`): a name carrying an escape sequence
+ *   recoloured or rewrote an operator's terminal, and one with a newline broke the tables (found
+ *   by hand, `POST /names?add=%1b[31mRED`);
+ * - format characters (`\p{Cf}`): a bidi override or isolate (U+202A-U+202E, U+2066-U+2069)
+ *   reverses the rest of a `phoenix routes` line in a terminal that applies bidi, so a name can
+ *   show another node's id beside it,
+ *   and zero-width ones (U+200B-U+200D, U+2060, U+FEFF) made a name look exactly like another
+ *   member's while being a different name (found by hand: `--name` with a U+202E was taken and
+ *   printed raw);
+ * - unpaired surrogates (`\p{Cs}`, only an API caller can make one): UTF-8 on the wire turns
+ *   them into U+FFFD, so every peer would know the name under another spelling than its holder,
+ *   and sends to it from elsewhere failed NO_ROUTE.
+ * Refused wherever one enters: our own names and hubs, and every update (a record carrying one is
+ * malformed). Names are identifiers: letters of any script, digits, punctuation, symbols and
+ * emoji without joiners are all taken.
  */
-const CONTROL_CHARACTER = /[\u0000-\u001f\u007f-\u009f]/
+const REFUSED_CHARACTER = /[\p{Cc}\p{Cf}\p{Cs}]/u
+const REFUSED_CHARACTERS = /[\p{Cc}\p{Cf}\p{Cs}]/gu
 
 /** What a name, address or id must not contain, said the same way by every layer that checks one. */
-export const CONTROL_CHARACTERS_REFUSED = 'must not contain control characters (U+0000-U+001F, U+007F-U+009F)'
+export const REFUSED_CHARACTERS_RULE = 'must not contain control characters, format characters (bidi controls, zero-width characters) or unpaired surrogates'
 
-export function hasControlCharacters(text: string): boolean {
-  return CONTROL_CHARACTER.test(text)
+export function hasRefusedCharacters(text: string): boolean {
+  return REFUSED_CHARACTER.test(text)
 }
 
-function refuseControlCharacters(text: string, what: string): void {
-  if (CONTROL_CHARACTER.test(text)) throw new PhoenixError('INVALID_INPUT', `${what} ${CONTROL_CHARACTERS_REFUSED}, got ${JSON.stringify(text)}`)
+/** `text` quoted, with every refused character escaped (`\u202e`), so that an error message showing it cannot itself rewrite the terminal it is printed on. */
+export function quoteEscaped(text: string): string {
+  return JSON.stringify(text).replace(REFUSED_CHARACTERS, (c) => {
+    const code = c.codePointAt(0)!
+    return code > 0xffff ? `\\u{${code.toString(16)}}` : `\\u${code.toString(16).padStart(4, '0')}`
+  })
+}
+
+function refuseCharacters(text: string, what: string): void {
+  if (REFUSED_CHARACTER.test(text)) throw new PhoenixError('INVALID_INPUT', `${what} ${REFUSED_CHARACTERS_RULE}, got ${quoteEscaped(text)}`)
 }
 
 /** A malformed update, as the error the sender sees. A function, not a closure per check: checks run once per received entry. */

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { NeighbourTable } from '../src/neighbours.ts'
 import { NodeIndex } from '../src/nodeindex.ts'
 import { sendSelfCheck } from '../src/send.ts'
-import { DEFAULT_TIMING, PhoenixCore, PhoenixError, isFresher, nextOwnSeq, seqNewer, type CoreConfig, type Effect, type RouteAdvert, type UpdateMessage } from '../src/index.ts'
+import { DEFAULT_TIMING, PhoenixCore, PhoenixError, REFUSED_CHARACTERS_RULE, isFresher, nextOwnSeq, quoteEscaped, seqNewer, type CoreConfig, type Effect, type RouteAdvert, type UpdateMessage } from '../src/index.ts'
 
 const advert = (destination: string, seq: number, nhops: number, extra: Partial<RouteAdvert> = {}): RouteAdvert => ({
   destination,
@@ -180,12 +180,34 @@ describe('receiving entries', () => {
     ]
     for (const message of bad) expect(() => core.receive('a', message, 0)).toThrow(/must not contain control characters/)
     expect(core.inboxLength).toBe(0)
-    expect(() => core.addName(escape)).toThrow(`name: a name must not contain control characters (U+0000-U+001F, U+007F-U+009F), got "\\u001b[31mRED\\u001b[0m"`)
+    expect(() => core.addName(escape)).toThrow(`name: a name ${REFUSED_CHARACTERS_RULE}, got "\\u001b[31mRED\\u001b[0m"`)
     expect(core.names).toEqual([])
     expect(() => core.setAddresses(['/ip4/10.0.0.1/tcp/7000\r'])).toThrow(/must not contain control characters/)
     expect(() => new PhoenixCore({ id: 'w', names: ['tab\there'] })).toThrow(/must not contain control characters/)
     // Printable text of any script, spaces included, is a name.
     expect(core.addName('ранг 7 — 作業')).toBe(true)
+  })
+
+  it('refuses format characters and unpaired surrogates in names, addresses and ids: lookalike names, reordered terminal lines, names the wire would respell', () => {
+    const core = coreWithNeighbours('u', ['a'])
+    const lookalikes = ['w2\u202e1', 'w2\u200b', '\ufeffw2', 'w\u2066x\u2069', 'w2\u00ad', 'tag\u{e0041}']
+    for (const name of lookalikes) {
+      expect(() => core.receive('a', update([advert('v', 2, 0, { names: [name] })]), 0)).toThrow(/must not contain control characters, format characters/)
+      expect(() => core.addName(name)).toThrow(/must not contain control characters, format characters/)
+    }
+    expect(() => core.receive('a', update([advert('v', 2, 0, { addresses: ['/dns4/a\u200b.example/tcp/1'] })]), 0)).toThrow(/format characters/)
+    expect(() => core.receive('a', update([advert('v\u202e', 2, 0)]), 0)).toThrow(/format characters/)
+    // An unpaired surrogate: UTF-8 on the wire would turn it into U+FFFD, another name.
+    expect(() => core.addName('half\ud800')).toThrow(/unpaired surrogates, got "half\\ud800"/)
+    expect(() => core.addName('\udc00x')).toThrow(/unpaired surrogates/)
+    expect(core.inboxLength).toBe(0)
+    expect(core.names).toEqual([])
+    // The refused character is shown escaped: the error line cannot reorder the terminal either.
+    expect(() => core.addName('w2\u202e1')).toThrow('got "w2\\u202e1"')
+    expect(() => core.addName('tag\u{e0041}')).toThrow('got "tag\\u{e0041}"')
+    // Paired surrogates (emoji), combining marks and right-to-left scripts are names.
+    for (const name of ['🚀 launcher', 'é', 'عامل-3', 'ворк\u0301ер']) expect(core.addName(name)).toBe(true)
+    expect(quoteEscaped('ok \u0085 \u202e')).toBe('"ok \\u0085 \\u202e"')
   })
 
   it('tells the driver to push back when the inbox is full', () => {

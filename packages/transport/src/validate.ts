@@ -1,4 +1,4 @@
-import { CONTROL_CHARACTERS_REFUSED, DEFAULT_LIMITS, DEFAULT_TIMING, PhoenixError, hasControlCharacters, unknownKeyProblem } from '@phoenix-overlay/core'
+import { DEFAULT_LIMITS, DEFAULT_TIMING, PhoenixError, REFUSED_CHARACTERS_RULE, hasRefusedCharacters, quoteEscaped, unknownKeyProblem } from '@phoenix-overlay/core'
 import type { PhoenixInit, SendOptions } from './api.ts'
 import type { SshInit } from './dial-path.ts'
 import { TRANSPORT_LIMITS, TRANSPORT_TIMING } from './constants.ts'
@@ -7,12 +7,12 @@ import { PhoenixTransportError, invalidInput } from './errors.ts'
 /**
  * A logical name as every node accepts it: a non-empty string of at most the core's
  * nameLengthMax characters (UTF-16 units; the wire allows 3 UTF-8 bytes for each), with no
- * control character (police.ts in the core says why).
+ * control or format character and no unpaired surrogate (police.ts in the core says why).
  */
 export function checkName(field: string, name: unknown): asserts name is string {
   if (typeof name !== 'string' || name.length === 0) throw invalidInput(field, 'must be a non-empty string')
   if (name.length > DEFAULT_LIMITS.nameLengthMax) throw invalidInput(field, `is ${name.length} characters, more than ${DEFAULT_LIMITS.nameLengthMax} (nameLengthMax)`)
-  if (hasControlCharacters(name)) throw invalidInput(field, `${CONTROL_CHARACTERS_REFUSED}, got ${JSON.stringify(name)}`)
+  if (hasRefusedCharacters(name)) throw invalidInput(field, `${REFUSED_CHARACTERS_RULE}, got ${quoteEscaped(name)}`)
 }
 
 function checkWaitMs(field: string, value: number | undefined): void {

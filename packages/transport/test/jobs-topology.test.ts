@@ -72,6 +72,7 @@ describe('topology: sites and hosts, with colors every node agrees on', () => {
     expect(() => cluster.node('C0').phoenix.members('')).toThrow(PhoenixTransportError)
     expect(() => cluster.node('C0').phoenix.members('')).toThrow(/^pattern must be a non-empty string/)
     expect(() => cluster.node('C0').phoenix.members('@site/*')).toThrow(/^pattern "@site\/\*": names starting with '@' are reserved/)
+    expect(() => cluster.node('C0').phoenix.members('worker/\u202e*')).toThrow(/^pattern must not contain control characters, format characters .*, got "worker\/\\u202e\*"$/)
   })
 
   it('raises name:down within 2 s of a crash and name:up once the node is back, at every node; topology follows', async () => {

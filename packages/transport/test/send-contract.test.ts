@@ -44,6 +44,9 @@ describe('the send contract (issue 11, items 1 and 2)', () => {
     const cases: [string, Promise<unknown>, string][] = [
       ['name', a.phoenix.send('', text('x')), 'name'],
       ['long name', a.phoenix.send('n'.repeat(257), text('x')), 'name'],
+      // A lookalike of b (zero-width space), and a name UTF-8 would respell as U+FFFD.
+      ['zero-width name', a.phoenix.send('b\u200b', text('x')), 'name'],
+      ['unpaired surrogate', a.phoenix.send('b\ud800', text('x')), 'name'],
       ['payload type', a.phoenix.send('b', 'text' as unknown as Uint8Array), 'payload'],
       ['routeWaitMs', a.phoenix.send('b', text('x'), { routeWaitMs: -1 }), 'options.routeWaitMs'],
       ['ackTimeoutMs', a.phoenix.send('b', text('x'), { ackTimeoutMs: Number.NaN }), 'options.ackTimeoutMs'],

@@ -1,4 +1,4 @@
-import { CONTROL_CHARACTERS_REFUSED, hasControlCharacters } from '@phoenix-overlay/core'
+import { REFUSED_CHARACTERS_RULE, hasRefusedCharacters, quoteEscaped } from '@phoenix-overlay/core'
 import { Command, InvalidArgumentError } from 'commander'
 import { createReadStream } from 'node:fs'
 import type { ClientRequest, IncomingMessage } from 'node:http'
@@ -42,8 +42,14 @@ function waitMsOption(value: string): number {
   return n
 }
 
-function tooLarge(source: string, bytes: string): Error {
-  return new Error(`${source}: ${bytes} bytes, more than the control endpoint takes in one message (${CONTROL_BODY_BYTES_MAX}, CONTROL_BODY_BYTES_MAX)`)
+/**
+ * A message larger than the control endpoint takes. From the command line (the argument, a
+ * `--file`) it is a configuration error (exit 2: the same command can never pass); from stdin, as
+ * any other input failure, exit 1.
+ */
+function tooLarge(source: string, bytes: number | undefined): Error {
+  const line = `${source}: ${bytes === undefined ? 'over' : `${bytes} bytes, over`} the control endpoint's ${CONTROL_BODY_BYTES_MAX} bytes per message (CONTROL_BODY_BYTES_MAX)`
+  return source.startsWith('stdin') ? new Error(line) : new ConfigError(line)
 }
 
 /** The input cannot be read: a `--file` that is missing or unreadable is a configuration error (exit 2), stdin failing is not. */
@@ -66,7 +72,7 @@ async function readMessage(file: string | undefined): Promise<Uint8Array> {
   try {
     for await (const chunk of stream) {
       size += (chunk as Buffer).length
-      if (size > CONTROL_BODY_BYTES_MAX) throw tooLarge(source, `more than ${CONTROL_BODY_BYTES_MAX}`)
+      if (size > CONTROL_BODY_BYTES_MAX) throw tooLarge(source, undefined)
       chunks.push(chunk as Buffer)
     }
   } catch (error) {
@@ -203,7 +209,7 @@ async function sendLines(name: string, o: SendOptions): Promise<void> {
       if (answered) break
       n++
       const payload = new TextEncoder().encode(line)
-      if (payload.length > CONTROL_BODY_BYTES_MAX) throw tooLarge(`${source} line ${n}`, String(payload.length))
+      if (payload.length > CONTROL_BODY_BYTES_MAX) throw tooLarge(`${source} line ${n}`, payload.length)
       await writer.write(encodeFrame(payload))
     }
   } catch (error) {
@@ -232,11 +238,11 @@ export function registerSendCommand(program: Command): void {
     .option('--json', "print the control endpoint's JSON answer")
     .action(async (name: string, message: string | undefined, o: SendOptions) => {
       // No node holds such a name (the core refuses them), and printed raw it would break the one-line error.
-      if (hasControlCharacters(name)) throw new ConfigError(`<name> ${JSON.stringify(name)} ${CONTROL_CHARACTERS_REFUSED}`)
+      if (hasRefusedCharacters(name)) throw new ConfigError(`<name> ${quoteEscaped(name)} ${REFUSED_CHARACTERS_RULE}`)
       if (message !== undefined && (o.file !== undefined || o.lines === true)) throw new ConfigError(`${o.lines === true ? '--lines' : '--file'}: give the message as an argument or from the input, not both`)
       if (o.lines === true) return sendLines(name, o)
       const payload = message !== undefined ? new TextEncoder().encode(message) : await readMessage(o.file)
-      if (payload.length > CONTROL_BODY_BYTES_MAX) throw tooLarge('message', String(payload.length))
+      if (payload.length > CONTROL_BODY_BYTES_MAX) throw tooLarge('<message>', payload.length)
       await sendOne(name, payload, o, '')
     })
 }
