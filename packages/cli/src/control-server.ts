@@ -5,6 +5,7 @@ import { browserRefusal } from './browser-guard.ts'
 import { CONTROL_BODY_BYTES_MAX, SEND_WAIT_MS_DEFAULT, SEND_WAIT_MS_MAX } from './constants.ts'
 import type { Inbox, InboxReader } from './inbox.ts'
 import { toMessageLine } from './message-line.ts'
+import { nameProblem } from './name-rule.ts'
 import { FrameError, FrameReader } from './send-stream.ts'
 
 /** What the control endpoint serves, once the node has started. */
@@ -238,6 +239,10 @@ async function sendStream(target: ControlTarget, req: IncomingMessage, res: Serv
  */
 function streamMessages(target: ControlTarget, req: IncomingMessage, res: ServerResponse, url: URL, streams: Set<ServerResponse>): void {
   const names = url.searchParams.getAll('name')
+  for (const name of names) {
+    const problem = nameProblem(name)
+    if (problem !== undefined) throw new ControlError(400, 'INVALID_INPUT', `name ${problem}`)
+  }
   let remaining = integerParam(url, 'count', Number.POSITIVE_INFINITY, 1, Number.MAX_SAFE_INTEGER)!
   res.writeHead(200, { 'content-type': 'application/x-ndjson', 'cache-control': 'no-store' })
   res.flushHeaders()

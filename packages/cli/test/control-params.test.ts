@@ -63,6 +63,11 @@ describe('the control endpoint refuses parameters it does not take', () => {
     expect(await post('/names?add=a&remove=b')).toMatchObject({ status: 200, body: { refused: [] } })
     expect(await post('/names?add=taken')).toMatchObject({ status: 200, body: { refused: ['taken'] } })
     expect(reached).toEqual(['send x ack=false wait=5', 'add a', 'remove b', 'add taken'])
+    // A name no node can hold: GET /messages waited for it for good; now 400 before the stream starts.
+    const bidi = await fetch(`${base}/messages?name=${encodeURIComponent('w\u202e2')}`)
+    expect(bidi.status).toBe(400)
+    expect(((await bidi.json()) as { message: string }).message).toMatch(/^name "w\\u202e2" must not contain control characters, format characters/)
+    expect((await fetch(`${base}/messages?name=${'n'.repeat(257)}`)).status).toBe(400)
     // A path the endpoint does not serve is still answered 404 with the usage, whatever its query.
     expect((await fetch(`${base}/nope?x=1`)).status).toBe(404)
   })

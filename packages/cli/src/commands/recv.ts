@@ -1,7 +1,9 @@
 import { Command, InvalidArgumentError } from 'commander'
 import { once } from 'node:events'
+import { ConfigError } from '../config-error.ts'
 import { answerError, callControl, describeFailure, openControl, readAnswer, type ControlEndpoint } from '../control-client.ts'
 import { payloadOfLine, type MessageLine } from '../message-line.ts'
+import { nameProblem } from '../name-rule.ts'
 import { guardProcess } from '../process-guard.ts'
 import { controlOption } from './inspect.ts'
 
@@ -83,5 +85,12 @@ export function registerRecvCommand(program: Command): void {
     .option('--name <name>', 'only messages sent to this name (repeatable; default: every name)', collect, [] as string[])
     .option('--count <n>', 'exit after n messages', countOption)
     .option('--json', 'one JSON line per message: {"from","name","id","hops","text"|"base64"}')
-    .action(async (o: RecvOptions) => recv(o))
+    .action(async (o: RecvOptions) => {
+      // A name no node can hold would wait for good (exit 2 at once, as send refuses it).
+      for (const name of o.name) {
+        const problem = nameProblem(name)
+        if (problem !== undefined) throw new ConfigError(`--name: ${problem}`)
+      }
+      return recv(o)
+    })
 }
