@@ -277,6 +277,12 @@ export function parseScenario(input: Json): Scenario {
     events,
   }
   if (scenario.quietMs <= sendHold) fail('quietMs', `must exceed coreTiming.sendHoldForDialsMs (${sendHold}), or held sends pass for quiet`)
+  // With discovery through hubs a node knows only the gateways at start: with none, no node ever
+  // met another, and the run reported "converged, tables match BFS" over an empty graph.
+  const discovers = scenario.discovery === 'hubs' && (scenario.strategy === 'optimized' || scenario.strategy === 'naive')
+  if (discovers && subnets.every((s) => s.gateways === 0) && subnets[0]!.nodes > 1) {
+    fail('subnets', 'no gateway, and with "discovery": "hubs" nodes know only the gateways at start: none would ever meet another (give a subnet "gateways": 1, or "discovery": "all")')
+  }
   return scenario
 }
 

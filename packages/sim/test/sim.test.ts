@@ -331,6 +331,9 @@ describe('scenario validation', () => {
     [{ subnets: [{ name: 'A', nodes: 4 }], coreLimits: { ecmpNextHopsMax: 4 } }, 'scenario.coreLimits.ecmpNextHopsMax: unknown field'],
     [{ subnets: [{ name: 'A', nodes: 4 }], coreLimits: { neighboursMax: 0 } }, 'scenario.coreLimits.neighboursMax: must be in [1, 65536], got 0'],
     [{ subnets: [{ name: 'A', nodes: 4, gateways: 0 }, { name: 'B', nodes: 4, gateways: 0 }] }, 'no gateway'],
+    // One subnet without a gateway: nobody knows anybody; it "converged" over an empty graph.
+    [{ subnets: [{ name: 'A', nodes: 3, gateways: 0 }] }, 'scenario.subnets: no gateway, and with "discovery": "hubs" nodes know only the gateways at start'],
+    [{ subnets: [{ name: 'A', nodes: 3, gateways: 0 }], strategy: 'naive' }, 'scenario.subnets: no gateway'],
   ]
   for (const [input, message] of bad) {
     it(`rejects ${JSON.stringify(input).slice(0, 90)}`, () => {
@@ -338,6 +341,11 @@ describe('scenario validation', () => {
       expect(() => parseScenario(input)).toThrowError(message)
     })
   }
+
+  it('takes a subnet without gateways where nodes still meet: discovery all, offline, master, a lone node', () => {
+    for (const extra of [{ discovery: 'all' }, { strategy: 'offline' }, { strategy: 'master' }]) expect(() => parseScenario({ subnets: [{ name: 'A', nodes: 3, gateways: 0 }], ...extra })).not.toThrow()
+    expect(() => parseScenario({ subnets: [{ name: 'A', nodes: 1, gateways: 0 }] })).not.toThrow()
+  })
 
   it('names an event node id that does not exist', () => {
     const scenario = parseScenario({ subnets: [{ name: 'A', nodes: 4 }], events: [{ atMs: 1, type: 'crash', nodes: ['A-001', 'A-009'] }] })
