@@ -146,7 +146,38 @@ describe('recv and send when their node dies', () => {
       process.kill(node.pid, 'SIGKILL')
       expect(await send.exited).toBe(1)
       const answered = send.stdout.trim().split('\n').length
-      expect(send.stderr.trim().split('\n')).toEqual([`phoenix: send to doomed: --control ${socket}: the node closed the connection after answering ${answered} line(s) (it stopped or crashed: aborted); later lines may or may not have been sent`])
+      const lines = send.stderr.trim().split('\n')
+      expect(lines).toHaveLength(1)
+      // What was answered, what may have gone, and that the input's later lines were not sent.
+      const said = new RegExp(`^phoenix: send to doomed: --control ${socket}: the node closed the connection \\(it stopped or crashed: aborted\\) after answering (all (\\d+) line\\(s\\) written|${answered} of the (\\d+) line\\(s\\) written; the last (\\d+) may or may not have been sent); the input's later lines were not sent$`)
+      const match = said.exec(lines[0]!)
+      expect(match, lines[0]).not.toBeNull()
+      if (match![2] !== undefined) expect(Number(match![2])).toBe(answered)
+      else expect(Number(match![3]) - answered).toBe(Number(match![4]))
+    } finally {
+      node.killGroup()
+    }
+  })
+
+  it('send --lines whose node leaves with every line answered: exit 0 if the input then ends, 1 if it stays open', async () => {
+    // A shell job's worker (`recv | … | send --lines`) ends its input just after its node leaves:
+    // that printed "later lines may or may not have been sent" and exit 1 with nothing lost.
+    const socket = join(tempDir('send-leaves'), 'n.sock')
+    const node = startNode(['--name', 'leaving', '--control', socket])
+    try {
+      await node.waitFor(/control endpoint on/)
+      const send = [process.execPath, ...NODE_TS, PHOENIX_JS, 'send', '--control', socket, 'leaving', '--lines', '--ack'].map((a) => `'${a}'`).join(' ')
+      // Three lines, then the input stays open while the node lives, and ends 0.2 s (or 4 s) after.
+      const feed = (afterS: number) => `echo a; echo b; echo c; while kill -0 ${node.pid} 2>/dev/null; do sleep 0.05; done; sleep ${afterS}`
+      const ends = start('sh', ['-c', `(${feed(0.2)}) | ${send}`])
+      const staysOpen = start('sh', ['-c', `(${feed(4)}) | ${send}`])
+      await ends.waitFor(/(acknowledged by leaving.*\n){3}/)
+      await staysOpen.waitFor(/(acknowledged by leaving.*\n){3}/)
+      process.kill(node.pid, 'SIGTERM')
+      expect(await ends.exited, ends.stderr).toBe(0)
+      expect(ends.stderr).toBe('')
+      expect(await staysOpen.exited).toBe(1)
+      expect(staysOpen.stderr.trim()).toMatch(/after answering all 3 line\(s\) written; the input had not ended 2 s later, and nothing more was sent$/)
     } finally {
       node.killGroup()
     }

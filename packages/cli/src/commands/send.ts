@@ -150,15 +150,30 @@ class FrameWriter {
   }
 }
 
-/** Reads the stream's answer, printing each message's line; resolves to the failure, if any, as one line. */
-async function readAnswers(response: Promise<IncomingMessage>, name: string, o: SendOptions): Promise<string | undefined> {
+/** How the node's answer to a streaming send ended. */
+type StreamEnd =
+  | { readonly kind: 'done' }
+  /** The node refused a message, or the request: one line saying so. */
+  | { readonly kind: 'failed'; readonly line: string }
+  /** The connection closed before the node's `done` (it stopped or crashed), after `answered` lines. */
+  | { readonly kind: 'closed'; readonly answered: number; readonly cause: string }
+
+/**
+ * After the node closed a streaming send's connection with every line written answered, how long
+ * the input may take to end: a pipeline fed by the same node (`recv | … | send --lines`) ends just
+ * after the node leaves, and then nothing was lost. A line that comes instead, or an input still
+ * open after this, fails the send.
+ */
+const NODE_GONE_INPUT_END_WAIT_MS = 2_000
+
+/** Reads the stream's answer, printing each message's line. */
+async function readAnswers(response: Promise<IncomingMessage>, name: string, o: SendOptions): Promise<StreamEnd> {
   const res = await response
   if (res.statusCode !== 200) {
     const chunks: Buffer[] = []
     for await (const chunk of res) chunks.push(chunk as Buffer)
-    return `send to ${name}: ${describeFailure(res.statusCode ?? 0, Buffer.concat(chunks).toString('utf8'))}`
+    return { kind: 'failed', line: `send to ${name}: ${describeFailure(res.statusCode ?? 0, Buffer.concat(chunks).toString('utf8'))}` }
   }
-  let done = false
   let answered = 0
   try {
     for await (const line of createInterface({ input: res, crlfDelay: Infinity })) {
@@ -166,47 +181,78 @@ async function readAnswers(response: Promise<IncomingMessage>, name: string, o: 
       const answer = JSON.parse(line) as SendAnswer & { done?: boolean; error?: string; message?: string; index?: number }
       if (answer.error !== undefined) {
         const hint = answer.error === 'NO_ROUTE' ? ' (--wait-ms sets how long to wait for a route)' : ''
-        return `send to ${name}, line ${answer.index}: ${answer.error}: ${answer.message ?? ''}${hint}`
+        return { kind: 'failed', line: `send to ${name}, line ${answer.index}: ${answer.error}: ${answer.message ?? ''}${hint}` }
       }
-      if (answer.done === true) done = true
-      else {
-        answered++
-        process.stdout.write(o.json === true ? `${line}\n` : `${describeSent(answer)}\n`)
-      }
+      if (answer.done === true) return { kind: 'done' }
+      answered++
+      process.stdout.write(o.json === true ? `${line}\n` : `${describeSent(answer)}\n`)
     }
   } catch (error) {
     // The node died mid-stream (this said only "aborted"): what it answered is settled, the rest unknown.
-    return `send to ${name}: --control ${controlText(o.control)}: the node closed the connection after answering ${answered} line(s) (it stopped or crashed: ${(error as Error).message}); later lines may or may not have been sent`
+    return { kind: 'closed', answered, cause: (error as Error).message }
   }
-  return done ? undefined : `send to ${name}: the node ended its answer before the end of the input`
+  return { kind: 'closed', answered, cause: 'its answer ended early' }
+}
+
+/** Why a send whose node closed the connection failed: what was answered, what may have gone, what was not sent. */
+function closedFailure(name: string, o: SendOptions, end: Extract<StreamEnd, { kind: 'closed' }>, written: number, input: 'more' | 'open' | 'ended'): string {
+  const unsure = written - end.answered
+  const answered = unsure === 0 ? `all ${written} line(s) written` : `${end.answered} of the ${written} line(s) written; the last ${unsure} may or may not have been sent`
+  const rest = input === 'more' ? "; the input's later lines were not sent" : input === 'open' ? `; the input had not ended ${NODE_GONE_INPUT_END_WAIT_MS / 1000} s later, and nothing more was sent` : ''
+  return `send to ${name}: --control ${controlText(o.control)}: the node closed the connection (it stopped or crashed: ${end.cause}) after answering ${answered}${rest}`
 }
 
 /**
  * `--lines`: every line of the input is one message, sent in order as it arrives, all in one
  * streaming request (`POST /send-stream`); the node answers a line per message sent (with --ack:
- * acknowledged) and stops at the first failure, which ends the input here too.
+ * acknowledged) and stops at the first failure, which ends the input here too. If the node goes
+ * away with every line written answered, the send still succeeds when the input ends with no
+ * further line (NODE_GONE_INPUT_END_WAIT_MS): nothing was lost.
  */
 async function sendLines(name: string, o: SendOptions): Promise<void> {
   const { stream, source } = openSource(o.file)
   const query = `name=${encodeURIComponent(name)}&waitMs=${o.waitMs}${o.ack === true ? '&ack=1' : ''}`
   const { body, response } = openControlStream(o.control, 'POST', `/send-stream?${query}`)
   const lines = createInterface({ input: stream, crlfDelay: Infinity })
-  let answered = false
+  let stopped = false
+  let inputOpen = false
+  let closed: Extract<StreamEnd, { kind: 'closed' }> | undefined
+  let inputWait: NodeJS.Timeout | undefined
   const stopInput = () => {
-    answered = true
+    stopped = true
     lines.close()
   }
-  // The node's answer ends early only at a failure (or a lost connection): stop reading the input then.
-  const answers = readAnswers(response, name, o).finally(stopInput)
+  // The node's answer ends early only at a failure or a closed connection: stop reading the input
+  // then, except to see whether it ends with nothing more to send.
+  const answers = readAnswers(response, name, o).then(
+    (end) => {
+      if (end.kind !== 'closed') stopInput()
+      else {
+        closed = end
+        inputWait = setTimeout(() => ((inputOpen = true), stopInput()), NODE_GONE_INPUT_END_WAIT_MS)
+      }
+      return end
+    },
+    (error: unknown) => {
+      stopInput()
+      throw error
+    },
+  )
   // Awaited after the input loop; marked handled now so an early failure is not an unhandled rejection.
   answers.catch(() => undefined)
   response.catch(stopInput)
   const writer = new FrameWriter(body)
   let inputFailure: Error | undefined
+  let more = false
   let n = 0
   try {
     for await (const line of lines) {
-      if (answered) break
+      if (stopped) break
+      // A line the node is no longer there to take.
+      if (closed !== undefined) {
+        more = true
+        break
+      }
       n++
       const payload = new TextEncoder().encode(line)
       if (payload.length > CONTROL_BODY_BYTES_MAX) throw tooLarge(`${source} line ${n}`, payload.length)
@@ -219,9 +265,11 @@ async function sendLines(name: string, o: SendOptions): Promise<void> {
     writer.end()
     stream.destroy()
   }
-  const failure = await answers
-  if (failure !== undefined) throw new Error(failure)
+  const end = await answers
+  clearTimeout(inputWait)
+  if (end.kind === 'failed') throw new Error(end.line)
   if (inputFailure !== undefined) throw inputFailure
+  if (end.kind === 'closed' && (more || inputOpen || end.answered < n)) throw new Error(closedFailure(name, o, end, n, more ? 'more' : inputOpen ? 'open' : 'ended'))
 }
 
 export function registerSendCommand(program: Command): void {
