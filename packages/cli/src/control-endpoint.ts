@@ -1,4 +1,4 @@
-import { lstatSync, unlinkSync } from 'node:fs'
+import { chmodSync, lstatSync, unlinkSync } from 'node:fs'
 import type { Server } from 'node:http'
 import { dirname } from 'node:path'
 import { ConfigError } from './config-error.ts'
@@ -85,6 +85,10 @@ export async function bindControl(server: Server, endpoint: ControlEndpoint): Pr
     await listen(server, endpoint).catch((error: Error) => {
       throw new ConfigError(`--control ${controlText(endpoint)}: cannot listen (${error.message})`)
     })
+    // Only the node's user may connect (connecting needs write permission): whoever can use the
+    // endpoint sends as the node and takes its messages (peer-user.ts says the same of a TCP port).
+    // The server answers nothing but 503 until the node is served, so the moment before is harmless.
+    chmodSync(socketPath, 0o600)
   } catch (error) {
     lock.release()
     throw error

@@ -2,6 +2,7 @@ import type { PhoenixNode } from '@phoenix-overlay/transport'
 import { serveOverlayPage } from './overlay-page/page.ts'
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import { browserRefusal } from './browser-guard.ts'
+import { PeerUserGate, type PeerUsers } from './peer-user.ts'
 import { CONTROL_BODY_BYTES_MAX, SEND_WAIT_MS_DEFAULT, SEND_WAIT_MS_MAX } from './constants.ts'
 import type { Inbox, InboxReader } from './inbox.ts'
 import { toMessageLine } from './message-line.ts'
@@ -314,15 +315,27 @@ async function route(target: ControlTarget, req: IncomingMessage, res: ServerRes
  * hands it the started node, so it can be bound (and a port or socket conflict reported) before
  * the node joins the network. `endStreams` ends every `GET /messages` stream (at leave).
  */
-export function createControlServer(): { server: Server; serve(target: ControlTarget): void; endStreams(): void } {
+export function createControlServer(options: { users?: PeerUsers } = {}): { server: Server; serve(target: ControlTarget): void; endStreams(): void } {
   let target: ControlTarget | undefined
   const streams = new Set<ServerResponse>()
+  const ownUid = process.getuid?.()
+  // On a TCP port, every local user can connect: only the node's own user (and root) is served (peer-user.ts).
+  const peerUsers = options.users ?? (ownUid === undefined ? undefined : { ownUid })
+  const users = peerUsers === undefined ? undefined : new PeerUserGate(peerUsers)
   const server = createServer((req, res) => {
     const refusal = browserRefusal(req, server.address())
     if (refusal !== undefined) {
       req.resume()
       return reply(res, 403, { error: 'FORBIDDEN', message: `a request from a web page (${refusal}) is refused: the control endpoint answers programs on this machine, and a page could otherwise send as this node` })
     }
+    if (users === undefined || typeof server.address() !== 'object') return handle(req, res)
+    void users.refusal(req.socket).then((other) => {
+      if (other === undefined) return handle(req, res)
+      req.resume()
+      reply(res, 403, { error: 'FORBIDDEN', message: other })
+    })
+  })
+  const handle = (req: IncomingMessage, res: ServerResponse): void => {
     if (target === undefined) return reply(res, 503, { error: 'NOT_STARTED', message: 'the node is starting', pid: process.pid })
     route(target, req, res, streams).catch((error: unknown) => {
       if (res.headersSent) return void res.destroy()
@@ -333,7 +346,7 @@ export function createControlServer(): { server: Server; serve(target: ControlTa
       const code = error instanceof Error && error.name === 'PhoenixTransportError' ? String((error as Error & { code: unknown }).code) : 'ERROR'
       reply(res, STATUS_OF[code] ?? 400, { error: code, message: (error as Error).message })
     })
-  })
+  }
   return {
     server,
     serve: (t) => (target = t),

@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs'
+import { existsSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { callControl } from '../src/control-client.ts'
@@ -23,6 +23,8 @@ describe('one live process per identity and per control socket', () => {
   /** The first node still does everything through its control endpoint. */
   async function firstStillWorks(): Promise<void> {
     expect(existsSync(socket)).toBe(true)
+    // Only the node's user may connect (whoever uses the endpoint sends as the node): 0600, whatever the umask.
+    expect(statSync(socket).mode & 0o777).toBe(0o600)
     const status = JSON.parse((await callControl({ socketPath: socket }, 'GET', '/status')).text) as { pid: number; names: string[] }
     expect(status).toMatchObject({ pid: firstPid, names: ['first'] })
     const sent = await phoenix(['send', '--control', socket, '--ack', 'first', 'still here'])
