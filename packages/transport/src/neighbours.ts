@@ -159,9 +159,22 @@ export class Neighbours {
     const { driver, parts } = this
     parts.metrics.count('dials_reached_self')
     parts.log('dial %s reached this node itself: not dialled again', address)
+    // A hub with our peer id on a port we do not listen on is another process run with our key
+    // (a copied key file): the two cannot reach each other, and this node sat alone without a word.
+    if (driver.core.isHub(address) && !this.listensOnPortOf(address)) {
+      parts.metrics.count('hubs_with_own_key')
+      parts.log.error('hub %s has this node\'s own peer id, but this node does not listen there: another process runs with the same key, and neither can reach the other (give each process its own --key / privateKey); not dialled again', address)
+    }
     if (this.closing || driver.core.hasLeft) return
     driver.core.connectionUp(parts.id, driver.now(), address)
     driver.schedule()
+  }
+
+  /** Whether we listen on `address`'s TCP port (on any interface): then it is most likely us. */
+  private listensOnPortOf(address: string): boolean {
+    const port = (ma: Multiaddr) => ma.getComponents().find((c) => c.name === 'tcp')?.value
+    const wanted = port(multiaddr(address))
+    return wanted === undefined || this.parts.components.addressManager.getAddresses().some((ma) => port(ma) === wanted)
   }
 
   /**

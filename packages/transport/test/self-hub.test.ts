@@ -39,6 +39,20 @@ describe('a hub list that names the node itself (every process of a job given th
     expect(counter(a, 'dials_started')).toBe(2)
     expect(counter(a, 'dials_failed')).toBe(0)
     expect(counter(a, 'dials_failed_upgrade')).toBe(0)
+    // Its own port: itself, not another process with its key.
+    expect(counter(a, 'hubs_with_own_key')).toBe(0)
     expect(a.libp2p.getPeers().map(String)).toEqual([other.libp2p.peerId.toString()])
+  })
+
+  it('a hub run with this node\'s own key elsewhere (a copied key file) is said once at error level, not dialled again', async () => {
+    const privateKey = await generateKeyPair('Ed25519')
+    const hub = await nodes.start({ privateKey })
+    // Before, the copy sat alone without a word: its only hub "was itself".
+    const copy = await nodes.start({ privateKey, hubs: [addressOf(hub)], ...FAST_REDIAL })
+    await waitUntil('the copy found its hub to have its own peer id', () => counter(copy, 'dials_reached_self') === 1)
+    await new Promise((resolve) => setTimeout(resolve, QUIET_MS))
+    expect(counter(copy, 'hubs_with_own_key')).toBe(1)
+    expect(counter(copy, 'dials_started')).toBe(1)
+    expect(copy.libp2p.getPeers()).toEqual([])
   })
 })
