@@ -2,7 +2,7 @@ import { noise } from '@chainsafe/libp2p-noise'
 import { yamux } from '@chainsafe/libp2p-yamux'
 import { generateKeyPair } from '@libp2p/crypto/keys'
 import type { ConnectionGater, MultiaddrConnection, PrivateKey } from '@libp2p/interface'
-import { peerIdFromString } from '@libp2p/peer-id'
+import { peerIdFromPrivateKey, peerIdFromString } from '@libp2p/peer-id'
 import { tcp } from '@libp2p/tcp'
 import { multiaddr, type Multiaddr } from '@multiformats/multiaddr'
 import { createLibp2p, type Libp2p } from 'libp2p'
@@ -186,6 +186,7 @@ export async function createPhoenixLibp2p(options: OverlayNodeOptions): Promise<
   if (strangersProblem !== undefined) throw new PhoenixTransportError('INVALID_INPUT', strangersProblem, { field: 'strangers' })
   checkListenAddresses(options.listen ?? [])
   checkAllowedPeers(options.allowedPeers ?? [])
+  checkHubsAllowed(options.hubs ?? [], options.allowedPeers, options.privateKey)
   if (options.listenRange === undefined) return createStarted(options, options.listen)
   const range = typeof options.listenRange === 'string' ? parsePortRange(options.listenRange, 'listenRange') : options.listenRange
   const hosts = options.listen.map(portZeroHost).filter((h): h is string => h !== undefined)
@@ -214,6 +215,30 @@ function checkAllowedPeers(peers: readonly string[]): void {
       // libp2p's own message is about multibase decoders.
       throw invalidInput('allowedPeers', `${JSON.stringify(peer)} is not a peer id (one such as 12D3KooW…, as a node prints it at start)`)
     }
+  }
+}
+
+/**
+ * A hub named by a peer id that `allowedPeers` leaves out would never be dialled (the gater
+ * blocks it: the node sat with no neighbour, logging "blocked by gater.allowDialPeer" at each
+ * redial). Our own id is no hub to dial (a job's shared hub list names the hub too).
+ */
+function checkHubsAllowed(hubs: readonly string[], allowedPeers: readonly string[] | undefined, privateKey: PrivateKey | undefined): void {
+  if (allowedPeers === undefined || allowedPeers.length === 0) return
+  const own = privateKey === undefined ? undefined : peerIdFromPrivateKey(privateKey).toString()
+  for (const hub of hubs) {
+    const peer = peerOfAddress(hub)
+    if (peer === undefined || peer === own || allowedPeers.includes(peer)) continue
+    throw invalidInput('hubs', `${JSON.stringify(hub)} is peer ${peer}, which allowedPeers does not list: the node would never dial it (add the peer to allowedPeers)`)
+  }
+}
+
+/** The peer id an address ends in; undefined without one, or for what is no multiaddr (refused elsewhere, naming it). */
+function peerOfAddress(address: string): string | undefined {
+  try {
+    return multiaddr(address).getComponents().findLast((c) => c.name === 'p2p')?.value
+  } catch {
+    return undefined
   }
 }
 

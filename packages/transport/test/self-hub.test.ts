@@ -44,6 +44,16 @@ describe('a hub list that names the node itself (every process of a job given th
     expect(a.libp2p.getPeers().map(String)).toEqual([other.libp2p.peerId.toString()])
   })
 
+  it('a hub list naming the node itself by peer id is taken with allowedPeers that leave the node out (it is no peer to dial)', async () => {
+    const other = await nodes.start()
+    const port = await freePort()
+    const privateKey = await generateKeyPair('Ed25519')
+    const self = `/ip4/127.0.0.1/tcp/${port}/p2p/${peerIdFromPrivateKey(privateKey).toString()}`
+    const a = await nodes.start({ listen: [`/ip4/127.0.0.1/tcp/${port}`], privateKey, hubs: [self, addressOf(other)], allowedPeers: [other.libp2p.peerId.toString()], names: ['a'] })
+    await waitUntil('the other hub reaches a by name', () => other.phoenix.resolve('a') !== undefined)
+    expect(counter(a, 'dials_reached_self')).toBe(1)
+  })
+
   it('a hub run with this node\'s own key elsewhere (a copied key file) is said once at error level, not dialled again', async () => {
     const privateKey = await generateKeyPair('Ed25519')
     const hub = await nodes.start({ privateKey })

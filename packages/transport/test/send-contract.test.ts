@@ -72,6 +72,13 @@ describe('the send contract (issue 11, items 1 and 2)', () => {
       ['discovery', bad({ listen: [], discovery: 'yes' }), 'discovery', /^discovery must be a boolean, got "yes"$/],
       // A misspelt peer id quietly kept that peer out.
       ['an allowed peer', bad({ listen: [], allowedPeers: ['12D3KooWExve7pDCH7VePy7XJiiyMpVmfqHpRkpFDicQsBnnyW5V', 'notapeer'] }), 'allowedPeers', /^allowedPeers "notapeer" is not a peer id \(one such as 12D3KooW…/],
+      // A hub the allowed peers leave out was never dialled: the node sat alone, "blocked by gater.allowDialPeer" at each redial.
+      [
+        'a hub not allowed',
+        bad({ listen: [], allowedPeers: ['12D3KooWExve7pDCH7VePy7XJiiyMpVmfqHpRkpFDicQsBnnyW5V'], hubs: ['/ip4/127.0.0.1/tcp/7000', '/ip4/127.0.0.1/tcp/7001/p2p/12D3KooWREypnAYc661obaej18tFo1acauwMbFyTiyA3k5vgvDSP'] }),
+        'hubs',
+        /^hubs "\/ip4\/127\.0\.0\.1\/tcp\/7001\/p2p\/12D3KooWREyp\w+" is peer 12D3KooWREyp\w+, which allowedPeers does not list: the node would never dial it/,
+      ],
     ]
     for (const [what, promise, field, message] of cases) {
       const error = await failure(promise)
