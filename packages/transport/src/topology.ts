@@ -24,7 +24,7 @@
  * node can reach (itself included), sorted. Every node that knows the same reachable set computes
  * the same colors, so colors agree everywhere once routes converge, and change on join and leave.
  */
-import type { RouteView } from '@phoenix-overlay/core'
+import { quoteEscaped, type RouteView } from '@phoenix-overlay/core'
 import { classifyAddress } from './address-classes.ts'
 import { invalidInput } from './errors.ts'
 
@@ -67,7 +67,7 @@ export interface Topology {
 export function checkSiteLabel(site: unknown): asserts site is string {
   if (typeof site !== 'string' || site.length === 0) throw invalidInput('site', 'must be a non-empty string')
   if (site.length > SITE_LABEL_CHARS_MAX) throw invalidInput('site', `is ${site.length} characters, more than ${SITE_LABEL_CHARS_MAX}`)
-  if (!/^[A-Za-z0-9._:-]+$/.test(site)) throw invalidInput('site', `${JSON.stringify(site)} may hold only letters, digits, '.', '_', ':' and '-'`)
+  if (!/^[A-Za-z0-9._:-]+$/.test(site)) throw invalidInput('site', `${quoteEscaped(site)} may hold only letters, digits, '.', '_', ':' and '-'`)
 }
 
 /** The reserved name that declares `site` for node `id`. */

@@ -53,6 +53,8 @@ describe('topology: sites and hosts, with colors every node agrees on', () => {
     expect(t.levels).toEqual(['overlay', 'site', 'host'])
     const { createPhoenixLibp2p } = await import('../src/index.ts')
     await expect(createPhoenixLibp2p({ listen: ['/ip4/127.0.0.1/tcp/0'], site: 'a/b' })).rejects.toThrow(/^site "a\/b" may hold only/)
+    // Shown escaped: a bidi override in the error line reordered the operator's terminal.
+    await expect(createPhoenixLibp2p({ listen: ['/ip4/127.0.0.1/tcp/0'], site: 'a\u202eb' })).rejects.toThrow(/^site "a\\u202eb" may hold only/)
   })
 
   it('derives host and site from an address when none is declared', () => {
