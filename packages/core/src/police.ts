@@ -239,10 +239,9 @@ export class Police {
  *   by hand, `POST /names?add=%1b[31mRED`);
  * - format characters (`\p{Cf}`): a bidi override or isolate (U+202A-U+202E, U+2066-U+2069)
  *   reverses the rest of a `phoenix routes` line in a terminal that applies bidi, so a name can
- *   show another node's id beside it,
- *   and zero-width ones (U+200B-U+200D, U+2060, U+FEFF) made a name look exactly like another
- *   member's while being a different name (found by hand: `--name` with a U+202E was taken and
- *   printed raw);
+ *   show another node's id beside it, and zero-width ones (U+200B-U+200D, U+2060, U+FEFF) make a
+ *   name look exactly like another member's while being a different name (found by hand:
+ *   `--name` with a U+202E was taken and printed raw);
  * - unpaired surrogates (`\p{Cs}`, only an API caller can make one): UTF-8 on the wire turns
  *   them into U+FFFD, so every peer would know the name under another spelling than its holder,
  *   and sends to it from elsewhere failed NO_ROUTE.
