@@ -65,10 +65,18 @@ describe('phoenix sim heap warning', () => {
       // It ran the whole simulation, then failed with EISDIR.
       [{ dumpTables: dir }, /^--dump-tables .*: is a directory; give the path of a file to write$/],
     ]
-    for (const [options, message] of cases) {
+    // No gateway, and --discovery hubs given on the command line: nobody would meet anybody.
+    const lone = join(dir, 'no-gateway.json')
+    writeFileSync(lone, JSON.stringify({ discovery: 'all', subnets: [{ name: 'A', nodes: 5, gateways: 0 }] }))
+    const byFile: [string, SimCommandOptions, RegExp][] = [
+      ...cases.map(([options, message]): [string, SimCommandOptions, RegExp] => [scenario, { nodes: 30, ...options }, message]),
+      [lone, { discovery: 'hubs' }, /^scenario\.subnets: no gateway, and with "discovery": "hubs"/],
+      [lone, { strategy: 'naive', discovery: 'hubs' }, /^scenario\.subnets: no gateway/],
+    ]
+    for (const [path, options, message] of byFile) {
       let thrown: unknown
       try {
-        runSim(scenario, { nodes: 30, ...options }, stream)
+        runSim(path, options, stream)
       } catch (error) {
         thrown = error
       }

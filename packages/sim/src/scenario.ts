@@ -277,13 +277,22 @@ export function parseScenario(input: Json): Scenario {
     events,
   }
   if (scenario.quietMs <= sendHold) fail('quietMs', `must exceed coreTiming.sendHoldForDialsMs (${sendHold}), or held sends pass for quiet`)
-  // With discovery through hubs a node knows only the gateways at start: with none, no node ever
-  // met another, and the run reported "converged, tables match BFS" over an empty graph.
+  checkNodesCanMeet(scenario)
+  return scenario
+}
+
+/**
+ * With discovery through hubs a node knows only the gateways at start: with none, no node ever
+ * met another, and the run reported "converged, tables match BFS" over an empty graph. Checked by
+ * `parseScenario` and again by `Simulation` (a strategy or discovery given on the command line, a
+ * scenario built in code).
+ */
+export function checkNodesCanMeet(scenario: Scenario): void {
   const discovers = scenario.discovery === 'hubs' && (scenario.strategy === 'optimized' || scenario.strategy === 'naive')
-  if (discovers && subnets.every((s) => s.gateways === 0) && subnets[0]!.nodes > 1) {
+  const nodes = scenario.subnets.reduce((sum, s) => sum + s.nodes, 0)
+  if (discovers && scenario.subnets.every((s) => s.gateways === 0) && nodes > 1) {
     fail('subnets', 'no gateway, and with "discovery": "hubs" nodes know only the gateways at start: none would ever meet another (give a subnet "gateways": 1, or "discovery": "all")')
   }
-  return scenario
 }
 
 /**

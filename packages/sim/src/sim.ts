@@ -11,7 +11,7 @@ import { Network } from './network.ts'
 import { Prng } from '@phoenix-overlay/core/testing'
 import { createNodes, type SimNode, type SimProcess, type SimRoute } from './process.ts'
 import { assembleResult, round3, type SimResult } from './result.ts'
-import type { Scenario } from './scenario.ts'
+import { checkNodesCanMeet, type Scenario } from './scenario.ts'
 
 export interface RunOptions {
   /**
@@ -52,6 +52,7 @@ export class Simulation {
     readonly scenario: Scenario,
     options: RunOptions = {},
   ) {
+    checkNodesCanMeet(scenario)
     this.rng = new Prng(scenario.seed)
     this.nodes = createNodes(scenario)
     this.kernel = new Kernel(scenario, this.nodes, options.trace)

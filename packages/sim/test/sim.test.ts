@@ -345,6 +345,9 @@ describe('scenario validation', () => {
   it('takes a subnet without gateways where nodes still meet: discovery all, offline, master, a lone node', () => {
     for (const extra of [{ discovery: 'all' }, { strategy: 'offline' }, { strategy: 'master' }]) expect(() => parseScenario({ subnets: [{ name: 'A', nodes: 3, gateways: 0 }], ...extra })).not.toThrow()
     expect(() => parseScenario({ subnets: [{ name: 'A', nodes: 1, gateways: 0 }] })).not.toThrow()
+    // A scenario changed or built in code is checked again by the simulation.
+    const all = parseScenario({ discovery: 'all', subnets: [{ name: 'A', nodes: 3, gateways: 0 }] })
+    expect(() => new Simulation({ ...all, discovery: 'hubs' })).toThrowError('scenario.subnets: no gateway')
   })
 
   it('names an event node id that does not exist', () => {

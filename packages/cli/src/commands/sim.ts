@@ -5,7 +5,7 @@ import { getHeapStatistics } from 'node:v8'
 import { InvalidArgumentError, type Command } from 'commander'
 import { ConfigError } from '../config-error.ts'
 import { SimProgress, type ProgressStream } from '../sim-progress.ts'
-import { DISCOVERIES, SIM_LIMITS, STRATEGIES, SimulationError, parseScenario, resultToJson, samplesToCsv, scaleScenario, simulate, type Discovery, type Scenario, type Strategy } from '@phoenix-overlay/sim'
+import { DISCOVERIES, SIM_LIMITS, STRATEGIES, SimulationError, checkNodesCanMeet, parseScenario, resultToJson, samplesToCsv, scaleScenario, simulate, type Discovery, type Scenario, type Strategy } from '@phoenix-overlay/sim'
 
 function integer(name: string, min: number, max: number) {
   return (value: string): number => {
@@ -58,7 +58,7 @@ export function loadScenario(file: string, options: SimCommandOptions): Scenario
     throw error
   }
   if (options.nodes !== undefined) scenario = scaleScenario(scenario, options.nodes)
-  return {
+  const given: Scenario = {
     ...scenario,
     ...(options.seed !== undefined ? { seed: options.seed } : {}),
     ...(options.strategy !== undefined ? { strategy: options.strategy } : {}),
@@ -70,6 +70,14 @@ export function loadScenario(file: string, options: SimCommandOptions): Scenario
       ...(options.verifyUs !== undefined ? { perRecordVerifyUs: options.verifyUs } : {}),
     },
   }
+  try {
+    // Again with the command line's strategy and discovery (`--discovery hubs` on a file without gateways).
+    checkNodesCanMeet(given)
+  } catch (error) {
+    if (error instanceof SimulationError && error.code === 'INVALID_SCENARIO') throw new ConfigError(error.message)
+    throw error
+  }
+  return given
 }
 
 export function registerSimCommand(program: Command, description: string): void {
