@@ -302,12 +302,36 @@ async function route(target: ControlTarget, req: IncomingMessage, res: ServerRes
   }
   if (at === 'POST /names') {
     if (!url.searchParams.has('add') && !url.searchParams.has('remove')) throw new ControlError(400, 'INVALID_INPUT', 'POST /names needs ?add=<name> or ?remove=<name> (each repeatable)')
-    // A name another node holds is refused (PhoenixNode.addName): the answer says which.
-    const refused = url.searchParams.getAll('add').filter((name) => !phoenix.addName(name))
-    for (const name of url.searchParams.getAll('remove')) phoenix.removeName(name)
-    return reply(res, 200, { names: phoenix.names, refused })
+    return changeNames(phoenix, res, url.searchParams.getAll('add'), url.searchParams.getAll('remove'))
   }
   reply(res, 404, { error: 'NOT_FOUND', message: USAGE })
+}
+
+/**
+ * `POST /names`: all or nothing. A name another node holds is refused (PhoenixNode.addName), and
+ * the answer says which; a name no node can hold, or one past the node's limit, fails the request
+ * with nothing changed (the names added before it were kept, and the 400 said nothing of them).
+ */
+function changeNames(phoenix: PhoenixNode, res: ServerResponse, adds: readonly string[], removes: readonly string[]): void {
+  for (const name of removes) {
+    const problem = nameProblem(name)
+    if (problem !== undefined) throw new ControlError(400, 'INVALID_INPUT', `remove: name ${problem}; nothing was changed`)
+  }
+  const added: string[] = []
+  const refused: string[] = []
+  try {
+    for (const name of adds) {
+      const held = phoenix.names.includes(name)
+      if (!phoenix.addName(name)) refused.push(name)
+      else if (!held) added.push(name)
+    }
+  } catch (error) {
+    for (const name of added) phoenix.removeName(name)
+    if (error instanceof Error) error.message = `${error.message}; nothing was changed`
+    throw error
+  }
+  for (const name of removes) phoenix.removeName(name)
+  reply(res, 200, { names: phoenix.names, refused })
 }
 
 /**

@@ -73,6 +73,45 @@ describe('the control endpoint refuses parameters it does not take', () => {
   })
 })
 
+describe('POST /names is all or nothing', () => {
+  // A stand-in node that holds at most 3 names and throws past them, as PhoenixNode.addName does.
+  const held: string[] = []
+  const phoenix = {
+    addName: (name: string) => {
+      if (held.length >= 3) throw Object.assign(new Error('name: 4 names, at most 3 per node (namesPerNodeMax)'), { name: 'PhoenixTransportError', code: 'INVALID_INPUT' })
+      held.push(name)
+      return true
+    },
+    removeName: (name: string) => void held.splice(held.indexOf(name), held.includes(name) ? 1 : 0),
+    get names() {
+      return [...held]
+    },
+  }
+  const server = createControlServer()
+  let base = ''
+  beforeAll(async () => {
+    await new Promise<void>((resolve) => server.server.listen(0, '127.0.0.1', resolve))
+    base = `http://127.0.0.1:${(server.server.address() as AddressInfo).port}`
+    server.serve({ phoenix: phoenix as unknown as ControlTarget['phoenix'], id: 'self', addresses: () => [], inbox: new Inbox(10, 1000), version: '0' })
+  })
+  afterAll(() => new Promise<void>((resolve) => server.server.close(() => resolve())))
+  const post = async (query: string) => {
+    const res = await fetch(`${base}/names?${query}`, { method: 'POST' })
+    return { status: res.status, body: (await res.json()) as { message?: string; names?: string[] } }
+  }
+
+  it('a request that fails part way leaves the names as they were (the names added before the failure were kept, under a 400)', async () => {
+    expect(await post('add=a')).toMatchObject({ status: 200, body: { names: ['a'] } })
+    const over = await post('add=b&add=c&add=d&remove=a')
+    expect(over).toEqual({ status: 400, body: { error: 'INVALID_INPUT', message: 'name: 4 names, at most 3 per node (namesPerNodeMax); nothing was changed' } })
+    expect(held).toEqual(['a'])
+    // A name to remove that no node can hold: refused before anything is added.
+    expect((await post(`add=b&remove=${encodeURIComponent('x\u202e')}`)).body.message).toMatch(/^remove: name "x\\u202e" must not contain .*; nothing was changed$/)
+    expect(held).toEqual(['a'])
+    expect(await post('add=b&add=c&remove=a')).toMatchObject({ status: 200, body: { names: ['b', 'c'] } })
+  })
+})
+
 describe('the control endpoint refuses what web pages make a browser send', () => {
   const reached: string[] = []
   const phoenix = { addName: (name: string) => reached.push(`add ${name}`) > 0, removeName: () => undefined, routes: () => [], peers: () => [], topology: () => ({}), names: [] }

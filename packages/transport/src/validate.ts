@@ -62,7 +62,11 @@ export function coreErrorToTransport<T>(field: string, run: () => T): T {
   try {
     return run()
   } catch (error) {
-    if (error instanceof PhoenixError) throw new PhoenixTransportError(error.code === 'INVALID_STATE' ? 'NOT_STARTED' : 'INVALID_INPUT', `${field}: ${error.message}`, { field })
+    if (error instanceof PhoenixError) {
+      // The core often names the field itself ("name: 65 names, at most 64"): not "name: name: …".
+      const message = error.message.startsWith(`${field}:`) || error.message.startsWith(`${field} `) ? error.message : `${field}: ${error.message}`
+      throw new PhoenixTransportError(error.code === 'INVALID_STATE' ? 'NOT_STARTED' : 'INVALID_INPUT', message, { field })
+    }
     throw error
   }
 }

@@ -1,5 +1,6 @@
 import { TypedEventEmitter } from '@libp2p/interface'
 import { afterAll, describe, expect, it } from 'vitest'
+import { DEFAULT_LIMITS } from '@phoenix-overlay/core'
 import { PhoenixTransportError, type NameConflict } from '../src/index.ts'
 import { FakeNode } from './fake-node.ts'
 import { TestNodes, addressOf, text, waitUntil } from './nodes.ts'
@@ -87,6 +88,10 @@ describe('name conflicts are visible (issue 11, item 7)', () => {
     expect(other.phoenix.names).not.toContain('leader')
     expect([other.phoenix.addName('deputy'), other.phoenix.addName('deputy')]).toEqual([true, true])
     expect(() => other.phoenix.removeName(5 as unknown as string)).toThrow(/name must be a non-empty string/)
+    // Past the limit: one line naming the field once (it said "name: name: 65 names …").
+    for (let i = other.phoenix.names.length; i < DEFAULT_LIMITS.namesPerNodeMax; i++) other.phoenix.addName(`extra-${i}`)
+    expect(() => other.phoenix.addName('one-too-many')).toThrow(new RegExp(`^name: ${DEFAULT_LIMITS.namesPerNodeMax + 1} names, at most ${DEFAULT_LIMITS.namesPerNodeMax} per node \\(namesPerNodeMax\\)$`))
+    for (let i = 0; i < DEFAULT_LIMITS.namesPerNodeMax; i++) other.phoenix.removeName(`extra-${i}`)
     const ownerId = owner.libp2p.peerId.toString()
     const otherId = other.libp2p.peerId.toString()
     // Refused at once (the core's rule: the first claimant holds a name while its record lives).
