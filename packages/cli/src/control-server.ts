@@ -297,7 +297,15 @@ async function route(target: ControlTarget, req: IncomingMessage, res: ServerRes
     const added = url.searchParams.getAll('add')
     // Nothing to add answered 200 {"added":0}: a script that built the query wrong heard success.
     if (added.length === 0) throw new ControlError(400, 'INVALID_INPUT', 'POST /hubs needs ?add=<multiaddr> (repeatable)')
-    for (const hub of added) phoenix.addHub(hub)
+    // Hubs cannot be taken back (there is no removeHub): a failure says which were added before it.
+    added.forEach((hub, i) => {
+      try {
+        phoenix.addHub(hub)
+      } catch (error) {
+        if (error instanceof Error && i > 0) error.message = `${error.message}; added before it: ${added.slice(0, i).join(' ')}`
+        throw error
+      }
+    })
     return reply(res, 200, { added: added.length })
   }
   if (at === 'POST /names') {

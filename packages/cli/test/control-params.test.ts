@@ -73,10 +73,15 @@ describe('the control endpoint refuses parameters it does not take', () => {
   })
 })
 
-describe('POST /names is all or nothing', () => {
+describe('POST /names is all or nothing, POST /hubs says what it did', () => {
   // A stand-in node that holds at most 3 names and throws past them, as PhoenixNode.addName does.
   const held: string[] = []
+  const hubs: string[] = []
   const phoenix = {
+    addHub: (hub: string) => {
+      if (!hub.startsWith('/')) throw Object.assign(new Error(`hub ${JSON.stringify(hub)} is not a multiaddr`), { name: 'PhoenixTransportError', code: 'INVALID_INPUT' })
+      hubs.push(hub)
+    },
     addName: (name: string) => {
       if (held.length >= 3) throw Object.assign(new Error('name: 4 names, at most 3 per node (namesPerNodeMax)'), { name: 'PhoenixTransportError', code: 'INVALID_INPUT' })
       held.push(name)
@@ -109,6 +114,13 @@ describe('POST /names is all or nothing', () => {
     expect((await post(`add=b&remove=${encodeURIComponent('x\u202e')}`)).body.message).toMatch(/^remove: name "x\\u202e" must not contain .*; nothing was changed$/)
     expect(held).toEqual(['a'])
     expect(await post('add=b&add=c&remove=a')).toMatchObject({ status: 200, body: { names: ['b', 'c'] } })
+  })
+
+  it('POST /hubs that fails part way says which hubs were added before the failure (a hub cannot be taken back)', async () => {
+    const res = await fetch(`${base}/hubs?add=/ip4/10.0.0.1/tcp/7000&add=/ip4/10.0.0.2/tcp/7000&add=oops`, { method: 'POST' })
+    expect(res.status).toBe(400)
+    expect(((await res.json()) as { message: string }).message).toBe('hub "oops" is not a multiaddr; added before it: /ip4/10.0.0.1/tcp/7000 /ip4/10.0.0.2/tcp/7000')
+    expect(hubs).toEqual(['/ip4/10.0.0.1/tcp/7000', '/ip4/10.0.0.2/tcp/7000'])
   })
 })
 
