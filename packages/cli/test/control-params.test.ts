@@ -4,6 +4,19 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createControlServer, type ControlTarget } from '../src/control-server.ts'
 import { Inbox } from '../src/inbox.ts'
 
+/** A control endpoint on a free loopback port serving `phoenix` (a stand-in node) for the enclosing describe block. */
+function serveStandIn(phoenix: object): { port(): number; base(): string } {
+  const server = createControlServer()
+  let port = 0
+  beforeAll(async () => {
+    await new Promise<void>((resolve) => server.server.listen(0, '127.0.0.1', resolve))
+    port = (server.server.address() as AddressInfo).port
+    server.serve({ phoenix: phoenix as unknown as ControlTarget['phoenix'], id: 'self', addresses: () => [], inbox: new Inbox(10, 1000), version: '0' })
+  })
+  afterAll(() => new Promise<void>((resolve) => server.server.close(() => resolve())))
+  return { port: () => port, base: () => `http://127.0.0.1:${port}` }
+}
+
 /**
  * The control endpoint's query checks, against a stand-in node that records what reached it: a
  * refused request must not reach the node at all.
@@ -22,17 +35,10 @@ describe('the control endpoint refuses parameters it does not take', () => {
     removeName: (name: string) => reached.push(`remove ${name}`),
     names: [],
   }
-  const server = createControlServer()
-  let base = ''
-  beforeAll(async () => {
-    await new Promise<void>((resolve) => server.server.listen(0, '127.0.0.1', resolve))
-    base = `http://127.0.0.1:${(server.server.address() as AddressInfo).port}`
-    server.serve({ phoenix: phoenix as unknown as ControlTarget['phoenix'], id: 'self', addresses: () => [], inbox: new Inbox(10, 1000), version: '0' })
-  })
-  afterAll(() => new Promise<void>((resolve) => server.server.close(() => resolve())))
+  const endpoint = serveStandIn(phoenix)
 
   const post = async (path: string) => {
-    const res = await fetch(`${base}${path}`, { method: 'POST', body: 'hi' })
+    const res = await fetch(`${endpoint.base()}${path}`, { method: 'POST', body: 'hi' })
     return { status: res.status, body: (await res.json()) as { error?: string; message?: string } }
   }
 
@@ -41,7 +47,7 @@ describe('the control endpoint refuses parameters it does not take', () => {
     const typo = await post('/send?name=x&waitms=0')
     expect(typo.status).toBe(400)
     expect(typo.body.message).toBe('unknown parameter "waitms": POST /send takes name, ack, waitMs')
-    const routes = await fetch(`${base}/routes?all=1`)
+    const routes = await fetch(`${endpoint.base()}/routes?all=1`)
     expect(routes.status).toBe(400)
     expect(((await routes.json()) as { message: string }).message).toBe('unknown parameter "all": GET /routes takes no parameters')
     expect(reached).toEqual([])
@@ -64,12 +70,12 @@ describe('the control endpoint refuses parameters it does not take', () => {
     expect(await post('/names?add=taken')).toMatchObject({ status: 200, body: { refused: ['taken'] } })
     expect(reached).toEqual(['send x ack=false wait=5', 'add a', 'remove b', 'add taken'])
     // A name no node can hold: GET /messages waited for it for good; now 400 before the stream starts.
-    const bidi = await fetch(`${base}/messages?name=${encodeURIComponent('w\u202e2')}`)
+    const bidi = await fetch(`${endpoint.base()}/messages?name=${encodeURIComponent('w\u202e2')}`)
     expect(bidi.status).toBe(400)
     expect(((await bidi.json()) as { message: string }).message).toMatch(/^name "w\\u202e2" must not contain control characters, format characters/)
-    expect((await fetch(`${base}/messages?name=${'n'.repeat(257)}`)).status).toBe(400)
+    expect((await fetch(`${endpoint.base()}/messages?name=${'n'.repeat(257)}`)).status).toBe(400)
     // A path the endpoint does not serve is still answered 404 with the usage, whatever its query.
-    expect((await fetch(`${base}/nope?x=1`)).status).toBe(404)
+    expect((await fetch(`${endpoint.base()}/nope?x=1`)).status).toBe(404)
   })
 })
 
@@ -92,16 +98,9 @@ describe('POST /names is all or nothing, POST /hubs says what it did', () => {
       return [...held]
     },
   }
-  const server = createControlServer()
-  let base = ''
-  beforeAll(async () => {
-    await new Promise<void>((resolve) => server.server.listen(0, '127.0.0.1', resolve))
-    base = `http://127.0.0.1:${(server.server.address() as AddressInfo).port}`
-    server.serve({ phoenix: phoenix as unknown as ControlTarget['phoenix'], id: 'self', addresses: () => [], inbox: new Inbox(10, 1000), version: '0' })
-  })
-  afterAll(() => new Promise<void>((resolve) => server.server.close(() => resolve())))
+  const endpoint = serveStandIn(phoenix)
   const post = async (query: string) => {
-    const res = await fetch(`${base}/names?${query}`, { method: 'POST' })
+    const res = await fetch(`${endpoint.base()}/names?${query}`, { method: 'POST' })
     return { status: res.status, body: (await res.json()) as { message?: string; names?: string[] } }
   }
 
@@ -117,7 +116,7 @@ describe('POST /names is all or nothing, POST /hubs says what it did', () => {
   })
 
   it('POST /hubs that fails part way says which hubs were added before the failure (a hub cannot be taken back)', async () => {
-    const res = await fetch(`${base}/hubs?add=/ip4/10.0.0.1/tcp/7000&add=/ip4/10.0.0.2/tcp/7000&add=oops`, { method: 'POST' })
+    const res = await fetch(`${endpoint.base()}/hubs?add=/ip4/10.0.0.1/tcp/7000&add=/ip4/10.0.0.2/tcp/7000&add=oops`, { method: 'POST' })
     expect(res.status).toBe(400)
     expect(((await res.json()) as { message: string }).message).toBe('hub "oops" is not a multiaddr; added before it: /ip4/10.0.0.1/tcp/7000 /ip4/10.0.0.2/tcp/7000')
     expect(hubs).toEqual(['/ip4/10.0.0.1/tcp/7000', '/ip4/10.0.0.2/tcp/7000'])
@@ -127,19 +126,12 @@ describe('POST /names is all or nothing, POST /hubs says what it did', () => {
 describe('the control endpoint refuses what web pages make a browser send', () => {
   const reached: string[] = []
   const phoenix = { addName: (name: string) => reached.push(`add ${name}`) > 0, removeName: () => undefined, routes: () => [], peers: () => [], topology: () => ({}), names: [] }
-  const server = createControlServer()
-  let port = 0
-  beforeAll(async () => {
-    await new Promise<void>((resolve) => server.server.listen(0, '127.0.0.1', resolve))
-    port = (server.server.address() as AddressInfo).port
-    server.serve({ phoenix: phoenix as unknown as ControlTarget['phoenix'], id: 'self', addresses: () => [], inbox: new Inbox(10, 1000), version: '0' })
-  })
-  afterAll(() => new Promise<void>((resolve) => server.server.close(() => resolve())))
+  const endpoint = serveStandIn(phoenix)
 
   /** A raw request with exactly these headers (fetch would set Origin and Host itself). */
   const raw = (method: string, path: string, headers: Record<string, string>) =>
     new Promise<{ status: number; body: string }>((resolve, reject) => {
-      const req = request({ host: '127.0.0.1', port, method, path, headers, setHost: headers.host === undefined }, (res) => {
+      const req = request({ host: '127.0.0.1', port: endpoint.port(), method, path, headers, setHost: headers.host === undefined }, (res) => {
         let body = ''
         res.on('data', (d: Buffer) => (body += d.toString('utf8')))
         res.on('end', () => resolve({ status: res.statusCode ?? 0, body }))
@@ -158,12 +150,12 @@ describe('the control endpoint refuses what web pages make a browser send', () =
     // An <img> pointing at the inbox: no Origin, but the browser says where it comes from.
     expect((await raw('GET', '/messages?count=1', { 'sec-fetch-site': 'cross-site', 'sec-fetch-mode': 'no-cors' })).status).toBe(403)
     // DNS rebinding: a name of the attacker's resolved to 127.0.0.1, the page then same-origin with it.
-    expect((await raw('GET', '/status', { host: `rebound.example:${port}`, 'sec-fetch-site': 'same-origin' })).status).toBe(403)
+    expect((await raw('GET', '/status', { host: `rebound.example:${endpoint.port()}`, 'sec-fetch-site': 'same-origin' })).status).toBe(403)
     expect(reached).toEqual([])
     // What programs send (no Origin, no Sec-Fetch-*, Host the loopback address), and the page's own requests.
     expect((await raw('POST', '/names?add=mine', {})).status).toBe(200)
-    expect((await raw('POST', '/names?add=typed', { host: `localhost:${port}` })).status).toBe(200)
-    expect((await raw('GET', '/topology', { origin: `http://127.0.0.1:${port}`, 'sec-fetch-site': 'same-origin' })).status).toBe(200)
+    expect((await raw('POST', '/names?add=typed', { host: `localhost:${endpoint.port()}` })).status).toBe(200)
+    expect((await raw('GET', '/topology', { origin: `http://127.0.0.1:${endpoint.port()}`, 'sec-fetch-site': 'same-origin' })).status).toBe(200)
     expect((await raw('GET', '/', { 'sec-fetch-site': 'none' })).status).toBe(200)
     expect(reached).toEqual(['add mine', 'add typed'])
   })
