@@ -39,6 +39,7 @@ export interface NodeOptions {
 /** The transport names its init fields; the user gave flags. */
 const FLAG_OF: readonly [RegExp, string][] = [
   [/^listenRange\b/, '--listen-range'],
+  [/^listen\b/, '--listen'],
   [/^(config\.)?names\b/, '--name'],
   [/^site\b/, '--site'],
   [/^sitePrefixes\b/, '--site-prefix'],

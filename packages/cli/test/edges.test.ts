@@ -98,6 +98,7 @@ describe("the CLI's edges", () => {
       [['node', '--mode', 'fast'], /^error: option '--mode <mode>' argument 'fast' is invalid/, 2],
       [['node', '--no-such-flag'], "error: unknown option '--no-such-flag'", 2],
       [['node', '--allow', 'notapeer'], /^phoenix: --allow "notapeer" is not a peer id/, 2],
+      [['node', '--listen', '/ip4/127.0.0.1/tcp/1', '--listen', '/ip4/127.0.0.1/tcp/1'], 'phoenix: --listen "/ip4/127.0.0.1/tcp/1" is given twice', 2],
       [['node', '--allow', '12D3KooWExve7pDCH7VePy7XJiiyMpVmfqHpRkpFDicQsBnnyW5V', '--hub', '/ip4/127.0.0.1/tcp/1/p2p/12D3KooWREypnAYc661obaej18tFo1acauwMbFyTiyA3k5vgvDSP'], /^phoenix: --hub "\/ip4\/127\.0\.0\.1\/tcp\/1\/p2p\/12D3KooWREyp\w+" is peer 12D3KooWREyp\w+, which --allow does not list: the node would never dial it \(add the peer to --allow\)$/, 2],
       [['send', '--control', nobody, '--file', join(dir, 'no-such-message'), 'x'], `phoenix: --file ${join(dir, 'no-such-message')}: cannot read it (ENOENT)`, 2],
       [['send', '--control', nobody, '--lines', 'x', 'inline'], 'phoenix: --lines: give the message as an argument or from the input, not both', 2],

@@ -195,8 +195,14 @@ export async function createPhoenixLibp2p(options: OverlayNodeOptions): Promise<
   return withPortFromRange(range, hosts, (port) => createStarted(options, options.listen.map((a) => (portZeroHost(a) === undefined ? a : a.replace(zeroPort, `/tcp/${port}`)))), { what: 'listenRange' })
 }
 
-/** Each listen address is a multiaddr: libp2p's own error names neither the option nor the address. */
+/**
+ * Each listen address is a multiaddr: libp2p's own error names neither the option nor the address.
+ * One given twice is said so: libp2p's EADDRINUSE read as if another process held the port.
+ */
 function checkListenAddresses(listen: readonly string[]): void {
+  listen.forEach((address, i) => {
+    if (listen.indexOf(address) !== i) throw invalidInput('listen', `${JSON.stringify(address)} is given twice`)
+  })
   for (const address of listen) {
     try {
       multiaddr(address)
