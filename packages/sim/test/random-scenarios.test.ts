@@ -147,7 +147,7 @@ const FOUND: Drawn[] = [
     startSpreadMs: 500,
     sendHoldForDialsMs: 0,
     coHubWaitMs: undefined,
-    events: [{ atMs: 201, type: 'linkFail', pick: 0, other: 1694247130 }],
+    events: [{ atMs: 201, type: 'linkFail', pick: 0, other: 1 }],
   },
 ]
 
