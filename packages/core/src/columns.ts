@@ -154,6 +154,13 @@ export class RouteColumns {
     return this.fwd[row]!
   }
 
+  /** The hops of the route `nextHopRow` reads, -1 when that gives none; no view either (the simulator's final check reads every pair). */
+  hopsRow(row: number): number {
+    if (this.nextHopRow(row) === NONE) return -1
+    const hops = this.nhops[row]!
+    return hops === HOPS_NONE ? -1 : hops
+  }
+
   /**
    * The present rows `wanted` accepts, in insertion order, as one array: a plain loop, where a
    * generator made an iterator result per row (at 2,000 processes, a send round after new

@@ -413,8 +413,9 @@ export class PhoenixCore {
     return entry === undefined ? undefined : view(entry, this.table.alternates.of(entry))
   }
 
-  /** `route(d)?.fwd` by number, for a simulator whose cores share one numbering (`SharedNumbering`): the next hop's index, -1 if unreachable; no id lookup, no view. */
+  /** `route(d)?.fwd` and `route(d)?.nhops` by number, for a simulator whose cores share one numbering (`SharedNumbering`): the next hop's index and the hops, -1 if unreachable; no id lookup, no view. */
   nextHopIndex(index: number): number { return this.table.nextHopIndex(index) }
+  hopsIndex(index: number): number { return this.table.hopsIndex(index) }
 
   /** Every entry but this node's own, reachable or not. */
   routes(): RouteView[] {

@@ -112,6 +112,11 @@ export class RouteTable {
     return this.columns.nextHopRow(index)
   }
 
+  /** With `nextHopIndex`: that route's hops, -1 if unreachable. */
+  hopsIndex(index: number): number {
+    return this.columns.hopsRow(index)
+  }
+
   /**
    * A new destination, first heard of from neighbour `from` (limits count against it); undefined
    * when the node index has no number left for it (the caller refuses it as with a full table).

@@ -145,6 +145,11 @@ export class CoreProcess implements SimProcess {
     return fwd < 0 ? undefined : numbered.nodeAt(fwd)
   }
 
+  hopsTo(v: SimNode): number {
+    const index = this.env.numbered.indexOf(v)
+    return index < 0 ? -1 : this.core.hopsIndex(index)
+  }
+
   route(v: SimNode): SimRoute | undefined {
     const r = this.core.route(v.id)
     if (r === undefined || !r.reachable || r.fwd === undefined) return undefined

@@ -15,20 +15,21 @@ export class Graph {
   readonly classOf: Int32Array
   readonly classRep: number[] = []
 
+  /** `edges`: pairs of node numbers, as arrays or flattened (a, b, a, b, …: no array per edge). */
   constructor(
     readonly n: number,
-    edges: readonly (readonly [number, number])[],
+    edges: readonly (readonly [number, number])[] | Int32Array,
   ) {
+    const pairs = edges instanceof Int32Array ? edges : Int32Array.from(edges.flat())
     const degree = new Int32Array(n)
-    for (const [a, b] of edges) {
-      degree[a]!++
-      degree[b]!++
-    }
+    for (let i = 0; i < pairs.length; i++) degree[pairs[i]!]!++
     this.start = new Int32Array(n + 1)
     for (let i = 0; i < n; i++) this.start[i + 1] = this.start[i]! + degree[i]!
     this.adjacent = new Int32Array(this.start[n]!)
     const fill = this.start.slice(0, n)
-    for (const [a, b] of edges) {
+    for (let i = 0; i < pairs.length; i += 2) {
+      const a = pairs[i]!
+      const b = pairs[i + 1]!
       this.adjacent[fill[a]!++] = b
       this.adjacent[fill[b]!++] = a
     }
@@ -132,9 +133,9 @@ export function checkRoutesFast(
   distanceCellsMax = CHECK_DISTANCE_CELLS_MAX,
 ): RouteCheckFailure[] {
   const failures: RouteCheckFailure[] = []
-  const checkPair = (u: number, v: number, distTo: (x: number) => number): void => {
+  const checkPair = (u: number, v: number, distances: Distances): void => {
     const r = route(u, v)
-    const expected = distTo(u)
+    const expected = distances.at(u)
     const node = ids[u]!
     const destination = ids[v]!
     if (expected === -1) {
@@ -144,27 +145,46 @@ export function checkRoutesFast(
     if (r === undefined) failures.push({ node, destination, problem: `no route (BFS distance ${expected})` })
     else if (r.nhops !== expected) failures.push({ node, destination, problem: `nhops ${r.nhops}, BFS distance ${expected}` })
     else if (r.fwd < 0 || !graph.isAdjacent(u, r.fwd)) failures.push({ node, destination, problem: `next hop ${ids[r.fwd] ?? r.fwd} is not a neighbour` })
-    else if (distTo(r.fwd) !== expected - 1) failures.push({ node, destination, problem: `next hop ${ids[r.fwd]!} is ${distTo(r.fwd)} hops away, expected ${expected - 1}` })
+    else if (distances.at(r.fwd) !== expected - 1) failures.push({ node, destination, problem: `next hop ${ids[r.fwd]!} is ${distances.at(r.fwd)} hops away, expected ${expected - 1}` })
   }
   const rows = graph.classDistances(distanceCellsMax)
   if (rows !== undefined) {
     // Node by node: one table's routes are looked up together (they sit together in memory),
     // where destination by destination touches every table once per destination.
+    const row = new TwinRow()
     for (let u = 0; u < graph.n && failures.length < maxFailures; u++) {
       for (let v = 0; v < graph.n && failures.length < maxFailures; v++) {
         if (u === v) continue
         const c = graph.classOf[v]!
-        const rep = graph.classRep[c]!
-        const dist = rows[c]!
-        checkPair(u, v, (x) => (x === v ? 0 : x === rep ? 1 : dist[x]!))
+        row.v = v
+        row.rep = graph.classRep[c]!
+        row.dist = rows[c]!
+        checkPair(u, v, row)
       }
     }
     return failures
   }
   graph.forEachDestination((v, distTo) => {
-    for (let u = 0; u < graph.n && failures.length < maxFailures; u++) if (u !== v) checkPair(u, v, distTo)
+    const distances = { at: distTo }
+    for (let u = 0; u < graph.n && failures.length < maxFailures; u++) if (u !== v) checkPair(u, v, distances)
   })
   return failures
+}
+
+interface Distances {
+  /** Hops from `x` to the destination, -1 for another component. */
+  at(x: number): number
+}
+
+/** Distances to `v` read from its twin class's row (twins are adjacent; for any other x, d(x, v) = d(x, rep)); refilled for each pair, not made anew (millions of pairs). */
+class TwinRow implements Distances {
+  v = 0
+  rep = 0
+  dist: Int32Array = new Int32Array(0)
+
+  at(x: number): number {
+    return x === this.v ? 0 : x === this.rep ? 1 : this.dist[x]!
+  }
 }
 
 export type { ValidRoute }

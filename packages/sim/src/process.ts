@@ -49,6 +49,8 @@ export interface SimProcess {
   route(v: SimNode): SimRoute | undefined
   /** `route(v)?.fwd`, where a process can tell it without building the route (reachability samples walk millions). */
   nextHop?(v: SimNode): SimNode | undefined
+  /** `route(v)?.nhops`, -1 without a route; with `nextHop`, the final check reads every pair's route without building it. */
+  hopsTo?(v: SimNode): number
   /**
    * Would its next step change something now: input it took and has not handled (an update in the
    * inbox of a node still busy with earlier work), sends due, an expiry due? The run is not over

@@ -168,15 +168,16 @@ export class Simulation {
 
   private result(): SimResult {
     const { kernel, measurement, scenario: s } = this
-    const { live, edges } = measurement.finalGraph()
+    const live = kernel.nodes.filter((n) => n.alive)
+    const connections = measurement.finalPairs(live).pairs.length / 2
     const check: TableCheck = this.converged ? measurement.checkTables() : { ok: false, method: 'reference', failures: [{ node: '-', destination: '-', problem: `not converged by endMs ${s.endMs}` }] }
     return assembleResult(s, this.nodes.length, kernel.counters, {
       converged: this.converged,
       endedAtMs: kernel.nowMs,
       events: this.events,
       eventsSkipped: this.lifecycle.eventsSkipped,
-      connections: edges.length,
-      connectionsMissing: measurement.connectionsMissing(live, edges.length),
+      connections,
+      connectionsMissing: measurement.connectionsMissing(live, connections),
       check,
       samples: measurement.samples,
       samplingStopped: measurement.samplingStopped,

@@ -97,6 +97,19 @@ describe('final table check', () => {
     expect(sim.checkTables(undefined, 'twin-classes').failures).toEqual([])
   })
 
+  it('reads by number what the routes say (the twin-class check reads tables that way, building no route)', () => {
+    let pairs = 0
+    for (const u of sim.nodes) {
+      for (const v of sim.nodes) {
+        if (u === v) continue
+        const r = u.process!.route(v)
+        expect([u.process!.nextHop!(v), u.process!.hopsTo!(v)]).toEqual(r === undefined ? [undefined, -1] : [r.fwd, r.nhops])
+        pairs++
+      }
+    }
+    expect(pairs).toBe(30 * 29)
+  })
+
   it('catches a corrupted entry (wrong hops, wrong next hop, missing route) with both checkers, identically', () => {
     const ids = sim.nodes.map((n) => n.id)
     fc.assert(
