@@ -76,7 +76,7 @@ async function views(overlay: Overlay): Promise<NodeView[]> {
 }
 
 function counter(metrics: string, name: string): number {
-  const line = metrics.split('\n').find((l) => l.startsWith(`phoenix_${name}`) || l.startsWith(name))
+  const line = metrics.split('\n').find((l) => [`phoenix_${name}_total `, `phoenix_${name} `, `${name} `].some((start) => l.startsWith(start)))
   return line === undefined ? 0 : Number(line.trim().split(/\s+/).at(-1))
 }
 

@@ -79,7 +79,7 @@ export class PhoenixNode extends TypedEventEmitter<PhoenixEvents> implements Pho
       emit: (type, detail) => this.safeDispatchEvent(type, { detail }),
       routesChanged: () => this.jobs.groups.refreshSoon(),
     }
-    this.metrics.registerWith(components.metrics, () => this.gauges())
+    this.metrics.registerWith(components.metrics, () => this.gauges(), () => this.tallies())
     const emitChange = (change: NameChange) => this.safeDispatchEvent(change.type === 'up' ? 'name:up' : 'name:down', { detail: change })
     this.jobs = new Jobs({ id: this.id, log: this.log, sends: this.sends, inbox: this.inbox, running: (what) => this.running(what), current: () => this.session, emit: emitChange })
   }
@@ -387,7 +387,6 @@ export class PhoenixNode extends TypedEventEmitter<PhoenixEvents> implements Pho
   private gauges(): Record<string, number> {
     const session = this.session
     if (session === undefined) return { routes_reachable: 0, neighbours: 0, outbound_frames_queued: 0, outbound_bytes_queued: 0, stream_write_buffer_bytes: 0, acks_pending: this.sends.pendingCount }
-    const stats = session.core.stats()
     let queued = 0
     let queuedBytes = 0
     let streamBytes = 0
@@ -402,14 +401,23 @@ export class PhoenixNode extends TypedEventEmitter<PhoenixEvents> implements Pho
       credit_waiting_frames: waiting.frames,
       credit_waiting_bytes: waiting.bytes,
       credit_flows: waiting.flows,
-      credit_flows_evicted: session.router.credit.evictions,
-      credit_flows_resynced: session.router.credit.resyncs,
       routes_reachable: session.core.routes().filter((r) => r.reachable).length,
       neighbours: session.neighbours.size,
       outbound_frames_queued: queued,
       outbound_bytes_queued: queuedBytes,
       stream_write_buffer_bytes: streamBytes,
       acks_pending: this.sends.pendingCount,
+    }
+  }
+
+  /** Counts kept by the core and the credit table (the metrics' counters beside their own). */
+  private tallies(): Record<string, number> {
+    const session = this.session
+    if (session === undefined) return {}
+    const stats = session.core.stats()
+    return {
+      credit_flows_evicted: session.router.credit.evictions,
+      credit_flows_resynced: session.router.credit.resyncs,
       core_entries_received: stats.entriesReceived,
       core_entries_sent: stats.entriesSent,
       core_peers_dropped: stats.peersDropped,
@@ -422,7 +430,7 @@ export class PhoenixNode extends TypedEventEmitter<PhoenixEvents> implements Pho
 
   /** Prometheus text exposition of this node's counters and gauges (the same numbers go to `components.metrics` when libp2p has one). */
   metricsText(): string {
-    return this.metrics.render(this.gauges())
+    return this.metrics.render(this.gauges(), this.tallies())
   }
 }
 

@@ -362,7 +362,7 @@ describe("a node's inbound handler under random and mutated frames (fast-check)"
           tally.byKind[kind] = (tally.byKind[kind] ?? 0) + 1
         }
         tally.routesLearned += fuzzed.node.routes().length
-        tally.recordsVerified += Number(/^phoenix_core_records_verified (\d+)$/m.exec(fuzzed.node.metricsText())![1])
+        tally.recordsVerified += Number(/^phoenix_core_records_verified_total (\d+)$/m.exec(fuzzed.node.metricsText())![1])
         tally.delivered += fuzzed.delivered
         await Promise.all([fuzzed.node.stop(), control.node.stop()])
       }),

@@ -120,9 +120,15 @@ describe('real libp2p nodes in three firewalled subnets (loopback)', () => {
     }
   }, 60_000)
 
-  it('exposes metrics in Prometheus text format', () => {
+  it('exposes metrics in Prometheus text format; what only grows is a counter, named _total', () => {
     const metrics = cluster.node('A0').phoenix.metricsText()
     expect(metrics).toMatch(/^# TYPE phoenix_\w+ (counter|gauge)$/m)
+    const types = [...metrics.matchAll(/^# TYPE (\S+) (\S+)$/gm)]
+    expect(types.length).toBeGreaterThan(10)
+    for (const [, name, type] of types) expect({ name, counter: type === 'counter' }).toEqual({ name, counter: name!.endsWith('_total') })
+    // The core's and the credit table's counts, kept outside the metrics: counters too (a gauge's rate() reads a restart as a fall).
+    expect(metrics).toMatch(/^# TYPE phoenix_core_entries_received_total counter\nphoenix_core_entries_received_total [1-9]\d*$/m)
+    expect(metrics).toMatch(/^# TYPE phoenix_credit_flows_evicted_total counter$/m)
     expect(metrics).toMatch(/^phoenix_routes_reachable \d+$/m)
     expect(metrics).toMatch(/^phoenix_neighbours [1-9]\d*$/m)
   })
