@@ -312,6 +312,12 @@ async function route(target: ControlTarget, req: IncomingMessage, res: ServerRes
     if (!url.searchParams.has('add') && !url.searchParams.has('remove')) throw new ControlError(400, 'INVALID_INPUT', 'POST /names needs ?add=<name> or ?remove=<name> (each repeatable)')
     return changeNames(phoenix, res, url.searchParams.getAll('add'), url.searchParams.getAll('remove'))
   }
+  // A path served under another method (`curl …/send?name=w2` without a body is a GET): say which.
+  const methods = Object.keys(PARAMS).filter((key) => key.endsWith(` ${url.pathname}`)).map((key) => key.split(' ')[0]!)
+  if (methods.length > 0) {
+    res.setHeader('allow', methods.join(', '))
+    return reply(res, 405, { error: 'METHOD_NOT_ALLOWED', message: `${at}: ${url.pathname} takes ${methods.join(', ')}` })
+  }
   reply(res, 404, { error: 'NOT_FOUND', message: USAGE })
 }
 

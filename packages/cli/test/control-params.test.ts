@@ -77,6 +77,16 @@ describe('the control endpoint refuses parameters it does not take', () => {
     // A path the endpoint does not serve is still answered 404 with the usage, whatever its query.
     expect((await fetch(`${endpoint.base()}/nope?x=1`)).status).toBe(404)
   })
+
+  it('a path it serves under another method is 405, naming the method (a GET /send was 404 with the usage)', async () => {
+    reached.length = 0
+    const get = await fetch(`${endpoint.base()}/send?name=x`)
+    expect([get.status, get.headers.get('allow'), await get.json()]).toEqual([405, 'POST', { error: 'METHOD_NOT_ALLOWED', message: 'GET /send: /send takes POST' }])
+    const del = await fetch(`${endpoint.base()}/names?remove=a`, { method: 'DELETE' })
+    expect([del.status, del.headers.get('allow')]).toEqual([405, 'POST'])
+    expect((await post('/routes')).body).toEqual({ error: 'METHOD_NOT_ALLOWED', message: 'POST /routes: /routes takes GET' })
+    expect(reached).toEqual([])
+  })
 })
 
 describe('POST /names is all or nothing, POST /hubs says what it did', () => {
