@@ -73,21 +73,31 @@ export interface CoreStats {
   coHubWaitsExpired: number
 }
 
-/** Limits and timing with defaults filled in, each checked (a non-negative integer). */
-function resolveSettings(config: CoreConfig): { limits: Readonly<CoreLimits>; timing: Readonly<CoreTiming>; mode: RoutingMode } {
+/**
+ * Limits that may be 0: no names of its own, no name refusals remembered, no signature taken
+ * (unsigned records only), no redials of lost neighbours. Any other limit at 0 leaves a node that
+ * cannot route (no destination, no neighbour, no dial, no update that fits, every neighbour
+ * policed away), so it is refused.
+ */
+const LIMITS_ZERO_ALLOWED: ReadonlySet<string> = new Set(['namesPerNodeMax', 'nameRefusalsMax', 'signatureBytesMax', 'lostRedialsPerSecondMax'])
+
+/**
+ * Limits and timing with defaults filled in, each checked (an integer, at least 1 where 0 makes
+ * no node; `limits.X` named): what the constructor does first, for a driver that checks its
+ * user's settings before it makes a core (INVALID_CONFIG).
+ */
+export function resolveSettings(config: CoreConfig): { limits: Readonly<CoreLimits>; timing: Readonly<CoreTiming>; mode: RoutingMode } {
   const unknown = unknownKeyProblem(config, CORE_CONFIG_KEYS, 'config') ?? unknownKeyProblem(config.limits, Object.keys(DEFAULT_LIMITS), 'limits') ?? unknownKeyProblem(config.timing, Object.keys(DEFAULT_TIMING), 'timing')
   if (unknown !== undefined) throw new PhoenixError('INVALID_CONFIG', unknown)
   const limits = { ...DEFAULT_LIMITS, ...config.limits }
   const timing = { ...DEFAULT_TIMING, ...config.timing }
-  for (const [key, value] of Object.entries({ ...limits, ...timing })) {
-    if (!Number.isFinite(value) || value < 0 || !Number.isInteger(value)) {
-      throw new PhoenixError('INVALID_CONFIG', `${key} must be a non-negative integer, got ${String(value)}`)
+  const min = (group: string, key: string): number => (group === 'limits' ? (LIMITS_ZERO_ALLOWED.has(key) ? 0 : 1) : key === 'dialBackoffInitialMs' ? 1 : 0)
+  for (const [group, values] of [['limits', limits], ['timing', timing]] as const) {
+    for (const [key, value] of Object.entries(values)) {
+      if (typeof value === 'number' && Number.isSafeInteger(value) && value >= min(group, key)) continue
+      throw new PhoenixError('INVALID_CONFIG', `${group}.${key} must be ${min(group, key) === 0 ? 'a non-negative' : 'a positive'} integer, got ${typeof value === 'string' ? JSON.stringify(value) : String(value)}`)
     }
   }
-  if (limits.hopLimit < 1) throw new PhoenixError('INVALID_CONFIG', 'hopLimit must be at least 1')
-  if (limits.sendStepEntriesMax < 1) throw new PhoenixError('INVALID_CONFIG', 'sendStepEntriesMax must be at least 1 (entries one send step builds)')
-  if (limits.ecmpNextHopsMax < 1) throw new PhoenixError('INVALID_CONFIG', 'ecmpNextHopsMax must be at least 1 (1 = one next hop per destination)')
-  if (timing.dialBackoffInitialMs < 1) throw new PhoenixError('INVALID_CONFIG', 'dialBackoffInitialMs must be at least 1')
   return { limits, timing, mode: config.mode ?? 'optimized' }
 }
 

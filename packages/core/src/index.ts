@@ -1,4 +1,4 @@
-export { PhoenixCore, type CoreConfig, type CoreStats } from './core.ts'
+export { PhoenixCore, resolveSettings, type CoreConfig, type CoreStats } from './core.ts'
 export { DEFAULT_LIMITS, DEFAULT_TIMING, type CoreLimits, type CoreTiming } from './constants.ts'
 export type { NameConflict } from './names.ts'
 export { PhoenixError, invariant, type PhoenixErrorCode } from './errors.ts'

@@ -168,6 +168,18 @@ describe('receiving entries', () => {
     expect(config({ hubs: [], names: [], mode: 'naive', discovery: false, initialSeq: 2, limits: {}, timing: {}, addresses: [] })).not.toThrow()
   })
 
+  it('refuses a limit at 0 that leaves a node unable to route, naming it; takes 0 where it means something', () => {
+    const config = (extra: object) => () => new PhoenixCore({ id: 'u', ...extra } as CoreConfig)
+    // A node that may not dial, hold a neighbour or fit an entry in an update was taken, and sat there.
+    expect(config({ limits: { dialsInFlightMax: 0 } })).toThrow('limits.dialsInFlightMax must be a positive integer, got 0')
+    expect(config({ limits: { neighboursMax: 0 } })).toThrow(expect.objectContaining({ code: 'INVALID_CONFIG', message: 'limits.neighboursMax must be a positive integer, got 0' }))
+    expect(config({ limits: { entriesPerMessageMax: 0 } })).toThrow(/^limits\.entriesPerMessageMax /)
+    expect(config({ timing: { dialBackoffInitialMs: 0 } })).toThrow('timing.dialBackoffInitialMs must be a positive integer, got 0')
+    expect(config({ timing: { coHubWaitMs: -1 } })).toThrow('timing.coHubWaitMs must be a non-negative integer, got -1')
+    expect(config({ limits: { hopLimit: '16' } })).toThrow('limits.hopLimit must be a positive integer, got "16"')
+    expect(config({ limits: { namesPerNodeMax: 0, nameRefusalsMax: 0, signatureBytesMax: 0, lostRedialsPerSecondMax: 0 }, timing: { sendHoldForDialsMs: 0, unreachableRetentionMs: 0 } })).not.toThrow()
+  })
+
   it('refuses control characters in names, addresses and ids, ours or received: they reach operators\' terminals', () => {
     const core = coreWithNeighbours('u', ['a'])
     const escape = '\u001b[31mRED\u001b[0m'

@@ -10,7 +10,7 @@ import { receivedMessage } from './inbox.ts'
 import { NodeInbox, type BroadcastResult, type CollectiveOptions, type ReduceOptions, type ReduceResult } from './collectives.ts'
 import { DialPath } from './dial-path.ts'
 import { Jobs } from './jobs.ts'
-import { checkLivenessTiming } from './liveness.ts'
+import { checkInitSettings } from './settings.ts'
 import { Metrics } from './metrics.ts'
 import type { NodeParts } from './parts.ts'
 import { Sends, type Route } from './sends.ts'
@@ -58,7 +58,7 @@ export class PhoenixNode extends TypedEventEmitter<PhoenixEvents> implements Pho
     this.log = components.logger.forComponent('phoenix:node')
     this.limits = { ...TRANSPORT_LIMITS, ...init.limits }
     this.timing = { ...TRANSPORT_TIMING, ...init.timing }
-    checkLivenessTiming(this.timing)
+    checkInitSettings(init)
     if (init.site !== undefined) checkSiteLabel(init.site)
     this.dialPath = new DialPath(init.ssh, init.sitePrefixes, this.metrics)
     for (const hub of init.hubs ?? []) this.checkHub(hub)
@@ -438,5 +438,6 @@ export class PhoenixNode extends TypedEventEmitter<PhoenixEvents> implements Pho
 export function phoenix(init: PhoenixInit = {}): (components: PhoenixComponents) => PhoenixNode {
   checkRuntime()
   checkInitKeys(init)
+  checkInitSettings(init)
   return (components) => new PhoenixNode(components, init)
 }

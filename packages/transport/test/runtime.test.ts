@@ -66,4 +66,32 @@ describe('options a node does not take are refused, naming them', () => {
     // Every option the types name is taken.
     expect(await refused({ listen, hubs: [], names: ['k'], site: 's', mode: 'optimized', discovery: true, signRecords: true, sitePrefixes: [], limits: {}, timing: {}, core: { limits: {}, timing: {} }, strangers: {}, allowedPeers: [] })).toBe('started')
   })
+
+  it('a limit, timing or protocol out of range is INVALID_INPUT naming it, before anything starts (they were taken as given)', async () => {
+    const listen = ['/ip4/127.0.0.1/tcp/0']
+    const refused = async (options: object) => {
+      try {
+        const node = await createPhoenixLibp2p({ listen, ...options } as Parameters<typeof createPhoenixLibp2p>[0])
+        await node.libp2p.stop()
+        return 'started'
+      } catch (e) {
+        const error = e as { code: string; message: string; field: string }
+        return `${error.code} ${error.field}: ${error.message}`
+      }
+    }
+    // A negative window failed as an internal invariant; a string limit was compared as text; 0 acks pending refused every send with an ack.
+    expect(await refused({ limits: { flowWindowBytes: -1 } })).toBe('INVALID_INPUT limits.flowWindowBytes: limits.flowWindowBytes must be a non-negative integer, got -1')
+    expect(await refused({ limits: { receiveBufferMax: '5' } })).toBe('INVALID_INPUT limits.receiveBufferMax: limits.receiveBufferMax must be a positive integer, got "5"')
+    expect(await refused({ limits: { pendingAcksMax: 0 } })).toBe('INVALID_INPUT limits.pendingAcksMax: limits.pendingAcksMax must be a positive integer, got 0')
+    expect(await refused({ timing: { ackTimeoutMs: Number.POSITIVE_INFINITY } })).toBe('INVALID_INPUT timing.ackTimeoutMs: timing.ackTimeoutMs must be a positive integer (ms), got Infinity')
+    // The core's limits: refused only at start before, as the core's INVALID_CONFIG naming `limits.neighboursMax`.
+    expect(await refused({ core: { limits: { neighboursMax: 0 } } })).toBe('INVALID_INPUT core.limits.neighboursMax: core.limits.neighboursMax must be a positive integer, got 0')
+    expect(await refused({ core: { timing: { coHubWaitMs: 1.5 } } })).toBe('INVALID_INPUT core.timing.coHubWaitMs: core.timing.coHubWaitMs must be a non-negative integer, got 1.5')
+    // multistream-select frames a protocol id as one line starting with '/'.
+    expect(await refused({ protocol: 'phoenix' })).toMatch(/^INVALID_INPUT protocol: protocol must be a libp2p protocol id, a string starting with "\/"/)
+    expect(await refused({ protocol: '/a\nb' })).toMatch(/^INVALID_INPUT protocol: /)
+    expect(() => phoenix({ limits: { outboundFramesMaxPerNeighbour: 0 } })).toThrow('limits.outboundFramesMaxPerNeighbour must be a positive integer, got 0')
+    // Where 0 means something, it is taken: credit off, no wait for a route, a node without names, no redials.
+    expect(await refused({ limits: { flowWindowBytes: 0, duplicateWindowMax: 0 }, timing: { routeWaitMs: 0, dialDeferMs: 0 }, core: { limits: { namesPerNodeMax: 0, lostRedialsPerSecondMax: 0 }, timing: { coHubWaitMs: 0 } }, protocol: '/my/overlay/1.0.0' })).toBe('started')
+  })
 })
