@@ -258,7 +258,7 @@ async function createStarted(options: OverlayNodeOptions, listen: string[]): Pro
   const { listen: _listen, listenRange: _range, privateKey, connectionGater, privateNetworkKey, allowedPeers, strangers, ...init } = options
   const stranger = { ...STRANGER_LIMITS, ...strangers }
   for (const [key, value] of Object.entries(stranger)) {
-    if (!Number.isInteger(value) || value < 1) throw new PhoenixTransportError('INVALID_INPUT', `strangers.${key} must be a positive integer, got ${String(value)}`)
+    if (!Number.isInteger(value) || value < 1) throw new PhoenixTransportError('INVALID_INPUT', `strangers.${key} must be a positive integer, got ${typeof value === 'string' ? JSON.stringify(value) : String(value)}`, { field: `strangers.${key}` })
   }
   let service: PhoenixNode | undefined
   const gater = strangerGater(neighbourLimitGater(membershipGater(connectionGater, allowedPeers), () => service), stranger)

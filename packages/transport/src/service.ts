@@ -159,7 +159,8 @@ export class PhoenixNode extends TypedEventEmitter<PhoenixEvents> implements Pho
 
   private createCore(): PhoenixCore {
     const { init } = this
-    return new PhoenixCore({
+    // The core's refusal of a name or hub names its config (`config.names: "a" is given twice`): as the user's option, with `field`.
+    return coreErrorToTransport('options', () => new PhoenixCore({
       id: this.id,
       addresses: this.ownAddresses(),
       hubs: init.hubs ?? [],
@@ -170,7 +171,7 @@ export class PhoenixNode extends TypedEventEmitter<PhoenixEvents> implements Pho
       ...(init.core?.limits ? { limits: init.core.limits } : {}),
       // The core holds back the larger end's dial of a pair (dialDeferMs): a held-back dial must not take a dial slot.
       timing: { dialDeferMs: this.timing.dialDeferMs, ...init.core?.timing },
-    })
+    }))
   }
 
   /** Our listen addresses are known only once transports listen, and may change: the record follows. */

@@ -3,6 +3,7 @@ import { PhoenixTransportError } from './errors.ts'
 import type { PhoenixInit } from './api.ts'
 import { TRANSPORT_LIMITS, TRANSPORT_TIMING } from './constants.ts'
 import { checkLivenessTiming } from './liveness.ts'
+import { SSH_TUNNEL_LIMITS, SSH_TUNNEL_TIMING } from './ssh-tunnel.ts'
 
 /**
  * Limits where 0 means something (`flowWindowBytes`: credit off; `duplicateWindowMax`: no
@@ -12,6 +13,9 @@ const LIMITS_ZERO_ALLOWED: ReadonlySet<string> = new Set(['flowWindowBytes', 'du
 
 /** Timings where 0 means something (`routeWaitMs`: fail at once without a route; `dialDeferMs`: both ends dial; the leave's two bounds: close at once). */
 const TIMING_ZERO_ALLOWED: ReadonlySet<string> = new Set(['routeWaitMs', 'dialDeferMs', 'leaveLingerMaxMs', 'leaveFlushMaxMs'])
+
+/** SSH tunnels: no restart after a failure; an unleased tunnel closed at once. */
+const SSH_ZERO_ALLOWED: ReadonlySet<string> = new Set(['restartAttemptsMax', 'idleLingerMs'])
 
 /**
  * Refuses transport limits and timing that are not integers in range, a protocol id
@@ -28,6 +32,10 @@ export function checkInitSettings(init: PhoenixInit): void {
   checkIntegers('limits', limits, LIMITS_ZERO_ALLOWED)
   checkIntegers('timing', timing, TIMING_ZERO_ALLOWED)
   checkLivenessTiming(timing)
+  if (init.ssh !== undefined) {
+    checkIntegers('ssh.limits', { ...SSH_TUNNEL_LIMITS, ...init.ssh.limits }, SSH_ZERO_ALLOWED)
+    checkIntegers('ssh.timing', { ...SSH_TUNNEL_TIMING, ...init.ssh.timing }, SSH_ZERO_ALLOWED)
+  }
   // The core's own checks, now rather than when the node starts, naming the option as the user wrote it.
   try {
     resolveSettings({ id: 'check', ...(core?.limits ? { limits: core.limits } : {}), ...(core?.timing ? { timing: core.timing } : {}) })
@@ -42,11 +50,11 @@ export function checkInitSettings(init: PhoenixInit): void {
   }
 }
 
-function checkIntegers(group: 'limits' | 'timing', values: Readonly<Record<string, unknown>>, zeroAllowed: ReadonlySet<string>): void {
+function checkIntegers(group: string, values: Readonly<Record<string, unknown>>, zeroAllowed: ReadonlySet<string>): void {
   for (const [key, value] of Object.entries(values)) {
     const min = zeroAllowed.has(key) ? 0 : 1
     if (typeof value === 'number' && Number.isSafeInteger(value) && value >= min) continue
     const what = min === 0 ? 'a non-negative integer' : 'a positive integer'
-    throw new PhoenixTransportError('INVALID_INPUT', `${group}.${key} must be ${what}${group === 'timing' ? ' (ms)' : ''}, got ${typeof value === 'string' ? JSON.stringify(value) : String(value)}`, { field: `${group}.${key}` })
+    throw new PhoenixTransportError('INVALID_INPUT', `${group}.${key} must be ${what}${group.endsWith('timing') && key.endsWith('Ms') ? ' (ms)' : ''}, got ${typeof value === 'string' ? JSON.stringify(value) : String(value)}`, { field: `${group}.${key}` })
   }
 }

@@ -49,6 +49,8 @@ export function checkNodeOptionShapes(options: unknown): void {
   for (const key of ['discovery', 'signRecords']) {
     if (o[key] !== undefined && typeof o[key] !== 'boolean') throw invalidInput(key, `must be a boolean, got ${describe(o[key])}`)
   }
+  // A string (the key file read as text) failed in the protector as Node's ERR_INVALID_ARG_TYPE.
+  if (o.privateNetworkKey !== undefined && !(o.privateNetworkKey instanceof Uint8Array)) throw invalidInput('privateNetworkKey', `must be a Uint8Array, the swarm key file's bytes (readFileSync(path) without an encoding), got ${typeof o.privateNetworkKey}`)
 }
 
 /** A value as an error message shows it: short JSON, or its type. */
@@ -63,7 +65,10 @@ export function coreErrorToTransport<T>(field: string, run: () => T): T {
     return run()
   } catch (error) {
     if (error instanceof PhoenixError) {
-      // The core often names the field itself ("name: 65 names, at most 64"): not "name: name: …".
+      // The core often names the field itself ("name: 65 names, at most 64"): not "name: name: …";
+      // of its config, as the option it came from ("config.names: …" is the option `names`).
+      const own = /^config\.(\w+):/.exec(error.message)?.[1]
+      if (own !== undefined) throw new PhoenixTransportError('INVALID_INPUT', error.message.slice('config.'.length), { field: own })
       const message = error.message.startsWith(`${field}:`) || error.message.startsWith(`${field} `) ? error.message : `${field}: ${error.message}`
       throw new PhoenixTransportError(error.code === 'INVALID_STATE' ? 'NOT_STARTED' : 'INVALID_INPUT', message, { field })
     }

@@ -91,6 +91,12 @@ describe('options a node does not take are refused, naming them', () => {
     expect(await refused({ protocol: 'phoenix' })).toMatch(/^INVALID_INPUT protocol: protocol must be a libp2p protocol id, a string starting with "\/"/)
     expect(await refused({ protocol: '/a\nb' })).toMatch(/^INVALID_INPUT protocol: /)
     expect(() => phoenix({ limits: { outboundFramesMaxPerNeighbour: 0 } })).toThrow('limits.outboundFramesMaxPerNeighbour must be a positive integer, got 0')
+    expect(await refused({ ssh: { identityFile: '/k', limits: { tunnelsMax: -1 } } })).toBe('INVALID_INPUT ssh.limits.tunnelsMax: ssh.limits.tunnelsMax must be a positive integer, got -1')
+    expect(await refused({ strangers: { handshakesInProgressMax: '5' } })).toBe('INVALID_INPUT strangers.handshakesInProgressMax: strangers.handshakesInProgressMax must be a positive integer, got "5"')
+    // The key file read as text failed as Node's ERR_INVALID_ARG_TYPE; names refused at start said `config.names`, with no field.
+    expect(await refused({ privateNetworkKey: '/key/swarm/psk/1.0.0/' })).toMatch(/^INVALID_INPUT privateNetworkKey: privateNetworkKey must be a Uint8Array, /)
+    expect(await refused({ names: ['a', 'a'] })).toBe('INVALID_INPUT names: names: "a" is given twice')
+    expect(await refused({ names: [''] })).toBe('INVALID_INPUT names: names: a name must be a non-empty string of at most 256 characters, got an empty one')
     // Where 0 means something, it is taken: credit off, no wait for a route, a node without names, no redials.
     expect(await refused({ limits: { flowWindowBytes: 0, duplicateWindowMax: 0 }, timing: { routeWaitMs: 0, dialDeferMs: 0 }, core: { limits: { namesPerNodeMax: 0, lostRedialsPerSecondMax: 0 }, timing: { coHubWaitMs: 0 } }, protocol: '/my/overlay/1.0.0' })).toBe('started')
   })
