@@ -411,22 +411,8 @@ export class PhoenixNode extends TypedEventEmitter<PhoenixEvents> implements Pho
     }
   }
 
-  /** Counts kept by the core and the credit table (the metrics' counters beside their own). */
   private tallies(): Record<string, number> {
-    const session = this.session
-    if (session === undefined) return {}
-    const stats = session.core.stats()
-    return {
-      credit_flows_evicted: session.router.credit.evictions,
-      credit_flows_resynced: session.router.credit.resyncs,
-      core_entries_received: stats.entriesReceived,
-      core_entries_sent: stats.entriesSent,
-      core_peers_dropped: stats.peersDropped,
-      core_records_verified: stats.recordsVerified,
-      core_cohub_waits: stats.coHubWaits,
-      core_dials_deferred: stats.dialsDeferred,
-      core_cohub_waits_expired: stats.coHubWaitsExpired,
-    }
+    return this.session === undefined ? {} : sessionTallies(this.session)
   }
 
   /** Prometheus text exposition of this node's counters and gauges (the same numbers go to `components.metrics` when libp2p has one). */
@@ -441,4 +427,20 @@ export function phoenix(init: PhoenixInit = {}): (components: PhoenixComponents)
   checkInitKeys(init)
   checkInitSettings(init)
   return (components) => new PhoenixNode(components, init)
+}
+
+/** Counts kept by the core and the credit table (the metrics' counters beside their own). */
+function sessionTallies(session: Session): Record<string, number> {
+  const stats = session.core.stats()
+  return {
+    credit_flows_evicted: session.router.credit.evictions,
+    credit_flows_resynced: session.router.credit.resyncs,
+    core_entries_received: stats.entriesReceived,
+    core_entries_sent: stats.entriesSent,
+    core_peers_dropped: stats.peersDropped,
+    core_records_verified: stats.recordsVerified,
+    core_cohub_waits: stats.coHubWaits,
+    core_dials_deferred: stats.dialsDeferred,
+    core_cohub_waits_expired: stats.coHubWaitsExpired,
+  }
 }
