@@ -4,6 +4,8 @@
  * mode, until quiescence, with `ecmpNextHopsMax` 1 (single path) and 8 (the default) on the same
  * seeds. "missing" counts next hops a node does not keep although the neighbour holds the
  * destination at exactly (our seq, our hops − 1): every equal-cost next hop that exists at the end.
+ * "willConnect": 8 next hops with `CoreConfig.willConnect` saying which nodes share a subnet (what
+ * the transport derives from sites), so equal offers to a host that will connect itself are not sent.
  *
  *   npx pnpm@10 --filter @phoenix-overlay/core run bench:ecmp [-- --seeds 3]
  */
@@ -51,11 +53,13 @@ function classifyReceived(core: PhoenixCore, kinds: Map<string, number>): void {
   }
 }
 
-function run(seed: number, ecmpNextHopsMax: number): Outcome {
+/** `CoreConfig.willConnect` as the transport gives it (same site; here, same subnet), or none. */
+function run(seed: number, ecmpNextHopsMax: number, sameSubnet = false): Outcome {
   const net = new TestNet({ seed, allowed: layout.allowed })
   const kinds = new Map<string, number>()
+  const willConnect = (a: NodeId, b: NodeId) => layout.placementOf(a).subnet === layout.placementOf(b).subnet
   for (const id of layout.nodes) {
-    net.add({ id, hubs: layout.hubsOf(id), limits: { ecmpNextHopsMax } })
+    net.add({ id, hubs: layout.hubsOf(id), limits: { ecmpNextHopsMax }, ...(sameSubnet ? { willConnect } : {}) })
     classifyReceived(net.cores.get(id)!, kinds)
   }
   net.runToQuiescence(50_000_000)
@@ -87,15 +91,18 @@ const rows: Record<string, string | number>[] = []
 const kindRows: Record<string, string | number>[] = []
 let single = 0
 let several = 0
+let sited = 0
 for (let seed = 1; seed <= seedCount; seed++) {
   const one = run(seed, 1)
   const eight = run(seed, 8)
+  const eightSited = run(seed, 8, true)
+  sited += eightSited.entries
   for (const kind of new Set([...one.kinds.keys(), ...eight.kinds.keys()])) kindRows.push({ seed, 'received entry': kind, '1 next hop': one.kinds.get(kind) ?? 0, '8 next hops': eight.kinds.get(kind) ?? 0 })
   single += one.entries
   several += eight.entries
-  rows.push({ seed, 'entries, 1 next hop': one.entries, 'entries, 8 next hops': eight.entries, ratio: +(eight.entries / one.entries).toFixed(2), 'routes with ≥ 2 next hops': eight.multipath, 'alternates missing': eight.missing })
+  rows.push({ seed, 'entries, 1 next hop': one.entries, 'entries, 8 next hops': eight.entries, ratio: +(eight.entries / one.entries).toFixed(2), 'routes with ≥ 2 next hops': eight.multipath, 'alternates missing': eight.missing, 'entries, 8, willConnect': eightSited.entries, 'ratio, willConnect': +(eightSited.entries / one.entries).toFixed(2), 'routes ≥ 2, willConnect': eightSited.multipath, 'missing, willConnect': eightSited.missing })
 }
-rows.push({ seed: 'mean', 'entries, 1 next hop': Math.round(single / seedCount), 'entries, 8 next hops': Math.round(several / seedCount), ratio: +(several / single).toFixed(2) })
+rows.push({ seed: 'mean', 'entries, 1 next hop': Math.round(single / seedCount), 'entries, 8 next hops': Math.round(several / seedCount), ratio: +(several / single).toFixed(2), 'entries, 8, willConnect': Math.round(sited / seedCount), 'ratio, willConnect': +(sited / single).toFixed(2) })
 console.log(`${n} nodes in 3 subnets (${a}:${b}:${n - a - b}), gateways as hubs, optimized mode, until quiescence`)
 console.table(rows)
 console.log('received entries at the same seq, by what they were to the receiver ("other": new, fresher or stale)')

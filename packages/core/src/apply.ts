@@ -293,7 +293,14 @@ function adopt(p: CoreParts, entry: RouteEntry, from: Neighbour, advert: RouteAd
   if (entry.reachable && p.discovery) wantDial(p, entry, nowMs)
   // A record of a neighbour relayed by someone else still routes directly to the neighbour.
   const neighbour = p.neighbours.get(entry.destination)
-  if (p.mode === 'optimized' && from !== neighbour && neighbour !== undefined) p.table.routeDirectly(neighbour.id, neighbour.index, nowMs, (id) => p.neighbours.get(id)?.index)
+  if (p.mode === 'optimized' && from !== neighbour && neighbour !== undefined) routeDirectly(p, neighbour.id, neighbour.index, nowMs)
+}
+
+/** `RouteTable.routeDirectly` with what the core knows of the neighbours: their numbers, and which will connect to `peer` themselves (`CoreConfig.willConnect`). */
+export function routeDirectly(p: CoreParts, peer: NodeId, index: number, nowMs: number): void {
+  const willConnect = p.willConnect
+  const staysWith = willConnect === undefined || !p.discovery ? undefined : (holder: NodeId) => willConnect(holder, peer)
+  p.table.routeDirectly(peer, index, nowMs, (id) => p.neighbours.get(id)?.index, staysWith)
 }
 
 /**

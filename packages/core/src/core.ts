@@ -1,4 +1,4 @@
-import { Inbox, applyInbox } from './apply.ts'
+import { Inbox, applyInbox, routeDirectly } from './apply.ts'
 import { DEFAULT_LIMITS, DEFAULT_TIMING, type CoreLimits, type CoreTiming } from './constants.ts'
 import { AddressBook } from './discovery.ts'
 import { Expiry } from './expiry.ts'
@@ -40,10 +40,18 @@ export interface CoreConfig {
    * or say what its names and addresses are.
    */
   readonly records?: RecordAuthority
+  /**
+   * With several next hops (`ecmpNextHopsMax` > 1): whether neighbour `holder` will connect to
+   * `destination` directly (the driver knows: the two share a site and discovery is on). When we
+   * connect to `destination`, such a holder of our 2-hop route is not sent our equal 2-hop offer:
+   * it would be its alternate only until its own connection comes (packages/core/README.md,
+   * "Cost"). Without it, every such offer goes out.
+   */
+  readonly willConnect?: (holder: NodeId, destination: NodeId) => boolean
 }
 
 /** Every key of `CoreConfig` (the type checks the list is whole): anything else is refused, naming it. */
-const CORE_CONFIG_KEYS = Object.keys({ id: 1, addresses: 1, hubs: 1, names: 1, mode: 1, discovery: 1, initialSeq: 1, limits: 1, timing: 1, records: 1 } satisfies Record<keyof CoreConfig, 1>)
+const CORE_CONFIG_KEYS = Object.keys({ id: 1, addresses: 1, hubs: 1, names: 1, mode: 1, discovery: 1, initialSeq: 1, limits: 1, timing: 1, records: 1, willConnect: 1 } satisfies Record<keyof CoreConfig, 1>)
 
 export interface CoreStats {
   /** Record signatures checked (each new record once; the simulator charges a measured cost per check). */
@@ -163,7 +171,7 @@ export class PhoenixCore {
     this.table = new RouteTable(this.id, nodeIndex, initialSeq, names, addresses, config.records, this.holders, numbering?.holders, limits.ecmpNextHopsMax)
     for (const hub of this.police.checkAddresses(config.hubs ?? [], 'config.hubs', Number.POSITIVE_INFINITY)) this.learnHub(hub)
     const { book, table, neighbours, police, traffic, discovery, holders, fanout } = this
-    this.parts = { id: this.id, mode, discovery, limits, timing, table, neighbours, nodeIndex, book, police, names: holders, traffic, numbering, fanout, coHubs: () => coHubsOf(table.own.addresses, this.hubsGiven, book, neighbours, timing.coHubWaitMs), mayHaveCoHubs: () => mayHaveCoHubs(table.own.addresses, this.hubsGiven, timing.coHubWaitMs) }
+    this.parts = { id: this.id, willConnect: config.willConnect, mode, discovery, limits, timing, table, neighbours, nodeIndex, book, police, names: holders, traffic, numbering, fanout, coHubs: () => coHubsOf(table.own.addresses, this.hubsGiven, book, neighbours, timing.coHubWaitMs), mayHaveCoHubs: () => mayHaveCoHubs(table.own.addresses, this.hubsGiven, timing.coHubWaitMs) }
   }
 
   // ---------------------------------------------------------------- inputs
@@ -195,7 +203,7 @@ export class PhoenixCore {
     // configuration, or a connection list given offline, would make us wait a round trip for
     // nothing, behind a peer that may be busy (measured: 10% slower offline convergence).
     if (this.discovery && this.table.get(peer)?.reachable === true) this.neighbours.setFlag(neighbour, 'ownWaitsForHello', true)
-    this.table.routeDirectly(peer, index, nowMs, (id) => this.neighbours.get(id)?.index)
+    routeDirectly(this.parts, peer, index, nowMs)
   }
 
   /** The connection to `peer` closed (crash, leave, network). Routes through it become unreachable. */

@@ -47,4 +47,6 @@ export interface CoreParts {
   readonly coHubs: () => readonly Neighbour[]
   /** Whether `coHubs()` can be non-empty at all (we are a hub and coHubWaitMs is on); cheaper than asking it. */
   readonly mayHaveCoHubs: () => boolean
+  /** `CoreConfig.willConnect`. */
+  readonly willConnect: ((holder: NodeId, destination: NodeId) => boolean) | undefined
 }

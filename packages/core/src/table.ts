@@ -281,9 +281,12 @@ export class RouteTable {
    * whoever got our longer route needs this one (trans := ∅). Not those in rcpt if they hold it at
    * 2 hops or fewer: 1 + 1 is all we can offer (typically the hub's other neighbours). With
    * several next hops only those holding it at 1 (`Alternates.covers`), which our 2-hop route's
-   * next hops do: `indexOf` gives their node indexes (our neighbours').
+   * next hops do: `indexOf` gives their node indexes (our neighbours'). And, with several next
+   * hops, those holding it at 2 that `staysWith` says will connect to `peer` themselves
+   * (`CoreConfig.willConnect`): our equal offer would be their alternate only until then, and in
+   * a subnet whose hosts all connect to each other it went to every host from every host.
    */
-  routeDirectly(peer: NodeId, index: number, nowMs: number, indexOf: (neighbour: NodeId) => number | undefined): void {
+  routeDirectly(peer: NodeId, index: number, nowMs: number, indexOf: (neighbour: NodeId) => number | undefined, staysWith?: (holder: NodeId) => boolean): void {
     const entry = this.get(peer)
     if (entry === undefined || !entry.reachable || (entry.fwd === peer && entry.nhops === 1)) return
     const atOneHop = this.alternates.heldBetterThan(entry, CORE_CONSTANTS.directRouteHolderHopsMax) // alternates.ts: before the reset
@@ -293,11 +296,12 @@ export class RouteTable {
     entry.changedAtMs = nowMs
     entry.trans = EMPTY_SET
     const keep = this.alternates.covers(entry.rcptHopsMax, CORE_CONSTANTS.directRouteHolderHopsMax) // alternates.ts
+    const staying = !keep && staysWith !== undefined && entry.rcptHopsMax <= CORE_CONSTANTS.directRouteHolderHopsMax ? holdersWhere(entry.rcpt, this.columns.index, staysWith) : EMPTY_SET
     if (!keep) {
-      entry.rcptHopsMax = 0
+      entry.rcptHopsMax = staying.isEmpty() ? 0 : CORE_CONSTANTS.directRouteHolderHopsMax
       entry.vouchers = EMPTY_SET
     }
-    entry.rcpt = this.holders.union(keep ? entry.rcpt : EMPTY_SET, index, undefined)
+    entry.rcpt = this.holders.union(keep ? entry.rcpt : staying, index, undefined)
     for (const holder of atOneHop) {
       const at = indexOf(holder)
       if (at !== undefined) entry.rcpt = this.holders.union(entry.rcpt, at, undefined)
@@ -457,6 +461,18 @@ function noteOwnHolder(own: RouteEntry, fromIndex: number, senderHops: number): 
   own.rcptHopsMax = Math.max(own.rcptHopsMax, senderHops)
   if (transLacks) own.trans = withMember(own.trans, fromIndex)
   if (rcptLacks) own.rcpt = withMember(own.rcpt, fromIndex)
+}
+
+/** The members of `set` (numbered by `index`) that `wanted` keeps, as a new set (EMPTY_SET when none). */
+function holdersWhere(set: NodeSet, index: NodeIndex, wanted: (holder: NodeId) => boolean): NodeSet {
+  let kept: NodeSet | undefined
+  set.forEach((slot) => {
+    const holder = index.id(slot)
+    if (holder === undefined || !wanted(holder)) return
+    kept ??= new NodeSet()
+    kept.add(slot)
+  })
+  return kept ?? EMPTY_SET
 }
 
 /** `set` with `member`: changed in place if it is private (not frozen), else a private copy. */

@@ -175,6 +175,35 @@ describe('several next hops per destination (alternates.ts)', () => {
     expect(sentOf('d')).toEqual(['v'])
   })
 
+  it('on connecting to a destination, a holder of our 2-hop route that will connect to it itself (willConnect) does not get our equal offer; others do', () => {
+    // x and its neighbours y and u hold d at 2 hops through hub h. x connects to d. y shares d's
+    // site (it will connect to d as x did); u does not (a host behind another gateway).
+    const offersOfD = (willConnect: ((holder: NodeId, destination: NodeId) => boolean) | undefined): NodeId[] => {
+      const x = new PhoenixCore({ id: 'x', addresses: ['addr:x'], ...(willConnect === undefined ? {} : { willConnect }) })
+      const advert = (destination: NodeId, nhops: number): RouteAdvert => ({ destination, seq: 2, nhops, names: [], addresses: [`addr:${destination}`], trans: -1 })
+      const message = (entries: RouteAdvert[]): UpdateMessage => ({ neighbourSlots: [], transSets: [], entries, hello: { receiverSeq: undefined } })
+      const sentOf = (d: NodeId): NodeId[] => {
+        const to: NodeId[] = []
+        for (let i = 0; i < 10 && x.hasWork(0); i++) for (const e of x.step(0).effects) if (e.type === 'send' && e.message.entries.some((a) => a.destination === d)) to.push(e.to)
+        return to.sort()
+      }
+      for (const n of ['h', 'y', 'u']) x.connectionUp(n, 0)
+      x.receive('h', message([advert('h', 0), advert('d', 1)]), 0)
+      x.receive('y', message([advert('y', 0), advert('d', 2)]), 0)
+      x.receive('u', message([advert('u', 0), advert('d', 2)]), 0)
+      sentOf('d')
+      expect(x.route('d')).toMatchObject({ nhops: 2, fwd: 'h' })
+      x.connectionUp('d', 0)
+      x.receive('d', message([advert('d', 0)]), 0)
+      expect(x.route('d')).toMatchObject({ nhops: 1, fwd: 'd' })
+      return sentOf('d')
+    }
+    expect(offersOfD((holder, destination) => destination === 'd' && holder === 'y')).toEqual(['u'])
+    // Without it every holder at 2 gets the equal offer, as before (y's alternate until its own connection).
+    expect(offersOfD(undefined)).toEqual(['u', 'y'])
+    expect(offersOfD(() => false)).toEqual(['u', 'y'])
+  })
+
   it('refuses ecmpNextHopsMax 0, naming the limit', () => {
     expect(() => new PhoenixCore({ id: 'x', limits: { ecmpNextHopsMax: 0 } })).toThrow(PhoenixError)
     expect(() => new PhoenixCore({ id: 'x', limits: { ecmpNextHopsMax: 0 } })).toThrow(/ecmpNextHopsMax/)

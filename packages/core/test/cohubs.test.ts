@@ -19,6 +19,8 @@ const scenario = fc.record({
   sendStepEntriesMax: fc.constantFrom(1, 7, 1_000_000),
   reorder: fc.constantFrom(0, 0.2),
   crashHubAt: fc.option(fc.integer({ min: 0, max: 300 }), { nil: undefined }),
+  // CoreConfig.willConnect: none; true where the firewall lets the two connect; a hash (often wrong).
+  willConnect: fc.constantFrom('none', 'allowed', 'hashed'),
 })
 type Scenario = typeof scenario extends fc.Arbitrary<infer T> ? T : never
 /**
@@ -28,17 +30,17 @@ type Scenario = typeof scenario extends fc.Arbitrary<infer T> ? T : never
  * the other co-hubs repeating the crashed one's promises (fixed: `Fanout.orphans`).
  */
 const FOUND: Scenario[] = [
-  { nodes: 6, hubs: 2, density: 0, graphSeed: 1034130059, scheduleSeed: 0, coHubWaitMs: 1, ecmpNextHopsMax: 1, sendStepEntriesMax: 1, reorder: 0, crashHubAt: 111 },
-  { nodes: 8, hubs: 3, density: 0, graphSeed: 2102769935, scheduleSeed: 774143826, coHubWaitMs: 1, ecmpNextHopsMax: 1, sendStepEntriesMax: 1_000_000, reorder: 0.2, crashHubAt: 165 },
+  { nodes: 6, hubs: 2, density: 0, graphSeed: 1034130059, scheduleSeed: 0, coHubWaitMs: 1, ecmpNextHopsMax: 1, sendStepEntriesMax: 1, reorder: 0, crashHubAt: 111, willConnect: 'none' },
+  { nodes: 8, hubs: 3, density: 0, graphSeed: 2102769935, scheduleSeed: 774143826, coHubWaitMs: 1, ecmpNextHopsMax: 1, sendStepEntriesMax: 1_000_000, reorder: 0.2, crashHubAt: 165, willConnect: 'none' },
   // Another co-hub's updates still under way repeated the crashed one's promises (fixed: orphans).
-  { nodes: 19, hubs: 3, density: 0, graphSeed: 22, scheduleSeed: 12, coHubWaitMs: 1, ecmpNextHopsMax: 1, sendStepEntriesMax: 1_000_000, reorder: 0, crashHubAt: 143 },
-  { nodes: 11, hubs: 3, density: 0, graphSeed: 191893472, scheduleSeed: 497510804, coHubWaitMs: 1, ecmpNextHopsMax: 1, sendStepEntriesMax: 7, reorder: 0, crashHubAt: 251 },
+  { nodes: 19, hubs: 3, density: 0, graphSeed: 22, scheduleSeed: 12, coHubWaitMs: 1, ecmpNextHopsMax: 1, sendStepEntriesMax: 1_000_000, reorder: 0, crashHubAt: 143, willConnect: 'none' },
+  { nodes: 11, hubs: 3, density: 0, graphSeed: 191893472, scheduleSeed: 497510804, coHubWaitMs: 1, ecmpNextHopsMax: 1, sendStepEntriesMax: 7, reorder: 0, crashHubAt: 251, willConnect: 'none' },
   // The crashed hub's update to n2 was still on its way; the survivor held n2 on its word (fixed:
   // RouteEntry.vouchers, forgotten with the neighbour that vouched).
-  { nodes: 21, hubs: 2, density: 0, graphSeed: 562897933, scheduleSeed: 990411799, coHubWaitMs: 1, ecmpNextHopsMax: 1, sendStepEntriesMax: 7, reorder: 0.2, crashHubAt: 97 },
+  { nodes: 21, hubs: 2, density: 0, graphSeed: 562897933, scheduleSeed: 990411799, coHubWaitMs: 1, ecmpNextHopsMax: 1, sendStepEntriesMax: 7, reorder: 0.2, crashHubAt: 97, willConnect: 'none' },
   // Each surviving co-hub held n8 on another's plan that repeated the crashed hub's promise
   // (fixed: coHubGone forgets and orphans every neighbour, not only those the gone hub owned).
-  { nodes: 9, hubs: 4, density: 0, graphSeed: 2147483627, scheduleSeed: 1638701206, coHubWaitMs: 1, ecmpNextHopsMax: 1, sendStepEntriesMax: 1_000_000, reorder: 0.2, crashHubAt: 227 },
+  { nodes: 9, hubs: 4, density: 0, graphSeed: 2147483627, scheduleSeed: 1638701206, coHubWaitMs: 1, ecmpNextHopsMax: 1, sendStepEntriesMax: 1_000_000, reorder: 0.2, crashHubAt: 227, willConnect: 'none' },
 ]
 const runs = () => ({ numRuns: PROPERTY_RUNS, verbose: true, examples: FOUND.map((s): [Scenario] => [s]) })
 
@@ -52,7 +54,10 @@ function build(s: Scenario, afterEvent?: (net: TestNet, event: string) => void) 
   const isHub = new Set(hubs)
   const net = new TestNet({ seed: s.scheduleSeed, allowed: (a, b) => g.edges.has(TestNet.key(a, b)) || isHub.has(b), reorder: s.reorder, ...(afterEvent ? { afterEvent } : {}) })
   const hubsOf = (id: NodeId) => [...new Set([...hubs.map(addressOf), ...(g.parent.has(id) ? [addressOf(g.parent.get(id)!)] : [])])]
-  for (const id of g.nodes) net.add({ id, hubs: hubsOf(id), timing: { coHubWaitMs: s.coHubWaitMs }, limits: { ecmpNextHopsMax: s.ecmpNextHopsMax, sendStepEntriesMax: s.sendStepEntriesMax } })
+  const allowed = (a: NodeId, b: NodeId) => g.edges.has(TestNet.key(a, b)) || isHub.has(b)
+  const hashed = (a: NodeId, b: NodeId) => (a.length * 31 + b.charCodeAt(b.length - 1) + a.charCodeAt(a.length - 1) * 7) % 3 === 0
+  const willConnect = s.willConnect === 'allowed' ? { willConnect: allowed } : s.willConnect === 'hashed' ? { willConnect: hashed } : {}
+  for (const id of g.nodes) net.add({ id, hubs: hubsOf(id), timing: { coHubWaitMs: s.coHubWaitMs }, limits: { ecmpNextHopsMax: s.ecmpNextHopsMax, sendStepEntriesMax: s.sendStepEntriesMax }, ...willConnect })
   return { g, hubs, net }
 }
 

@@ -18,7 +18,7 @@ import { checkRuntime } from './runtime.ts'
 import { Session } from './session.ts'
 import { isSshAddress, parseSshAddress } from './ssh-address.ts'
 import type { Member, NameChange } from './groups.ts'
-import { checkSiteLabel, isReservedName, refuseReservedName, siteName, type Topology } from './topology.ts'
+import { checkSiteLabel, isReservedName, refuseReservedName, sameSite, siteName, type Topology } from './topology.ts'
 import { checkInitKeys, checkName, checkSendOptions, coreErrorToTransport } from './validate.ts'
 
 type State = 'stopped' | 'starting' | 'started' | 'leaving'
@@ -171,6 +171,7 @@ export class PhoenixNode extends TypedEventEmitter<PhoenixEvents> implements Pho
       ...(init.core?.limits ? { limits: init.core.limits } : {}),
       // The core holds back the larger end's dial of a pair (dialDeferMs): a held-back dial must not take a dial slot.
       timing: { dialDeferMs: this.timing.dialDeferMs, ...init.core?.timing },
+      willConnect: (holder, destination) => sameSite((id) => this.session?.core.route(id), holder, destination),
     }))
   }
 

@@ -120,6 +120,32 @@ export function placeOf(addresses: readonly string[]): { host: string; site: str
   return { host: best.host, site: networkOf(best.host, best.dns) }
 }
 
+/** `placeOf(addresses).site` per record's address list (a record's lists are kept as they are until it changes). */
+const derivedSites = new WeakMap<readonly string[], string>()
+
+/**
+ * Whether the records `record` gives of nodes `a` and `b` place them in one site (a declared
+ * `@site`, else derived from the addresses as the topology does); false if either is unknown or
+ * placed nowhere. Nodes of one site connect to each other once discovery finds them, which is
+ * what the core asks (`CoreConfig.willConnect`).
+ */
+export function sameSite(record: (id: string) => { names: readonly string[]; addresses: readonly string[] } | undefined, a: string, b: string): boolean {
+  const siteOf = (id: string): string | undefined => {
+    const r = record(id)
+    if (r === undefined) return undefined
+    const declared = declaredSite(id, r.names)
+    if (declared !== undefined) return declared
+    let derived = derivedSites.get(r.addresses)
+    if (derived === undefined) {
+      derived = placeOf(r.addresses).site
+      derivedSites.set(r.addresses, derived)
+    }
+    return derived === 'unknown' ? undefined : derived
+  }
+  const site = siteOf(a)
+  return site !== undefined && site === siteOf(b)
+}
+
 /** The /24 of an IPv4 literal, the /64 of an IPv6 one, a DNS name's parent domain. */
 function networkOf(host: string, dns: boolean): string {
   if (dns) return host.includes('.') ? host.slice(host.indexOf('.') + 1) : host
