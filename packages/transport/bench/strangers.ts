@@ -28,7 +28,7 @@ export interface StrangersOptions {
 export interface StrangersResult {
   rss: { before: number; duringMax: number; after: number }
   /** `silent` connections opened at once that send nothing: how many the node still held open after a second, and when the last closed. */
-  silent: { opened: number; resetBeforeOpen: number; otherErrors: number; heldAfter1s: number; lastClosedAfterMs: number }
+  silent: { opened: number; resetBeforeOpen: number; otherErrors: number; heldAfter3s: number; lastClosedAfterMs: number }
   /** Connections the node closed before the client had written everything. */
   cutShort: number
   /** A member that joined afterwards resolved the node's name. */
@@ -62,7 +62,7 @@ function stranger(port: number, bytes: number): Promise<boolean> {
   })
 }
 
-/** Opens `count` connections at once that send nothing; counts how many are still open after a second, and when the last one closed. */
+/** Opens `count` connections at once that send nothing; counts how many are still open after 3 s, and when the last one closed. */
 async function silentStrangers(port: number, count: number): Promise<StrangersResult['silent']> {
   const started = Date.now()
   let opened = 0
@@ -93,10 +93,13 @@ async function silentStrangers(port: number, count: number): Promise<StrangersRe
     })
     setTimeout(() => socket.destroy(), 60_000).unref()
   }))
-  await sleep(1_000)
-  const heldAfter1s = openNow
+  // 3 s, not 1: the node refuses the excess at once, but in a loaded test run (the whole suite on
+  // 2 cores) this process heard of those resets more than a second later (300 still open at 1 s
+  // in one run); a node without the bound holds them all until strangerSilenceMs (5 s).
+  await sleep(3_000)
+  const heldAfter3s = openNow
   await Promise.all(closed)
-  return { opened, resetBeforeOpen, otherErrors, heldAfter1s, lastClosedAfterMs }
+  return { opened, resetBeforeOpen, otherErrors, heldAfter3s, lastClosedAfterMs }
 }
 
 export async function runStrangers(options: StrangersOptions): Promise<StrangersResult> {
@@ -160,6 +163,6 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   const r = await runStrangers({ connections: Number(values.connections), parallel: Number(values.parallel), bytes: Number(values.bytes), settleMs: Number(values['settle-ms']), silent: Number(values.silent), basePort: Number(values.port) })
   console.log(`${values.connections} plain TCP connections, ${values.parallel} at a time, ${mib(Number(values.bytes))} of random bytes each, in ${(r.elapsedMs / 1000).toFixed(1)} s (${r.cutShort} cut short by the node)`)
   console.log(`  RSS of the node: before ${mib(r.rss.before)}, during (max) ${mib(r.rss.duringMax)}, ${Number(values['settle-ms']) / 1000} s after ${mib(r.rss.after)} (after - before: ${mib(r.rss.after - r.rss.before)})`)
-  console.log(`${r.silent.opened + r.silent.resetBeforeOpen} silent connections at once (${r.silent.resetBeforeOpen} reset by the node before they were seen open, ${r.silent.otherErrors} other errors): ${r.silent.heldAfter1s} still open after 1 s, the last closed after ${(r.silent.lastClosedAfterMs / 1000).toFixed(1)} s`)
+  console.log(`${r.silent.opened + r.silent.resetBeforeOpen} silent connections at once (${r.silent.resetBeforeOpen} reset by the node before they were seen open, ${r.silent.otherErrors} other errors): ${r.silent.heldAfter3s} still open after 3 s, the last closed after ${(r.silent.lastClosedAfterMs / 1000).toFixed(1)} s`)
   console.log(`  a member joining afterwards resolves the node's name: ${r.stillRouting}`)
 }
