@@ -25,6 +25,17 @@ function twoSites(seed: number, limits: Partial<CoreLimits> = {}): TestNet {
 
 const core = (net: TestNet, id: NodeId): PhoenixCore => net.cores.get(id)!
 
+/** A neighbour's advert of `destination` at seq 2, and an update of such adverts. */
+const advertAt = (destination: NodeId, nhops: number): RouteAdvert => ({ destination, seq: 2, nhops, names: [], addresses: [`addr:${destination}`], trans: -1 })
+const updateOf = (entries: RouteAdvert[]): UpdateMessage => ({ neighbourSlots: [], transSets: [], entries, hello: { receiverSeq: undefined } })
+
+/** Runs `x` until it has nothing to do; the neighbours it sent an entry for `d` to, sorted. */
+function sentOf(x: PhoenixCore, d: NodeId): NodeId[] {
+  const to: NodeId[] = []
+  for (let i = 0; i < 10 && x.hasWork(0); i++) for (const e of x.step(0).effects) if (e.type === 'send' && e.message.entries.some((a) => a.destination === d)) to.push(e.to)
+  return to.sort()
+}
+
 describe('several next hops per destination (alternates.ts)', () => {
   it('a host keeps both of its gateways for a host of the other site, and each gateway both remote gateways', () => {
     for (const seed of [1, 2, 3, 4, 5]) {
@@ -159,20 +170,13 @@ describe('several next hops per destination (alternates.ts)', () => {
 
   it('a neighbour that another neighbour advertises at 1 hop holds that one directly, and does not get our offer of it', () => {
     const x = new PhoenixCore({ id: 'x', addresses: ['addr:x'] })
-    const advert = (destination: NodeId, nhops: number): RouteAdvert => ({ destination, seq: 2, nhops, names: [], addresses: [`addr:${destination}`], trans: -1 })
-    const message = (entries: RouteAdvert[]): UpdateMessage => ({ neighbourSlots: [], transSets: [], entries, hello: { receiverSeq: undefined } })
-    const sentOf = (d: NodeId): NodeId[] => {
-      const to: NodeId[] = []
-      for (let i = 0; i < 10 && x.hasWork(0); i++) for (const e of x.step(0).effects) if (e.type === 'send' && e.message.entries.some((a) => a.destination === d)) to.push(e.to)
-      return to.sort()
-    }
     for (const n of ['d', 'z', 'v']) x.connectionUp(n, 0)
-    x.receive('z', message([advert('z', 0)]), 0)
-    x.receive('v', message([advert('v', 0)]), 0)
+    x.receive('z', updateOf([advertAt('z', 0)]), 0)
+    x.receive('v', updateOf([advertAt('v', 0)]), 0)
     // d's own record, then (d has connected to z) its route to z at 1 hop.
-    x.receive('d', message([advert('d', 0), advert('z', 1)]), 0)
+    x.receive('d', updateOf([advertAt('d', 0), advertAt('z', 1)]), 0)
     // d's record goes to v, not to z, which holds it directly.
-    expect(sentOf('d')).toEqual(['v'])
+    expect(sentOf(x, 'd')).toEqual(['v'])
   })
 
   it('on connecting to a destination, a holder of our 2-hop route that will connect to it itself (willConnect) does not get our equal offer; others do', () => {
@@ -180,23 +184,16 @@ describe('several next hops per destination (alternates.ts)', () => {
     // site (it will connect to d as x did); u does not (a host behind another gateway).
     const offersOfD = (willConnect: ((holder: NodeId, destination: NodeId) => boolean) | undefined): NodeId[] => {
       const x = new PhoenixCore({ id: 'x', addresses: ['addr:x'], ...(willConnect === undefined ? {} : { willConnect }) })
-      const advert = (destination: NodeId, nhops: number): RouteAdvert => ({ destination, seq: 2, nhops, names: [], addresses: [`addr:${destination}`], trans: -1 })
-      const message = (entries: RouteAdvert[]): UpdateMessage => ({ neighbourSlots: [], transSets: [], entries, hello: { receiverSeq: undefined } })
-      const sentOf = (d: NodeId): NodeId[] => {
-        const to: NodeId[] = []
-        for (let i = 0; i < 10 && x.hasWork(0); i++) for (const e of x.step(0).effects) if (e.type === 'send' && e.message.entries.some((a) => a.destination === d)) to.push(e.to)
-        return to.sort()
-      }
       for (const n of ['h', 'y', 'u']) x.connectionUp(n, 0)
-      x.receive('h', message([advert('h', 0), advert('d', 1)]), 0)
-      x.receive('y', message([advert('y', 0), advert('d', 2)]), 0)
-      x.receive('u', message([advert('u', 0), advert('d', 2)]), 0)
-      sentOf('d')
+      x.receive('h', updateOf([advertAt('h', 0), advertAt('d', 1)]), 0)
+      x.receive('y', updateOf([advertAt('y', 0), advertAt('d', 2)]), 0)
+      x.receive('u', updateOf([advertAt('u', 0), advertAt('d', 2)]), 0)
+      sentOf(x, 'd')
       expect(x.route('d')).toMatchObject({ nhops: 2, fwd: 'h' })
       x.connectionUp('d', 0)
-      x.receive('d', message([advert('d', 0)]), 0)
+      x.receive('d', updateOf([advertAt('d', 0)]), 0)
       expect(x.route('d')).toMatchObject({ nhops: 1, fwd: 'd' })
-      return sentOf('d')
+      return sentOf(x, 'd')
     }
     expect(offersOfD((holder, destination) => destination === 'd' && holder === 'y')).toEqual(['u'])
     // Without it every holder at 2 gets the equal offer, as before (y's alternate until its own connection).
