@@ -16,6 +16,13 @@ export interface TableCheck {
   failures: RouteCheckFailure[]
 }
 
+/** The final connection graph (`Measurement.finalPairs`): the live nodes, each node index's position among them (-1: not live), and the open connections as pairs of positions, flattened. */
+export interface FinalPairs {
+  readonly live: readonly SimNode[]
+  readonly positionOf: Int32Array
+  readonly pairs: Int32Array
+}
+
 /** The final state in the shape `--dump-tables` documents, for independent verification. */
 export interface TableDump {
   nodes: { id: string; subnet: string; gateway: boolean; alive: boolean }[]
@@ -159,10 +166,10 @@ export class Measurement {
 
   /** Live nodes and the open connections among them, for the final check and the table dump. */
   finalGraph(): { live: SimNode[]; edges: [SimNode, SimNode][] } {
-    const nodes = this.kernel.nodes
-    const live = nodes.filter((n) => n.alive)
+    const live = this.kernel.nodes.filter((n) => n.alive)
+    const { pairs } = this.finalPairs(live)
     const edges: [SimNode, SimNode][] = []
-    for (const u of live) for (const [v, conn] of u.links) if (conn.open && u.index < v && nodes[v]!.alive) edges.push([u, nodes[v]!])
+    for (let i = 0; i < pairs.length; i += 2) edges.push([live[pairs[i]!]!, live[pairs[i + 1]!]!])
     return { live, edges }
   }
 
@@ -170,8 +177,8 @@ export class Measurement {
    * Checks every live node's table against BFS shortest paths in the final connection graph:
    * core's reference checker up to REFERENCE_CHECK_NODES_MAX nodes, the twin-class checker beyond.
    */
-  checkTables(corrupt?: RouteCorruption, method: 'auto' | 'reference' | 'twin-classes' = 'auto'): TableCheck {
-    const live = this.kernel.nodes.filter((n) => n.alive)
+  checkTables(corrupt?: RouteCorruption, method: 'auto' | 'reference' | 'twin-classes' = 'auto', final?: FinalPairs): TableCheck {
+    const live = final?.live ?? this.kernel.nodes.filter((n) => n.alive)
     const lookup = (u: SimNode, v: SimNode): { fwd: string; nhops: number } | undefined => {
       const r = this.routeOf(u, v)
       const view = r === undefined ? undefined : { fwd: r.fwd.id, nhops: r.nhops }
@@ -187,7 +194,7 @@ export class Measurement {
       )
       return { ok: failures.length === 0, method: 'reference', failures }
     }
-    const { positionOf, pairs } = this.finalPairs(live)
+    const { positionOf, pairs } = final ?? this.finalPairs(live)
     const graph = new Graph(live.length, pairs)
     const failures = checkRoutesFast(graph, live.map((n) => n.id), this.routeByPosition(live, positionOf, lookup, corrupt !== undefined), CHECK_FAILURES_MAX)
     return { ok: failures.length === 0, method: 'twin-classes', failures }
@@ -196,9 +203,10 @@ export class Measurement {
   /**
    * The open connections among `live` as pairs of positions in it (flattened, the lower node
    * index first), and each node index's position (-1: not live). Two numbers per connection, where
-   * `finalGraph` makes an array for each (860,000 of them at 2,000 processes in three subnets).
+   * an array for each was 860,000 arrays at 2,000 processes in three subnets (`finalGraph` makes
+   * them from these, for the reference check and the table dump).
    */
-  finalPairs(live: readonly SimNode[]): { positionOf: Int32Array; pairs: Int32Array } {
+  finalPairs(live: readonly SimNode[]): FinalPairs {
     const nodes = this.kernel.nodes
     const positionOf = new Int32Array(nodes.length).fill(-1)
     live.forEach((n, i) => (positionOf[n.index] = i))
@@ -214,7 +222,7 @@ export class Measurement {
         pairs[at++] = positionOf[v]!
       }
     }
-    return { positionOf, pairs: pairs.subarray(0, at) }
+    return { live, positionOf, pairs: pairs.subarray(0, at) }
   }
 
   /**

@@ -168,9 +168,10 @@ export class Simulation {
 
   private result(): SimResult {
     const { kernel, measurement, scenario: s } = this
-    const live = kernel.nodes.filter((n) => n.alive)
-    const connections = measurement.finalPairs(live).pairs.length / 2
-    const check: TableCheck = this.converged ? measurement.checkTables() : { ok: false, method: 'reference', failures: [{ node: '-', destination: '-', problem: `not converged by endMs ${s.endMs}` }] }
+    const final = measurement.finalPairs(kernel.nodes.filter((n) => n.alive))
+    const { live } = final
+    const connections = final.pairs.length / 2
+    const check: TableCheck = this.converged ? measurement.checkTables(undefined, 'auto', final) : { ok: false, method: 'reference', failures: [{ node: '-', destination: '-', problem: `not converged by endMs ${s.endMs}` }] }
     return assembleResult(s, this.nodes.length, kernel.counters, {
       converged: this.converged,
       endedAtMs: kernel.nowMs,
