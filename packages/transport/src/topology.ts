@@ -120,8 +120,18 @@ export function placeOf(addresses: readonly string[]): { host: string; site: str
   return { host: best.host, site: networkOf(best.host, best.dns) }
 }
 
-/** `placeOf(addresses).site` per record's address list (a record's lists are kept as they are until it changes). */
-const derivedSites = new WeakMap<readonly string[], string>()
+/** `placeOf(addresses)` per record's address list (a record's lists are kept as they are until it changes). */
+const places = new WeakMap<readonly string[], { host: string; site: string }>()
+
+/** `placeOf`, remembered per address list: the core asks for two nodes' sites at each new connection, per holder of the route. */
+function placeOfRecord(addresses: readonly string[]): { host: string; site: string } {
+  let placed = places.get(addresses)
+  if (placed === undefined) {
+    placed = placeOf(addresses)
+    places.set(addresses, placed)
+  }
+  return placed
+}
 
 /**
  * Whether the records `record` gives of nodes `a` and `b` place them in one site (a declared
@@ -133,14 +143,8 @@ export function sameSite(record: (id: string) => { names: readonly string[]; add
   const siteOf = (id: string): string | undefined => {
     const r = record(id)
     if (r === undefined) return undefined
-    const declared = declaredSite(id, r.names)
-    if (declared !== undefined) return declared
-    let derived = derivedSites.get(r.addresses)
-    if (derived === undefined) {
-      derived = placeOf(r.addresses).site
-      derivedSites.set(r.addresses, derived)
-    }
-    return derived === 'unknown' ? undefined : derived
+    const derived = placeOfRecord(r.addresses).site
+    return declaredSite(id, r.names) ?? (derived === 'unknown' ? undefined : derived)
   }
   const site = siteOf(a)
   return site !== undefined && site === siteOf(b)
@@ -176,7 +180,7 @@ interface Placed {
 }
 
 function place(id: string, names: readonly string[], addresses: readonly string[], nhops: number, nextHop: string): Placed {
-  const derived = placeOf(addresses)
+  const derived = placeOfRecord(addresses)
   const declared = declaredSite(id, names)
   return { id, names: names.filter((n) => !isReservedName(n)), site: declared ?? derived.site, siteDeclared: declared !== undefined, host: derived.host, nhops, nextHop }
 }
