@@ -237,6 +237,11 @@ export class RouteColumns {
     this.orderHoles = 0
   }
 
+  /** The columns of references, each as long as the typed ones. */
+  referenceColumns(): unknown[][] {
+    return [this.introducedBy, this.trans, this.rcpt, this.vouchers, this.names, this.addresses, this.signature]
+  }
+
   /**
    * Room for rows below `needed`, by doubling. The limit is the node index's (`NodeIndex` hands out
    * no row past its max: destinationsMax + 2 · neighboursMax for a core's own numbering, the
@@ -254,7 +259,10 @@ export class RouteColumns {
     this.fwd = grownInt32(this.fwd, capacity, NONE)
     this.changedAtMs = grown(this.changedAtMs, new Float64Array(capacity))
     this.orderAt = grownInt32(this.orderAt, capacity, NONE)
-    for (const column of [this.introducedBy, this.names, this.addresses, this.signature, this.trans, this.rcpt] as unknown[][]) {
+    // Every reference column grows with the others, so a row is written within its length: a
+    // write past the end of an empty array by more than ~1,000 (a node learning destination 1,500
+    // first) makes V8 keep it as a hash table, not a list. vouchers was missing from this list.
+    for (const column of this.referenceColumns()) {
       for (let row = this.capacity; row < capacity; row++) column.push(undefined)
     }
     this.capacity = capacity

@@ -96,6 +96,19 @@ describe('RouteColumns: the routing table in columns', () => {
     expect(columns.insert('d')).toBeUndefined()
     expect(columns.size).toBe(3)
   })
+
+  it('grows every reference column with the typed ones: a first row numbered past 1,000 is written inside each list, never past its end', () => {
+    // A shared numbering (a simulator's, 3,000 nodes known) hands this table row 1,499 first: every column is sized for all 3,000 at once.
+    const index = new NodeIndex(4096)
+    for (let i = 0; i < 3000; i++) index.intern(`n${i}`)
+    const columns = new RouteColumns(index)
+    const row = columns.insert('n1499')!
+    expect(row).toBe(1499)
+    const lengths = [columns.introducedBy, columns.trans, columns.rcpt, columns.vouchers, columns.names, columns.addresses, columns.signature].map((column) => column.length)
+    expect(lengths).toEqual(lengths.map(() => columns.seq.length))
+    expect(columns.seq.length).toBe(3000)
+    expect(columns.view(row).vouchers.isEmpty()).toBe(true)
+  })
 })
 
 describe('AddressRows: the address book in columns', () => {
