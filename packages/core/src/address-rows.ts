@@ -96,7 +96,7 @@ export class AddressRows {
     invariant(number !== undefined, 'an address is numbered within the numbering limit')
     const row = this.count++
     if (row >= this.capacity) this.grow()
-    if (number >= this.rowOfNumber.length) this.rowOfNumber = grownInt32(this.rowOfNumber, Math.max(ROWS_INITIAL, number + 1, this.rowOfNumber.length * 2), -1)
+    if (number >= this.rowOfNumber.length) this.rowOfNumber = grownInt32(this.rowOfNumber, Math.max(ROWS_INITIAL, number + 1, this.rowOfNumber.length * 2, this.numbers.expected), -1)
     this.rowOfNumber[number] = row
     this.numberOfRow[row] = number
     this.flags[row] = 0
@@ -126,7 +126,7 @@ export class AddressRows {
     const number = owners.intern(owner)
     // Its own numbering holds at most one owner per row; a shared one numbers every node.
     invariant(number !== undefined, 'an owner is numbered within the numbering limit')
-    if (number >= this.firstOfOwner.length) this.firstOfOwner = grownInt32(this.firstOfOwner, Math.max(ROWS_INITIAL, number + 1, this.firstOfOwner.length * 2), -1)
+    if (number >= this.firstOfOwner.length) this.firstOfOwner = grownInt32(this.firstOfOwner, Math.max(ROWS_INITIAL, number + 1, this.firstOfOwner.length * 2, owners.expected), -1)
     this.ownerOfRow[row] = number
     this.nextOfOwner[row] = -1
     let at = this.firstOfOwner[number]!
@@ -177,7 +177,9 @@ export class AddressRows {
   }
 
   private grow(): void {
-    const capacity = Math.min(Math.max(ROWS_INITIAL, this.capacity * 2), Math.max(ROWS_INITIAL, this.max))
+    // Doubling, or at once to as many as the numbering expects (a simulator's: each book learns
+    // about every address of the run), never past the book's limit.
+    const capacity = Math.min(Math.max(ROWS_INITIAL, this.capacity * 2, this.numbers.expected), Math.max(ROWS_INITIAL, this.max))
     invariant(capacity > this.capacity, 'the address book grows within knownAddressesMax')
     const flags = new Uint8Array(capacity)
     flags.set(this.flags)

@@ -237,21 +237,17 @@ export class RouteColumns {
     this.orderHoles = 0
   }
 
-  /** The columns of references, each as long as the typed ones. */
-  referenceColumns(): unknown[][] {
-    return [this.introducedBy, this.trans, this.rcpt, this.vouchers, this.names, this.addresses, this.signature]
-  }
-
   /**
    * Room for rows below `needed`, by doubling. The limit is the node index's (`NodeIndex` hands out
    * no row past its max: destinationsMax + 2 · neighboursMax for a core's own numbering, the
    * simulator's nodesMax for a shared one), so a table never holds more rows than nodes it may number.
    */
   private grow(needed: number): void {
-    // At least double (amortized O(1) per row), or straight to every node numbered so far: a
-    // simulator's shared numbering knows all N processes early, so the columns are sized once at
-    // about N instead of at the next power of two (600 processes: 1,024 rows, 40% idle).
-    const capacity = Math.min(Math.max(needed, ROWS_INITIAL, this.capacity * 2, this.index.highWater), Math.max(needed, this.index.max))
+    // At least double (amortized O(1) per row), or straight to every node numbered so far, or
+    // expected: a simulator's shared numbering expects its N processes, so the columns are sized
+    // once at N instead of at the next power of two (600 processes: 1,024 rows, 40% idle), and
+    // not grown again as the processes join.
+    const capacity = Math.min(Math.max(needed, ROWS_INITIAL, this.capacity * 2, this.index.highWater, this.index.expected), Math.max(needed, this.index.max))
     this.flags = grownUint8(this.flags, capacity)
     this.seq = grown(this.seq, new Uint32Array(capacity))
     this.nhops = grown(this.nhops, new Uint16Array(capacity))
@@ -259,14 +255,25 @@ export class RouteColumns {
     this.fwd = grownInt32(this.fwd, capacity, NONE)
     this.changedAtMs = grown(this.changedAtMs, new Float64Array(capacity))
     this.orderAt = grownInt32(this.orderAt, capacity, NONE)
-    // Every reference column grows with the others, so a row is written within its length: a
-    // write past the end of an empty array by more than ~1,000 (a node learning destination 1,500
-    // first) makes V8 keep it as a hash table, not a list. vouchers was missing from this list.
-    for (const column of this.referenceColumns()) {
-      for (let row = this.capacity; row < capacity; row++) column.push(undefined)
-    }
+    // Every reference column grows with the others, so a row is written within its length (a
+    // write past the end of an empty list by more than ~1,000 makes V8 keep it as a hash table),
+    // each in one allocation (pushed a row at a time, a list was reallocated many times on the way).
+    this.introducedBy = grownList(this.introducedBy, capacity)
+    this.trans = grownList(this.trans, capacity)
+    this.rcpt = grownList(this.rcpt, capacity)
+    this.vouchers = grownList(this.vouchers, capacity)
+    this.names = grownList(this.names, capacity)
+    this.addresses = grownList(this.addresses, capacity)
+    this.signature = grownList(this.signature, capacity)
     this.capacity = capacity
   }
+}
+
+/** `old` copied into a list of `capacity` (rows past `old` read undefined until written). */
+function grownList<T>(old: T[], capacity: number): T[] {
+  const next = new Array<T>(capacity)
+  for (let row = 0; row < old.length; row++) next[row] = old[row]!
+  return next
 }
 
 function grown<T extends Uint32Array | Uint16Array | Float64Array>(old: T, next: T): T {

@@ -12,6 +12,13 @@ export class NodeIndex {
   private readonly idAt: (NodeId | undefined)[] = []
   private readonly free: number[] = []
 
+  /**
+   * How many ids this numbering expects to hold (a simulator knows its node count; 0 = unknown):
+   * tables over it size for that many at their first growth instead of doubling up to it. A hint,
+   * never a bound: `max` is the bound.
+   */
+  expected = 0
+
   /** `max`: how many ids may be numbered at once (the bound of every table indexed by node). */
   constructor(readonly max: number) {}
 

@@ -109,6 +109,21 @@ describe('RouteColumns: the routing table in columns', () => {
     expect(columns.seq.length).toBe(3000)
     expect(columns.view(row).vouchers.isEmpty()).toBe(true)
   })
+
+  it('sizes its columns for as many nodes as its numbering expects at the first row, never past the numbering\'s bound', () => {
+    const index = new NodeIndex(5000)
+    index.expected = 2000
+    const columns = new RouteColumns(index)
+    columns.insert('first')
+    expect([columns.seq.length, columns.trans.length, columns.names.length]).toEqual([2000, 2000, 2000])
+    // A hint past the bound is cut to the bound; without one, the columns double from a few rows.
+    const bounded = new RouteColumns(Object.assign(new NodeIndex(100), { expected: 1000 }))
+    bounded.insert('a')
+    expect(bounded.seq.length).toBe(100)
+    const unhinted = new RouteColumns(new NodeIndex(5000))
+    unhinted.insert('a')
+    expect(unhinted.seq.length).toBeLessThan(100)
+  })
 })
 
 describe('AddressRows: the address book in columns', () => {
@@ -157,6 +172,20 @@ describe('AddressRows: the address book in columns', () => {
     expect([...a].map(([address]) => address)).toEqual(['/x', '/y'])
     expect([...b].map(([address]) => address)).toEqual(['/z', '/y'])
     expect([a.size, b.size, numbers.size]).toEqual([2, 2, 3])
+  })
+
+  it('a book over a numbering that expects N addresses is sized for N at its first address, within its own limit', () => {
+    const numbers = new NodeIndex(10_000)
+    numbers.expected = 3000
+    const book = new AddressRows(10_000, numbers)
+    book.add('/x')
+    expect(book.flags.length).toBe(3000)
+    const small = new AddressRows(50, numbers)
+    small.add('/y')
+    expect(small.flags.length).toBe(50)
+    const unhinted = new AddressRows(10_000, new NodeIndex(10_000))
+    unhinted.add('/z')
+    expect(unhinted.flags.length).toBeLessThan(100)
   })
 
   it('a full shared numbering fills every book that shares it: the address is refused and counted, not thrown', () => {

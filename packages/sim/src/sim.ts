@@ -59,6 +59,10 @@ export class Simulation {
     this.network = new Network(this.kernel)
     this.measurement = new Measurement(this.kernel, this.network)
     const numbering = new SharedNumbering(SHARED_NUMBERING_NODES_MAX)
+    // Every core's table and address book will hold about every node and its one address: sized
+    // for them at once, not doubled up to them as the processes join (a hint; nothing is bounded by it).
+    numbering.index.expected = this.nodes.length
+    numbering.addresses.expected = this.nodes.length
     const env: CoreProcessEnv = {
       kernel: this.kernel,
       network: this.network,
