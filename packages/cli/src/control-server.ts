@@ -6,7 +6,7 @@ import { PeerUserGate, type PeerUsers } from './peer-user.ts'
 import { CONTROL_BODY_BYTES_MAX, SEND_WAIT_MS_DEFAULT, SEND_WAIT_MS_MAX } from './constants.ts'
 import type { Inbox, InboxReader } from './inbox.ts'
 import { toMessageLine } from './message-line.ts'
-import { nameProblem } from './name-rule.ts'
+import { nameProblem } from '@phoenix-overlay/core'
 import { FrameError, FrameReader } from './send-stream.ts'
 
 /** What the control endpoint serves, once the node has started. */

@@ -111,8 +111,8 @@ describe("the CLI's edges", () => {
       [['send', '--control', nobody, 'w2\u200b', 'hi'], `phoenix: <name> "w2\\u200b" ${REFUSED_CHARACTERS_RULE}`, 2],
       [['node', '--control', tooLong], tooLongLine, 2],
       // recv waited for good (with a warning) for a name no node can hold.
-      [['recv', '--control', nobody, '--name', 'a\tb'], `phoenix: --name: "a\\tb" ${REFUSED_CHARACTERS_RULE}`, 2],
-      [['recv', '--control', nobody, '--name', 'ok', '--name', ''], 'phoenix: --name: must be a non-empty name', 2],
+      [['recv', '--control', nobody, '--name', 'a\tb'], `phoenix: --name: ${REFUSED_CHARACTERS_RULE}, got "a\\tb"`, 2],
+      [['recv', '--control', nobody, '--name', 'ok', '--name', ''], 'phoenix: --name: must be a non-empty string', 2],
       // A value the node refuses (400) is a command-line error too: it exited 1.
       [['members', '--control', socket, ''], 'phoenix: INVALID_INPUT: pattern must be a non-empty string, like "worker/*"', 2],
       [['send', '--control', socket, 'n'.repeat(300), 'hi'], `phoenix: send to ${'n'.repeat(300)}: INVALID_INPUT: name is 300 characters, more than 256 (nameLengthMax)`, 2],

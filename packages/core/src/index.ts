@@ -23,5 +23,5 @@ export type {
   StepResult,
   UpdateMessage,
 } from './types.ts'
-export { REFUSED_CHARACTERS_RULE, hasRefusedCharacters, quoteEscaped } from './police.ts'
+export { REFUSED_CHARACTERS_RULE, hasRefusedCharacters, nameProblem, quoteEscaped } from './police.ts'
 export { unknownKeyProblem } from './option-keys.ts'

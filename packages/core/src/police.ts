@@ -1,4 +1,4 @@
-import { CORE_CONSTANTS, type CoreLimits } from './constants.ts'
+import { CORE_CONSTANTS, DEFAULT_LIMITS, type CoreLimits } from './constants.ts'
 import { PhoenixError, invariant } from './errors.ts'
 import { type Neighbour, type NeighbourTable, coreSlotTableLongestId } from './neighbours.ts'
 import { type RecordAuthority, bytesEqual, recordPayload } from './records.ts'
@@ -257,6 +257,19 @@ export const REFUSED_CHARACTERS_RULE = 'must not contain control characters, for
 
 export function hasRefusedCharacters(text: string): boolean {
   return REFUSED_CHARACTER.test(text)
+}
+
+/**
+ * Why no node can hold `name`, or undefined: empty, longer than `lengthMax` characters (the
+ * default limit unless given), or holding a character `hasRefusedCharacters` refuses. The one
+ * rule behind the transport's name options, its member patterns and the CLI's `--name` flags,
+ * said the same way by each (the caller puts the option's name in front).
+ */
+export function nameProblem(name: string, lengthMax: number = DEFAULT_LIMITS.nameLengthMax): string | undefined {
+  if (name.length === 0) return 'must be a non-empty string'
+  if (name.length > lengthMax) return `is ${name.length} characters, more than ${lengthMax} (nameLengthMax)`
+  if (hasRefusedCharacters(name)) return `${REFUSED_CHARACTERS_RULE}, got ${quoteEscaped(name)}`
+  return undefined
 }
 
 /** `text` quoted, with every refused character escaped (`\u202e`), so that an error message showing it cannot itself rewrite the terminal it is printed on. */

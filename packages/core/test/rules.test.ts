@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { NeighbourTable } from '../src/neighbours.ts'
 import { NodeIndex } from '../src/nodeindex.ts'
 import { sendSelfCheck } from '../src/send.ts'
-import { DEFAULT_TIMING, PhoenixCore, PhoenixError, REFUSED_CHARACTERS_RULE, isFresher, nextOwnSeq, quoteEscaped, seqNewer, type CoreConfig, type Effect, type RouteAdvert, type UpdateMessage } from '../src/index.ts'
+import { DEFAULT_TIMING, PhoenixCore, PhoenixError, REFUSED_CHARACTERS_RULE, isFresher, nameProblem, nextOwnSeq, quoteEscaped, seqNewer, type CoreConfig, type Effect, type RouteAdvert, type UpdateMessage } from '../src/index.ts'
 
 const advert = (destination: string, seq: number, nhops: number, extra: Partial<RouteAdvert> = {}): RouteAdvert => ({
   destination,
@@ -220,6 +220,15 @@ describe('receiving entries', () => {
     // Paired surrogates (emoji), combining marks and right-to-left scripts are names.
     for (const name of ['🚀 launcher', 'é', 'عامل-3', 'ворк\u0301ер']) expect(core.addName(name)).toBe(true)
     expect(quoteEscaped('ok \u0085 \u202e')).toBe('"ok \\u0085 \\u202e"')
+    // The rule the transport's and the CLI's name options check, in one place: what the core takes, it passes.
+    expect(['', 'n'.repeat(257), 'w2\u202e1', 'n'.repeat(256), '🚀 launcher'].map((name) => nameProblem(name))).toEqual([
+      'must be a non-empty string',
+      'is 257 characters, more than 256 (nameLengthMax)',
+      `${REFUSED_CHARACTERS_RULE}, got "w2\\u202e1"`,
+      undefined,
+      undefined,
+    ])
+    expect(nameProblem('abcd', 3)).toBe('is 4 characters, more than 3 (nameLengthMax)')
   })
 
   it('tells the driver to push back when the inbox is full', () => {

@@ -8,7 +8,7 @@
  * connection closing changes the table without an update). So an event comes at most
  * scanIntervalMs after the route itself appeared or went (measured in `test/groups.test.ts`).
  */
-import { DEFAULT_LIMITS, REFUSED_CHARACTERS_RULE, hasRefusedCharacters, quoteEscaped } from '@phoenix-overlay/core'
+import { nameProblem } from '@phoenix-overlay/core'
 import { PhoenixTransportError, invalidInput } from './errors.ts'
 import { isReservedName, refuseReservedName } from './topology.ts'
 
@@ -58,8 +58,8 @@ export class NamePattern {
 /** Empty, over-long, characters no name may hold (the core's police.ts), or a reserved ('@') pattern: INVALID_INPUT naming `pattern`. */
 export function checkPattern(pattern: unknown): asserts pattern is string {
   if (typeof pattern !== 'string' || pattern.length === 0) throw invalidInput('pattern', 'must be a non-empty string, like "worker/*"')
-  if (pattern.length > DEFAULT_LIMITS.nameLengthMax) throw invalidInput('pattern', `is ${pattern.length} characters, more than ${DEFAULT_LIMITS.nameLengthMax} (nameLengthMax)`)
-  if (hasRefusedCharacters(pattern)) throw invalidInput('pattern', `${REFUSED_CHARACTERS_RULE}, got ${quoteEscaped(pattern)}`)
+  const problem = nameProblem(pattern)
+  if (problem !== undefined) throw invalidInput('pattern', problem)
   refuseReservedName('pattern', pattern)
 }
 

@@ -1,4 +1,4 @@
-import { DEFAULT_LIMITS, DEFAULT_TIMING, PhoenixError, REFUSED_CHARACTERS_RULE, hasRefusedCharacters, quoteEscaped, unknownKeyProblem } from '@phoenix-overlay/core'
+import { DEFAULT_LIMITS, DEFAULT_TIMING, PhoenixError, nameProblem, unknownKeyProblem } from '@phoenix-overlay/core'
 import type { PhoenixInit, SendOptions } from './api.ts'
 import type { SshInit } from './dial-path.ts'
 import { TRANSPORT_LIMITS, TRANSPORT_TIMING } from './constants.ts'
@@ -10,9 +10,8 @@ import { PhoenixTransportError, invalidInput } from './errors.ts'
  * control or format character and no unpaired surrogate (police.ts in the core says why).
  */
 export function checkName(field: string, name: unknown): asserts name is string {
-  if (typeof name !== 'string' || name.length === 0) throw invalidInput(field, 'must be a non-empty string')
-  if (name.length > DEFAULT_LIMITS.nameLengthMax) throw invalidInput(field, `is ${name.length} characters, more than ${DEFAULT_LIMITS.nameLengthMax} (nameLengthMax)`)
-  if (hasRefusedCharacters(name)) throw invalidInput(field, `${REFUSED_CHARACTERS_RULE}, got ${quoteEscaped(name)}`)
+  const problem = typeof name === 'string' ? nameProblem(name) : 'must be a non-empty string'
+  if (problem !== undefined) throw invalidInput(field, problem)
 }
 
 function checkWaitMs(field: string, value: number | undefined): void {

@@ -3,7 +3,7 @@ import { once } from 'node:events'
 import { ConfigError } from '../config-error.ts'
 import { answerError, callControl, describeFailure, openControl, readAnswer, type ControlEndpoint } from '../control-client.ts'
 import { payloadOfLine, type MessageLine } from '../message-line.ts'
-import { nameProblem } from '../name-rule.ts'
+import { nameProblem } from '@phoenix-overlay/core'
 import { guardProcess } from '../process-guard.ts'
 import { controlOption } from './inspect.ts'
 
