@@ -260,7 +260,7 @@ export class PhoenixNode extends TypedEventEmitter<PhoenixEvents> implements Pho
   }
 
   private waitForRoute(name: string, timeoutMs: number): Promise<Route> {
-    return this.sends.waitForRoute(name, timeoutMs, () => this.session?.core.resolve(name), () => this.state !== 'started', () => this.unreachableHolder(name))
+    return this.sends.waitForRoute(name, timeoutMs, () => this.session?.core.resolve(name), () => this.state !== 'started', () => this.whyNoRoute(name))
   }
 
   /**
@@ -269,9 +269,11 @@ export class PhoenixNode extends TypedEventEmitter<PhoenixEvents> implements Pho
    * stays with the old one until its entry is forgotten: the error says so. Undefined when no
    * node we know claims the name. Walks the table: only for a send that failed.
    */
-  private unreachableHolder(name: string): string | undefined {
+  /** What a send that found no route is told beyond that: who holds the name, or that a pattern is not a name. */
+  private whyNoRoute(name: string): string | undefined {
     const core = this.session?.core
     const holder = core?.routes().find((route) => !route.reachable && route.names.includes(name))
+    if (holder === undefined && name.includes('*')) return `a name is matched as written, '*' included: members(pattern) lists the names a pattern matches (the CLI: phoenix members), and broadcast(pattern, bytes) sends to each`
     if (core === undefined || holder === undefined) return undefined
     return `it is held by ${holder.destination}, which is unreachable; the name stays with that node until its entry is forgotten (core timing unreachableRetentionMs, ${core.timing.unreachableRetentionMs} ms after it became unreachable) unless it comes back, as a node restarted with its key does`
   }

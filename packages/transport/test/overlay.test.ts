@@ -50,8 +50,11 @@ describe('real libp2p nodes in three firewalled subnets (loopback)', () => {
     const error = await cluster.node('A1').phoenix.send('nobody-has-this', text('x'), { routeWaitMs: 300 }).catch((e: unknown) => e)
     expect(error).toBeInstanceOf(PhoenixTransportError)
     expect((error as PhoenixTransportError).code).toBe('NO_ROUTE')
-    expect((error as Error).message).toMatch(/"nobody-has-this" after waiting 300 ms/)
+    expect((error as Error).message).toMatch(/"nobody-has-this" after waiting 300 ms$/)
     expect(performance.now() - started).toBeGreaterThanOrEqual(290)
+    // A pattern is not a name: the failure says where patterns go.
+    const pattern = await cluster.node('A1').phoenix.send('worker/*', text('x'), { routeWaitMs: 50 }).catch((e: unknown) => e)
+    expect(pattern).toMatchObject({ code: 'NO_ROUTE', message: expect.stringMatching(/"worker\/\*" after waiting 50 ms: a name is matched as written, '\*' included: members\(pattern\) lists/) })
   })
 
   it('a send waits for a name that appears while it waits', async () => {
