@@ -31,8 +31,13 @@ export type Delivery = 'delivered' | 'duplicate' | 'receiver-too-slow' | 'no-con
 
 interface Consumer {
   readonly buffer: ReceivedMessage[]
-  wake: (() => void) | undefined
+  /** Every `next()` waiting for a message (an application may call it again before one settles): all wake, the first takes it. */
+  readonly waiters: (() => void)[]
   ended: boolean
+}
+
+function wake(consumer: Consumer): void {
+  for (const waiter of consumer.waiters.splice(0)) waiter()
 }
 
 /**
@@ -77,7 +82,7 @@ export class Inbox {
     this.seen.remember(message.from, message.messageId)
     for (const consumer of this.consumers) {
       consumer.buffer.push(message)
-      consumer.wake?.()
+      wake(consumer)
     }
     this.emit(message)
     return 'delivered'
@@ -98,7 +103,7 @@ export class Inbox {
       for (const message of waiting) {
         for (const consumer of this.consumers) {
           consumer.buffer.push(message)
-          consumer.wake?.()
+          wake(consumer)
         }
         this.emit(message)
       }
@@ -109,17 +114,31 @@ export class Inbox {
   endAll(): void {
     for (const consumer of this.consumers) {
       consumer.ended = true
-      consumer.wake?.()
+      wake(consumer)
     }
     this.consumers.clear()
+  }
+
+  /**
+   * An iterator ends early (`break`, `return()`): a `next()` still waiting settles as done, and
+   * what it held and had not handed out goes back to the node's receive buffer if no other
+   * consumer is left to have it, for the next one opened. Those messages were acknowledged: an
+   * ack means the application has the message or will be handed it when it reads.
+   */
+  private leave(consumer: Consumer): void {
+    if (!this.consumers.delete(consumer)) return
+    consumer.ended = true
+    if (this.consumers.size === 0 && this.listenerCount() === 0) this.unclaimed = [...consumer.buffer.splice(0), ...this.unclaimed]
+    else consumer.buffer.length = 0
+    wake(consumer)
   }
 
   messages(): AsyncIterableIterator<ReceivedMessage> {
     // The first consumer takes over what waited for one.
     const waiting = this.consumers.size === 0 && this.listenerCount() === 0 ? this.unclaimed.splice(0) : []
-    const consumer: Consumer = { buffer: waiting, wake: undefined, ended: false }
+    const consumer: Consumer = { buffer: waiting, waiters: [], ended: false }
     this.consumers.add(consumer)
-    const consumers = this.consumers
+    const leave = () => this.leave(consumer)
     return {
       [Symbol.asyncIterator]() {
         return this
@@ -127,15 +146,12 @@ export class Inbox {
       async next(): Promise<IteratorResult<ReceivedMessage>> {
         while (consumer.buffer.length === 0) {
           if (consumer.ended) return { value: undefined, done: true }
-          await new Promise<void>((resolve) => (consumer.wake = resolve))
-          consumer.wake = undefined
+          await new Promise<void>((resolve) => consumer.waiters.push(resolve))
         }
         return { value: consumer.buffer.shift()!, done: false }
       },
       async return(): Promise<IteratorResult<ReceivedMessage>> {
-        consumers.delete(consumer)
-        consumer.ended = true
-        consumer.buffer.length = 0
+        leave()
         return { value: undefined, done: true }
       },
     }

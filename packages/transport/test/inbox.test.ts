@@ -58,3 +58,49 @@ describe('the inbox: duplicates within the window (fast-check seed printed at th
     expect({ ...pieces }.payload).toBe(pieces.payload)
   })
 })
+
+describe('the inbox: iterators that end early or are read from twice at once', () => {
+  const inboxOf = () => new Inbox({ receiveBufferMax: 100, duplicateWindowMax: 100 }, () => 0, () => {})
+  const settledWithin = async <T>(promise: Promise<T>, ms: number): Promise<T | 'pending'> =>
+    Promise.race([promise, new Promise<'pending'>((resolve) => setTimeout(() => resolve('pending'), ms))])
+
+  it('a reader that leaves its loop early hands what it held (delivered, so acknowledged) to the next reader, in order', async () => {
+    const inbox = inboxOf()
+    const first = inbox.messages()
+    for (let id = 1; id <= 5; id++) expect(inbox.accept(message('a', id))).toBe('delivered')
+    expect((await first.next()).value?.messageId).toBe(1)
+    await first.return!()
+    expect(inbox.accept(message('a', 6))).toBe('delivered')
+    const second = inbox.messages()
+    const ids: number[] = []
+    for (let i = 0; i < 5; i++) ids.push(((await settledWithin(second.next(), 200)) as IteratorResult<{ messageId: number }>).value?.messageId ?? -1)
+    expect(ids).toEqual([2, 3, 4, 5, 6])
+  })
+
+  it('a reader that leaves while another reads drops only its own copies (the other has them all)', async () => {
+    const inbox = inboxOf()
+    const leaving = inbox.messages()
+    const staying = inbox.messages()
+    for (let id = 1; id <= 3; id++) inbox.accept(message('a', id))
+    await leaving.return!()
+    const ids: number[] = []
+    for (let i = 0; i < 3; i++) ids.push((await staying.next()).value!.messageId)
+    expect(ids).toEqual([1, 2, 3])
+    expect(inbox.unclaimedCount).toBe(0)
+  })
+
+  it('a next() waiting when the reader ends settles as done; two next() waiting at once get messages in call order', async () => {
+    const inbox = inboxOf()
+    const reader = inbox.messages()
+    const waiting = reader.next()
+    await reader.return!()
+    expect(await settledWithin(waiting, 200)).toEqual({ value: undefined, done: true })
+
+    const other = inbox.messages()
+    const n1 = other.next()
+    const n2 = other.next()
+    inbox.accept(message('a', 1))
+    inbox.accept(message('a', 2))
+    expect([(await settledWithin(n1, 200)) as IteratorResult<unknown>, (await settledWithin(n2, 200)) as IteratorResult<unknown>].map((r) => (r.value as { messageId: number }).messageId)).toEqual([1, 2])
+  })
+})
