@@ -87,7 +87,8 @@ export class CoreDriver {
     if (this.stopped || this.core.hasLeft) return
     const now = this.now()
     const wakeAtMs = this.core.nextWakeMs(now)
-    if (wakeAtMs !== undefined) this.wakeTimer = setTimeout(() => this.schedule(), Math.max(1, wakeAtMs - now))
+    // At most setTimeout's ceiling (a core timing may be longer: a longer delay would fire at once, every 1 ms); woken early, the step finds nothing due and arms again.
+    if (wakeAtMs !== undefined) this.wakeTimer = setTimeout(() => this.schedule(), Math.min(2 ** 31 - 1, Math.max(1, wakeAtMs - now)))
   }
 
   perform(effects: readonly Effect[]): void {

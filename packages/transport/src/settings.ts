@@ -50,11 +50,17 @@ export function checkInitSettings(init: PhoenixInit): void {
   }
 }
 
+/** setTimeout's ceiling: a longer delay fires at once (Node warns, and waits 1 ms). */
+const TIMER_MS_MAX = 2 ** 31 - 1
+
 function checkIntegers(group: string, values: Readonly<Record<string, unknown>>, zeroAllowed: ReadonlySet<string>): void {
   for (const [key, value] of Object.entries(values)) {
     const min = zeroAllowed.has(key) ? 0 : 1
-    if (typeof value === 'number' && Number.isSafeInteger(value) && value >= min) continue
+    // A timing in ms becomes a timer: past the ceiling a 2^31 ms route wait ended after 1 ms.
+    const ms = group.endsWith('timing') && key.endsWith('Ms')
+    const max = ms ? TIMER_MS_MAX : Number.MAX_SAFE_INTEGER
+    if (typeof value === 'number' && Number.isSafeInteger(value) && value >= min && value <= max) continue
     const what = min === 0 ? 'a non-negative integer' : 'a positive integer'
-    throw new PhoenixTransportError('INVALID_INPUT', `${group}.${key} must be ${what}${group.endsWith('timing') && key.endsWith('Ms') ? ' (ms)' : ''}, got ${typeof value === 'string' ? JSON.stringify(value) : String(value)}`, { field: `${group}.${key}` })
+    throw new PhoenixTransportError('INVALID_INPUT', `${group}.${key} must be ${what}${ms ? ' of ms below 2^31 (the timers\' ceiling)' : ''}, got ${typeof value === 'string' ? JSON.stringify(value) : String(value)}`, { field: `${group}.${key}` })
   }
 }

@@ -83,7 +83,10 @@ describe('options a node does not take are refused, naming them', () => {
     expect(await refused({ limits: { flowWindowBytes: -1 } })).toBe('INVALID_INPUT limits.flowWindowBytes: limits.flowWindowBytes must be a non-negative integer, got -1')
     expect(await refused({ limits: { receiveBufferMax: '5' } })).toBe('INVALID_INPUT limits.receiveBufferMax: limits.receiveBufferMax must be a positive integer, got "5"')
     expect(await refused({ limits: { pendingAcksMax: 0 } })).toBe('INVALID_INPUT limits.pendingAcksMax: limits.pendingAcksMax must be a positive integer, got 0')
-    expect(await refused({ timing: { ackTimeoutMs: Number.POSITIVE_INFINITY } })).toBe('INVALID_INPUT timing.ackTimeoutMs: timing.ackTimeoutMs must be a positive integer (ms), got Infinity')
+    expect(await refused({ timing: { ackTimeoutMs: Number.POSITIVE_INFINITY } })).toBe("INVALID_INPUT timing.ackTimeoutMs: timing.ackTimeoutMs must be a positive integer of ms below 2^31 (the timers' ceiling), got Infinity")
+    // Past setTimeout's ceiling a timer fires at once: a 2^31 ms route wait ended after 1 ms.
+    expect(await refused({ timing: { routeWaitMs: 2 ** 31 } })).toBe("INVALID_INPUT timing.routeWaitMs: timing.routeWaitMs must be a non-negative integer of ms below 2^31 (the timers' ceiling), got 2147483648")
+    expect(await refused({ ssh: { timing: { readyTimeoutMs: 2 ** 32 } } })).toMatch(/^INVALID_INPUT ssh\.timing\.readyTimeoutMs: .* below 2\^31/)
     // The core's limits: refused only at start before, as the core's INVALID_CONFIG naming `limits.neighboursMax`.
     expect(await refused({ core: { limits: { neighboursMax: 0 } } })).toBe('INVALID_INPUT core.limits.neighboursMax: core.limits.neighboursMax must be a positive integer, got 0')
     expect(await refused({ core: { timing: { coHubWaitMs: 1.5 } } })).toBe('INVALID_INPUT core.timing.coHubWaitMs: core.timing.coHubWaitMs must be a non-negative integer, got 1.5')
