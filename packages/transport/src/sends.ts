@@ -24,6 +24,8 @@ export class Sends {
   private nextId = randomInt(1, MESSAGE_ID_MODULUS - 1)
   private readonly pendingAcks = new Map<number, PendingAck>()
   private readonly routeWaiters = new Set<() => void>()
+  /** Ids of sends waiting for a route (at most pendingRouteWaitsMax): taken, though not yet waiting for an ack. */
+  private readonly waitingIds = new Set<number>()
 
   constructor(private readonly limits: { readonly pendingAcksMax: number; readonly pendingRouteWaitsMax: number }) {}
 
@@ -32,10 +34,11 @@ export class Sends {
     if (requested !== undefined) {
       if (!Number.isInteger(requested) || requested < 1 || requested >= MESSAGE_ID_MODULUS) throw invalidInput('options.messageId', `must be an integer in [1, 2^32), got ${requested}`)
       if (this.pendingAcks.has(requested)) throw invalidInput('options.messageId', `${requested} is already waiting for its acknowledgement`)
+      if (this.waitingIds.has(requested)) throw invalidInput('options.messageId', `${requested} is already taken by a send waiting for a route`)
       return requested
     }
     let id = this.nextId
-    while (this.pendingAcks.has(id)) id = (id % (MESSAGE_ID_MODULUS - 1)) + 1
+    while (this.pendingAcks.has(id) || this.waitingIds.has(id)) id = (id % (MESSAGE_ID_MODULUS - 1)) + 1
     this.nextId = (id % (MESSAGE_ID_MODULUS - 1)) + 1
     return id
   }
@@ -91,8 +94,17 @@ export class Sends {
     return pending
   }
 
-  /** Waits up to `timeoutMs` for `lookup` to find a route; `stopped` ends the wait early. */
-  waitForRoute(name: string, timeoutMs: number, lookup: () => Route | undefined, stopped: () => boolean, whyNot: () => string | undefined = () => undefined): Promise<Route> {
+  /** Waits up to `timeoutMs` for `lookup` to find a route, holding `messageId` meanwhile (a second send with it is refused); `stopped` ends the wait early. */
+  async waitForRoute(messageId: number, name: string, timeoutMs: number, lookup: () => Route | undefined, stopped: () => boolean, whyNot: () => string | undefined = () => undefined): Promise<Route> {
+    this.waitingIds.add(messageId)
+    try {
+      return await this.untilRoute(name, timeoutMs, lookup, stopped, whyNot)
+    } finally {
+      this.waitingIds.delete(messageId)
+    }
+  }
+
+  private untilRoute(name: string, timeoutMs: number, lookup: () => Route | undefined, stopped: () => boolean, whyNot: () => string | undefined): Promise<Route> {
     if (this.routeWaiters.size >= this.limits.pendingRouteWaitsMax) {
       return Promise.reject(new PhoenixTransportError('QUEUE_FULL', `${this.routeWaiters.size} sends already wait for routes (limits.pendingRouteWaitsMax)`))
     }

@@ -240,10 +240,11 @@ export class PhoenixNode extends TypedEventEmitter<PhoenixEvents> implements Pho
     if (payload.length > WIRE_LIMITS.payloadBytesMax) throw invalidInput('payload', `is ${payload.length} bytes, more than every node accepts (${WIRE_LIMITS.payloadBytesMax}, WIRE_LIMITS.payloadBytesMax)`)
     checkSendOptions(options)
     const messageId = this.sends.allocate(options.messageId)
-    const route = this.running('send').core.resolve(name) ?? (await this.waitForRoute(name, options.routeWaitMs ?? this.timing.routeWaitMs))
+    const route = this.running('send').core.resolve(name) ?? (await this.waitForRoute(messageId, name, options.routeWaitMs ?? this.timing.routeWaitMs))
     const session = this.running('send')
     const data: DataFrame = { source: this.id, destination: route.owner, name, hopLimit: session.core.limits.hopLimit, messageId, ackRequested: options.ack === true, payload }
-    if (route.owner === this.id) return this.sendToSelf(data)
+    // Our own name: handed over in this process, so copied unless transferred (the caller may reuse its buffer once send returns).
+    if (route.owner === this.id) return this.sendToSelf(options.transfer === true ? data : { ...data, payload: payload.slice() })
     const own = options.transfer === true ? 'transfer' : 'copy'
     if (options.ack !== true) {
       session.router.routeData(data, undefined, undefined, undefined, own)
@@ -259,8 +260,8 @@ export class PhoenixNode extends TypedEventEmitter<PhoenixEvents> implements Pho
     return acknowledged
   }
 
-  private waitForRoute(name: string, timeoutMs: number): Promise<Route> {
-    return this.sends.waitForRoute(name, timeoutMs, () => this.session?.core.resolve(name), () => this.state !== 'started', () => this.whyNoRoute(name))
+  private waitForRoute(messageId: number, name: string, timeoutMs: number): Promise<Route> {
+    return this.sends.waitForRoute(messageId, name, timeoutMs, () => this.session?.core.resolve(name), () => this.state !== 'started', () => this.whyNoRoute(name))
   }
 
   /**

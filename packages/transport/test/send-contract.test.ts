@@ -105,6 +105,26 @@ describe('the send contract (issue 11, items 1 and 2)', () => {
     ])
     expect(b.phoenix.metricsText()).toMatch(/^phoenix_messages_duplicate_total 1$/m)
   })
+
+  it('holds a message id while its send waits for a route: a second send with it is refused, not merged into the first', async () => {
+    const waiting = a.phoenix.send('not-yet', text('first'), { ack: true, messageId: 4242, routeWaitMs: 300 })
+    const second = await failure(a.phoenix.send('not-yet', text('second'), { ack: true, messageId: 4242, routeWaitMs: 300 }))
+    expect([second.code, second.field, second.message]).toEqual(['INVALID_INPUT', 'options.messageId', 'options.messageId 4242 is already taken by a send waiting for a route'])
+    expect((await failure(waiting)).code).toBe('NO_ROUTE')
+    // Released with the wait: the id may be used again.
+    expect((await failure(a.phoenix.send('not-yet', text('again'), { ack: true, messageId: 4242, routeWaitMs: 0 }))).code).toBe('NO_ROUTE')
+  })
+
+  it('a send to its own name copies the payload unless transferred, as a send to another node does', async () => {
+    const own: ReceivedMessage[] = []
+    a.phoenix.addEventListener('message', (event) => own.push(event.detail))
+    const buffer = text('1111')
+    await a.phoenix.send('a', buffer, { ack: true })
+    buffer.fill(57)
+    const moved = text('2222')
+    await a.phoenix.send('a', moved, { ack: true, transfer: true })
+    expect(own.map((m) => new TextDecoder().decode(m.payload))).toEqual(['1111', '2222'])
+  })
 })
 
 describe('acks mean the application has it (issue 11, item 2)', () => {
