@@ -19,7 +19,7 @@ import { Session } from './session.ts'
 import { isSshAddress, parseSshAddress } from './ssh-address.ts'
 import type { Member, NameChange } from './groups.ts'
 import { checkSiteLabel, isReservedName, refuseReservedName, sameSite, siteName, type Topology } from './topology.ts'
-import { checkInitKeys, checkName, checkSendOptions, coreErrorToTransport } from './validate.ts'
+import { checkInitKeys, checkName, checkNodeOptionShapes, checkSendOptions, coreErrorToTransport } from './validate.ts'
 
 type State = 'stopped' | 'starting' | 'started' | 'leaving'
 
@@ -329,6 +329,8 @@ export class PhoenixNode extends TypedEventEmitter<PhoenixEvents> implements Pho
   removeName(name: string): void {
     checkName('name', name)
     const session = this.running('removeName')
+    // The overlay's own names (a declared site's) are not the application's to remove: the site went `unknown`.
+    refuseReservedName('name', name)
     session.core.removeName(name)
     session.checkNameConflicts()
     session.driver.schedule()
@@ -428,6 +430,7 @@ export class PhoenixNode extends TypedEventEmitter<PhoenixEvents> implements Pho
 /** The libp2p service factory: `services: { phoenix: phoenix({ hubs, names }) }`. */
 export function phoenix(init: PhoenixInit = {}): (components: PhoenixComponents) => PhoenixNode {
   checkRuntime()
+  checkNodeOptionShapes(init)
   checkInitKeys(init)
   checkInitSettings(init)
   return (components) => new PhoenixNode(components, init)

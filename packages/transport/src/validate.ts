@@ -48,6 +48,9 @@ export function checkNodeOptionShapes(options: unknown): void {
   for (const key of ['discovery', 'signRecords']) {
     if (o[key] !== undefined && typeof o[key] !== 'boolean') throw invalidInput(key, `must be a boolean, got ${describe(o[key])}`)
   }
+  if (o.site !== undefined && typeof o.site !== 'string') throw invalidInput('site', `must be a string, got ${describe(o.site)}`)
+  // Refused by the core too, but only when the node starts, and as the field "options".
+  if (o.mode !== undefined && o.mode !== 'optimized' && o.mode !== 'naive') throw invalidInput('mode', `must be 'optimized' or 'naive', got ${describe(o.mode)}`)
   // A string (the key file read as text) failed in the protector as Node's ERR_INVALID_ARG_TYPE.
   if (o.privateNetworkKey !== undefined && !(o.privateNetworkKey instanceof Uint8Array)) throw invalidInput('privateNetworkKey', `must be a Uint8Array, the swarm key file's bytes (readFileSync(path) without an encoding), got ${typeof o.privateNetworkKey}`)
 }

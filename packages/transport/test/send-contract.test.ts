@@ -1,6 +1,6 @@
 import { WIRE_LIMITS } from '@phoenix-overlay/wire'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { PhoenixTransportError, createPhoenixLibp2p, type ReceivedMessage, type Undeliverable } from '../src/index.ts'
+import { PhoenixTransportError, createPhoenixLibp2p, phoenix, type ReceivedMessage, type Undeliverable } from '../src/index.ts'
 import { TestNodes, addressOf, text, waitUntil, type TestNode } from './nodes.ts'
 
 /** The rejection of `promise`, which must be a PhoenixTransportError. */
@@ -82,6 +82,14 @@ describe('the send contract (issue 11, items 1 and 2)', () => {
         /^hubs "\/ip4\/127\.0\.0\.1\/tcp\/7001\/p2p\/12D3KooWREyp\w+" is peer 12D3KooWREyp\w+, which allowedPeers does not list: the node would never dial it/,
       ],
     ]
+    // The service in a libp2p of one's own: the same shapes, from the factory (limits: null failed as a TypeError; mode only at start, as "options").
+    const factory = async (init: unknown) => phoenix(init as Parameters<typeof phoenix>[0])
+    cases.push(
+      ['null limits, in the factory', factory({ limits: null }), 'limits', /^limits must be an object, got null$/],
+      ['null ssh, in the factory', factory({ ssh: null }), 'ssh', /^ssh must be an object, got null$/],
+      ['a mode', factory({ mode: 'fast' }), 'mode', /^mode must be 'optimized' or 'naive', got "fast"$/],
+      ['a site', bad({ listen: [], site: 5 }), 'site', /^site must be a string, got 5$/],
+    )
     for (const [what, promise, field, message] of cases) {
       const error = await failure(promise)
       expect(error.code, what).toBe('INVALID_INPUT')
