@@ -18,7 +18,7 @@ import { PhoenixTransportError, invalidInput } from './errors.ts'
 import type { Member } from './groups.ts'
 import { Inbox, receivedMessage, type Delivery } from './inbox.ts'
 import type { Topology } from './topology.ts'
-import { checkName } from './validate.ts'
+import { checkCallOptions, checkName } from './validate.ts'
 
 export const COLLECTIVE_LIMITS = {
   /** Collective steps waiting for answers at once (each holds a timer): a runaway caller meets QUEUE_FULL. */
@@ -151,6 +151,8 @@ export class Collectives {
     if (!(payload instanceof Uint8Array)) throw invalidInput('payload', 'must be a Uint8Array')
     const payloadBytesMax = WIRE_LIMITS.payloadBytesMax - COLLECTIVE_LIMITS.envelopeBytesReserve
     if (payload.length > payloadBytesMax) throw invalidInput('payload', `is ${payload.length} bytes, more than a broadcast carries (${payloadBytesMax})`)
+    checkCallOptions(options, BROADCAST_OPTION_KEYS)
+    if (options.ack !== undefined && typeof options.ack !== 'boolean') throw invalidInput('options.ack', `must be a boolean, got ${JSON.stringify(options.ack)}`)
     const waitMs = checkWait(options.timeoutMs)
     const members = this.groupOf('broadcast', pattern)
     const op = `${this.host.id}/${++this.opCount}`
@@ -364,8 +366,12 @@ function relayWait(waitMs: number): number {
   return Math.max(1, waitMs - Math.min(COLLECTIVE_TIMING.relayMarginMs, waitMs / 4))
 }
 
+const BROADCAST_OPTION_KEYS = Object.keys({ timeoutMs: 1, ack: 1 } satisfies Record<keyof (CollectiveOptions & { ack?: boolean }), 1>)
+const REDUCE_OPTION_KEYS = Object.keys({ timeoutMs: 1, op: 1, combine: 1 } satisfies Record<keyof ReduceOptions, 1>)
+
 function checkReduceOptions(options: ReduceOptions): ReduceOp {
   if (typeof options !== 'object' || options === null) throw invalidInput('options', 'must be an object with op or combine')
+  checkCallOptions(options, REDUCE_OPTION_KEYS)
   if (options.combine !== undefined && typeof options.combine !== 'function') throw invalidInput('options.combine', 'must be a function (a: Uint8Array, b: Uint8Array) => Uint8Array')
   if ((options.op === undefined) === (options.combine === undefined)) throw invalidInput('options.op', "give exactly one of op ('sum', 'min' or 'max') and combine")
   if (options.op !== undefined && !['sum', 'min', 'max'].includes(options.op)) throw invalidInput('options.op', `must be 'sum', 'min' or 'max', got ${JSON.stringify(options.op)}`)

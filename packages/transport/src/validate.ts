@@ -20,8 +20,17 @@ function checkWaitMs(field: string, value: number | undefined): void {
   if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || value > 2 ** 31 - 1) throw invalidInput(field, `must be a number of milliseconds in [0, 2^31), got ${String(value)}`)
 }
 
-export function checkSendOptions(options: SendOptions): void {
+const SEND_OPTION_KEYS = Object.keys({ ack: 1, routeWaitMs: 1, ackTimeoutMs: 1, messageId: 1, transfer: 1 } satisfies Record<keyof SendOptions, 1>)
+
+/** A call's options: an object with no key the call does not take (a misspelt `ackTimeout` or `timeout` ran with the default). */
+export function checkCallOptions(options: unknown, known: readonly string[]): void {
   if (typeof options !== 'object' || options === null) throw invalidInput('options', 'must be an object')
+  const problem = unknownKeyProblem(options, known, 'options')
+  if (problem !== undefined) throw new PhoenixTransportError('INVALID_INPUT', problem, { field: problem.slice(0, problem.indexOf(' ')) })
+}
+
+export function checkSendOptions(options: SendOptions): void {
+  checkCallOptions(options, SEND_OPTION_KEYS)
   checkWaitMs('options.routeWaitMs', options.routeWaitMs)
   checkWaitMs('options.ackTimeoutMs', options.ackTimeoutMs)
   if (options.ack !== undefined && typeof options.ack !== 'boolean') throw invalidInput('options.ack', 'must be a boolean')

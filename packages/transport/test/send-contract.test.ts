@@ -51,6 +51,12 @@ describe('the send contract (issue 11, items 1 and 2)', () => {
       ['routeWaitMs', a.phoenix.send('b', text('x'), { routeWaitMs: -1 }), 'options.routeWaitMs'],
       ['ackTimeoutMs', a.phoenix.send('b', text('x'), { ackTimeoutMs: Number.NaN }), 'options.ackTimeoutMs'],
       ['messageId', a.phoenix.send('b', text('x'), { messageId: 0 }), 'options.messageId'],
+      // A misspelt option ran with the default (it had been ignored), in a send and in a collective.
+      ['a misspelt option', a.phoenix.send('b', text('x'), { ack: true, ackTimeout: 1 } as object), 'options.ackTimeout'],
+      ['a misspelt broadcast option', a.phoenix.broadcast('b', text('x'), { ack: true, timeout: 1 } as object), 'options.timeout'],
+      ['a broadcast ack', a.phoenix.broadcast('b', text('x'), { ack: 'yes' } as object), 'options.ack'],
+      ['null broadcast options', a.phoenix.broadcast('b', text('x'), null as unknown as object), 'options'],
+      ['a misspelt reduce option', a.phoenix.reduce('b', 't', { op: 'sum', timout: 1 } as object), 'options.timout'],
     ]
     for (const [what, promise, field] of cases) {
       const error = await failure(promise)
@@ -58,6 +64,7 @@ describe('the send contract (issue 11, items 1 and 2)', () => {
       expect(error.field, what).toBe(field)
       expect(error.message.split('\n'), what).toHaveLength(1)
     }
+    expect((await failure(a.phoenix.send('b', text('x'), { ackTimeout: 1 } as object))).message).toBe('options.ackTimeout is not an option (did you mean options.ackTimeoutMs?)')
   })
 
   it('refuses node options of the wrong shape before building anything, naming the option and the value', async () => {
