@@ -47,6 +47,7 @@ export class PhoenixNode extends TypedEventEmitter<PhoenixEvents> implements Pho
   private session: Session | undefined
   private leaving: Promise<void> | undefined
   private starting: Promise<void> | undefined
+  private stopping: Promise<void> | undefined
   private readonly jobs: Jobs
   private readonly dialPath: DialPath
 
@@ -97,6 +98,8 @@ export class PhoenixNode extends TypedEventEmitter<PhoenixEvents> implements Pho
   // ------------------------------------------------------------------ lifecycle
 
   async start(): Promise<void> {
+    // A stop under way finishes first (start() during it resolved at once and left the node stopped).
+    await this.stopping
     if (this.state === 'starting') return this.starting
     if (this.state !== 'stopped') return
     this.state = 'starting'
@@ -142,6 +145,11 @@ export class PhoenixNode extends TypedEventEmitter<PhoenixEvents> implements Pho
   }
 
   async stop(): Promise<void> {
+    this.stopping ??= this.stopSession().finally(() => (this.stopping = undefined))
+    return this.stopping
+  }
+
+  private async stopSession(): Promise<void> {
     if (this.state === 'starting') await this.starting?.catch(() => undefined)
     if (this.state === 'stopped') return
     await this.beforeStop()

@@ -47,6 +47,15 @@ describe('lifecycle: start and stop are idempotent and safe in any order (issue 
     await member.libp2p.start()
     await hub.phoenix.send('member2', text('two'), { ack: true, routeWaitMs: 10_000 })
   })
+
+  it('a start called while a stop is under way waits for it, then starts: the node ends started, not stopped', async () => {
+    const hub = await nodes.start({ names: ['hub3'] })
+    const member = await nodes.start({ names: ['member3'], hubs: [addressOf(hub)] })
+    await Promise.all([member.phoenix.stop(), member.phoenix.start()])
+    expect(member.phoenix.addName('later')).toBe(true)
+    member.phoenix.addEventListener('message', () => {})
+    await hub.phoenix.send('later', text('back'), { ack: true, routeWaitMs: 10_000 })
+  })
 })
 
 describe('a libp2p service by the book (issue 13, item 5)', () => {
