@@ -269,7 +269,7 @@ export class PhoenixNode extends TypedEventEmitter<PhoenixEvents> implements Pho
   }
 
   private waitForRoute(messageId: number, name: string, timeoutMs: number): Promise<Route> {
-    return this.sends.waitForRoute(messageId, name, timeoutMs, () => this.session?.core.resolve(name), () => this.state !== 'started', () => this.whyNoRoute(name))
+    return this.sends.waitForRoute(messageId, name, timeoutMs, () => this.session?.core.resolve(name), () => this.state !== 'started', () => whyNoRoute(this.session?.core, name))
   }
 
   /**
@@ -278,15 +278,6 @@ export class PhoenixNode extends TypedEventEmitter<PhoenixEvents> implements Pho
    * stays with the old one until its entry is forgotten: the error says so. Undefined when no
    * node we know claims the name. Walks the table: only for a send that failed.
    */
-  /** What a send that found no route is told beyond that: who holds the name, or that a pattern is not a name. */
-  private whyNoRoute(name: string): string | undefined {
-    const core = this.session?.core
-    const holder = core?.routes().find((route) => !route.reachable && route.names.includes(name))
-    if (holder === undefined && name.includes('*')) return `a name is matched as written, '*' included: members(pattern) lists the names a pattern matches (the CLI: phoenix members), and broadcast(pattern, bytes) sends to each`
-    if (core === undefined || holder === undefined) return undefined
-    return `it is held by ${holder.destination}, which is unreachable; the name stays with that node until its entry is forgotten (core timing unreachableRetentionMs, ${core.timing.unreachableRetentionMs} ms after it became unreachable) unless it comes back, as a node restarted with its key does`
-  }
-
   /** A name of our own: the same consumer rule as a message from elsewhere, answered at once. */
   private sendToSelf(data: DataFrame): SendResult {
     const delivery = this.inbox.accept(receivedMessage({ from: this.id, name: data.name, hops: 0, messageId: data.messageId }, data.payload))
@@ -442,6 +433,14 @@ export function phoenix(init: PhoenixInit = {}): (components: PhoenixComponents)
   checkInitKeys(init)
   checkInitSettings(init)
   return (components) => new PhoenixNode(components, init)
+}
+
+/** What a send that found no route is told beyond that: who holds the name, or that a pattern is not a name. */
+function whyNoRoute(core: PhoenixCore | undefined, name: string): string | undefined {
+  const holder = core?.routes().find((route) => !route.reachable && route.names.includes(name))
+  if (holder === undefined && name.includes('*')) return `a name is matched as written, '*' included: members(pattern) lists the names a pattern matches (the CLI: phoenix members), and broadcast(pattern, bytes) sends to each`
+  if (core === undefined || holder === undefined) return undefined
+  return `it is held by ${holder.destination}, which is unreachable; the name stays with that node until its entry is forgotten (core timing unreachableRetentionMs, ${core.timing.unreachableRetentionMs} ms after it became unreachable) unless it comes back, as a node restarted with its key does`
 }
 
 /** Counts kept by the core and the credit table (the metrics' counters beside their own). */
