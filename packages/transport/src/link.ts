@@ -109,6 +109,10 @@ export class NeighbourLink {
     return this.control.length + this.data.length
   }
 
+  get queuedDataFrames(): number {
+    return this.data.length
+  }
+
   /** True if a data frame of `bytes` would fit in the data queue now. */
   hasRoomFor(bytes: number): boolean {
     return !this.closed && this.fits(this.data, bytes + 8)

@@ -372,6 +372,17 @@ export class Neighbours {
     while (performance.now() < flushEndsMs && connections.some((c) => c.status !== undefined && c.status !== 'closed')) await sleep(LEAVE_POLL_MS)
   }
 
+  /**
+   * Waits, at most `waitMs`, until the data already queued toward every neighbour is written. A
+   * leave's farewell is a control frame, and control frames go first: sent ahead of that data,
+   * it made the neighbour finish writing before it could acknowledge the data it then delivered
+   * (a sender stopped right after 50 acknowledged sends heard NOT_STARTED for 49 delivered ones).
+   */
+  async dataWritten(waitMs: number): Promise<void> {
+    const endsMs = performance.now() + waitMs
+    while (this.all().some(({ link }) => link.isOpen && link.queuedDataFrames > 0) && performance.now() < endsMs) await sleep(LEAVE_POLL_MS)
+  }
+
   /** From now on each neighbour's end-of-stream waits until we have answered it (a leave). */
   holdRemoteCloses(): void {
     for (const neighbour of this.all()) neighbour.tap.holding = true

@@ -101,6 +101,7 @@ export class Session implements DriverSink {
   /**
    * A graceful leave, in order: take no new data (every data frame that reaches us now, for us
    * or through us, is bounced `leaving`, including frames held back while a link was paused);
+   * write out the data already queued (at most `leaveFlushMaxMs`), so its acks can come back;
    * announce the leave; keep reading until each neighbour, having heard it, has written what it
    * had queued for us and closed its side (at most `leaveLingerMaxMs`), so nothing it sent is
    * lost; then write out every queue (the farewells, the acks we owe, the bounces) and close
@@ -112,6 +113,7 @@ export class Session implements DriverSink {
     neighbours.closing = true
     neighbours.holdRemoteCloses()
     this.resumeLinks()
+    await neighbours.dataWritten(this.parts.timing.leaveFlushMaxMs)
     if (!core.hasLeft) driver.perform(core.leave(driver.now()))
     await neighbours.closeAll('leaving', this.parts.timing.leaveLingerMaxMs, this.parts.timing.leaveFlushMaxMs)
     driver.stop()

@@ -46,6 +46,28 @@ describe('a graceful leave with messages in flight (issue 11, item 4)', () => {
   }, 60_000)
 })
 
+describe('a sender that stops right after its sends (its leave)', () => {
+  const nodes = new TestNodes()
+  afterAll(() => nodes.stopAll())
+
+  it('acknowledged sends queued when the sender stops: none the receiver got is reported failed (the farewell went ahead of the data)', async () => {
+    const sender = await nodes.start({ names: ['early'] })
+    const receiver = await nodes.start({ names: ['late'], hubs: [addressOf(sender)] })
+    const got = new Set<number>()
+    receiver.phoenix.addEventListener('message', (event) => got.add(event.detail.messageId))
+    await waitUntil('the sender has a route to the receiver', () => sender.phoenix.resolve('late') !== undefined)
+    const sends = Array.from({ length: 50 }, () => sender.phoenix.send('late', new Uint8Array(1024), { ack: true, routeWaitMs: 0 }))
+    const stopped = sender.libp2p.stop() // in the same turn of the event loop as the sends
+    const results = await Promise.allSettled(sends)
+    await stopped
+    const failedButGot = results.flatMap((r) => (r.status === 'rejected' && got.has((r.reason as PhoenixTransportError).messageId ?? -1) ? [(r.reason as PhoenixTransportError).code] : []))
+    const acked = results.filter((r) => r.status === 'fulfilled').length
+    console.log(`stopped with 50 acked sends queued: ${acked} acked, the receiver got ${got.size}, ${failedButGot.length} of those reported failed`)
+    expect(failedButGot).toEqual([])
+    expect(acked).toBe(got.size)
+  })
+})
+
 describe('a leave gives the names up (a job manager restarting a worker without its key)', () => {
   const nodes = new TestNodes()
   afterAll(() => nodes.stopAll())
