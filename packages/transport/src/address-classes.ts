@@ -170,7 +170,7 @@ export function sitePrefix(cidr: string, what = 'site prefix'): IpNet {
     if (!/^[0-9a-fA-F.:]+\/\d{1,3}$/.test(cidr)) throw new Error('expected an address and a prefix length, like 10.0.0.0/8 or fd00::/8')
     return net(cidr)
   } catch (error) {
-    throw new PhoenixTransportError('INVALID_INPUT', `${what} ${JSON.stringify(cidr)} is not a CIDR prefix: ${(error as Error).message}`)
+    throw new PhoenixTransportError('INVALID_INPUT', `${what} ${JSON.stringify(cidr)} is not a CIDR prefix: ${(error as Error).message}`, { field: what })
   }
 }
 

@@ -35,13 +35,13 @@ export type LivenessDecision = { readonly action: 'none' } | { readonly action: 
 export function checkLivenessTiming(timing: LivenessTiming): void {
   const { probeAfterIdleMs, deadAfterSilenceMs, livenessCheckEveryMs } = timing
   for (const [key, value] of Object.entries({ probeAfterIdleMs, deadAfterSilenceMs, livenessCheckEveryMs })) {
-    if (!Number.isInteger(value) || value < 1) throw new PhoenixTransportError('INVALID_INPUT', `timing.${key} must be a positive integer (ms), got ${String(value)}`)
+    if (!Number.isInteger(value) || value < 1) throw new PhoenixTransportError('INVALID_INPUT', `timing.${key} must be a positive integer (ms), got ${String(value)}`, { field: `timing.${key}` })
   }
   if (timing.deadAfterSilenceMs < 2 * timing.probeAfterIdleMs) {
-    throw new PhoenixTransportError('INVALID_INPUT', `timing.deadAfterSilenceMs (${timing.deadAfterSilenceMs}) must be at least twice timing.probeAfterIdleMs (${timing.probeAfterIdleMs}), so a probe can be answered`)
+    throw new PhoenixTransportError('INVALID_INPUT', `timing.deadAfterSilenceMs (${timing.deadAfterSilenceMs}) must be at least twice timing.probeAfterIdleMs (${timing.probeAfterIdleMs}), so a probe can be answered`, { field: 'timing.deadAfterSilenceMs' })
   }
   if (timing.livenessCheckEveryMs > timing.probeAfterIdleMs) {
-    throw new PhoenixTransportError('INVALID_INPUT', `timing.livenessCheckEveryMs (${timing.livenessCheckEveryMs}) must not exceed timing.probeAfterIdleMs (${timing.probeAfterIdleMs})`)
+    throw new PhoenixTransportError('INVALID_INPUT', `timing.livenessCheckEveryMs (${timing.livenessCheckEveryMs}) must not exceed timing.probeAfterIdleMs (${timing.probeAfterIdleMs})`, { field: 'timing.livenessCheckEveryMs' })
   }
 }
 

@@ -188,7 +188,11 @@ export async function createPhoenixLibp2p(options: OverlayNodeOptions): Promise<
   checkAllowedPeers(options.allowedPeers ?? [])
   checkHubsAllowed(options.hubs ?? [], options.allowedPeers, options.privateKey)
   if (options.listenRange === undefined) return createStarted(options, options.listen)
-  const range = typeof options.listenRange === 'string' ? parsePortRange(options.listenRange, 'listenRange') : options.listenRange
+  const given: unknown = options.listenRange
+  // A range object is checked as its text form.
+  const isRange = typeof given === 'object' && given !== null && 'first' in given && 'last' in given
+  if (typeof given !== 'string' && !isRange) throw new PhoenixTransportError('INVALID_INPUT', `listenRange must be "FIRST-LAST" (e.g. "7000-7010") or { first, last }, got ${JSON.stringify(given)}`, { field: 'listenRange' })
+  const range = parsePortRange(typeof given === 'string' ? given : formatPortRange(given as { first: number; last: number }), 'listenRange')
   const hosts = options.listen.map(portZeroHost).filter((h): h is string => h !== undefined)
   if (hosts.length === 0) throw new PhoenixTransportError('INVALID_INPUT', `listenRange ${formatPortRange(range)}: no listen address has port 0 for it to choose (e.g. /ip4/0.0.0.0/tcp/0)`)
   const zeroPort = /\/tcp\/0(?=\/|$)/

@@ -16,7 +16,7 @@ export function parsePortRange(text: string, what = '--listen-range'): PortRange
   const first = Number(m?.[1])
   const last = m?.[2] === undefined ? first : Number(m[2])
   if (m === null || first < 1 || last > 65_535 || first > last) {
-    throw new PhoenixTransportError('INVALID_INPUT', `${what}: expected FIRST-LAST with 1 <= FIRST <= LAST <= 65535 (e.g. 7000-7010), got ${JSON.stringify(text)}`)
+    throw new PhoenixTransportError('INVALID_INPUT', `${what}: expected FIRST-LAST with 1 <= FIRST <= LAST <= 65535 (e.g. 7000-7010), got ${JSON.stringify(text)}`, { field: what })
   }
   return { first, last }
 }

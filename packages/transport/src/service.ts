@@ -62,7 +62,7 @@ export class PhoenixNode extends TypedEventEmitter<PhoenixEvents> implements Pho
     checkInitSettings(init)
     if (init.site !== undefined) checkSiteLabel(init.site)
     this.dialPath = new DialPath(init.ssh, init.sitePrefixes, this.metrics)
-    for (const hub of init.hubs ?? []) this.checkHub(hub)
+    for (const hub of init.hubs ?? []) this.checkHub(hub, 'hubs')
     for (const name of init.names ?? []) refuseReservedName('names', name)
     this.inbox = new NodeInbox(this.limits, () => this.listenerCount('message'), (message) => this.safeDispatchEvent('message', { detail: message }))
     this.sends = new Sends(this.limits)
@@ -294,15 +294,16 @@ export class PhoenixNode extends TypedEventEmitter<PhoenixEvents> implements Pho
 
   // ------------------------------------------------------------------ names and hubs
 
-  private checkHub(address: string): void {
+  /** `field`: the option (`hubs`) or the argument (`hub`, of addHub) it came from. */
+  private checkHub(address: string, field = 'hub'): void {
     try {
       multiaddr(address)
     } catch (error) {
-      throw invalidInput('hub', `${JSON.stringify(address)} is not a multiaddr: ${(error as Error).message}`)
+      throw invalidInput(field, `${JSON.stringify(address)} is not a multiaddr: ${(error as Error).message}`)
     }
     if (!isSshAddress(address)) return
-    parseSshAddress(address, 'hub')
-    if (!this.dialPath.canSsh) throw invalidInput('hub', `${JSON.stringify(address)} is an SSH address, and no SSH identity is given (${this.init.ssh?.optionNames?.identityFile ?? 'ssh.identityFile'})`)
+    parseSshAddress(address, field)
+    if (!this.dialPath.canSsh) throw invalidInput(field, `${JSON.stringify(address)} is an SSH address, and no SSH identity is given (${this.init.ssh?.optionNames?.identityFile ?? 'ssh.identityFile'})`)
   }
 
   /** Adds a hub (or, with discovery off, a connection to open) at run time. */

@@ -69,7 +69,7 @@ export function isSshAddress(address: string): boolean {
 /** Parses an SSH address; a malformed one throws INVALID_INPUT naming `what` and the cause. */
 export function parseSshAddress(address: string, what = 'address'): SshAddress {
   const bad = (cause: string): never => {
-    throw new PhoenixTransportError('INVALID_INPUT', `${what} ${JSON.stringify(address)} is not an SSH address: ${cause}`)
+    throw new PhoenixTransportError('INVALID_INPUT', `${what} ${JSON.stringify(address)} is not an SSH address: ${cause}`, { field: what })
   }
   let components
   try {

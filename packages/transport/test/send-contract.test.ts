@@ -96,6 +96,12 @@ describe('the send contract (issue 11, items 1 and 2)', () => {
       ['null ssh, in the factory', factory({ ssh: null }), 'ssh', /^ssh must be an object, got null$/],
       ['a mode', factory({ mode: 'fast' }), 'mode', /^mode must be 'optimized' or 'naive', got "fast"$/],
       ['a site', bad({ listen: [], site: 5 }), 'site', /^site must be a string, got 5$/],
+      // These named no field (or `hub`, the argument of addHub, for the option hubs).
+      ['a hub that is no multiaddr', bad({ listen: [], hubs: ['nope'] }), 'hubs', /^hubs "nope" is not a multiaddr/],
+      ['a site prefix', bad({ listen: [], sitePrefixes: ['banana'] }), 'sitePrefixes', /^sitePrefixes "banana" is not a CIDR prefix/],
+      ['a port range', bad({ listen: ['/ip4/127.0.0.1/tcp/0'], listenRange: '9-1' }), 'listenRange', /^listenRange: expected FIRST-LAST/],
+      ['a port range as a number', bad({ listen: ['/ip4/127.0.0.1/tcp/0'], listenRange: 7000 }), 'listenRange', /^listenRange must be "FIRST-LAST" \(e\.g\. "7000-7010"\) or \{ first, last \}, got 7000$/],
+      ['liveness timing', bad({ listen: [], timing: { probeAfterIdleMs: 5000 } }), 'timing.deadAfterSilenceMs', /^timing\.deadAfterSilenceMs \(6000\) must be at least twice/],
     )
     for (const [what, promise, field, message] of cases) {
       const error = await failure(promise)

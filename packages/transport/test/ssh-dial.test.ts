@@ -119,7 +119,7 @@ describe('neighbours through an SSH tunnel (real sshd, real nodes)', () => {
   }, 60_000)
 
   it('a node without an identity refuses an SSH hub at once, naming the option', async () => {
-    await expect(nodes.start({ hubs: [`/ip4/127.0.0.1/tcp/${sshd.port}/ssh/${sshd.user}/ip4/127.0.0.1/tcp/9`] })).rejects.toThrow(/^hub ".*" is an SSH address, and no SSH identity is given \(ssh\.identityFile\)$/)
+    await expect(nodes.start({ hubs: [`/ip4/127.0.0.1/tcp/${sshd.port}/ssh/${sshd.user}/ip4/127.0.0.1/tcp/9`] })).rejects.toMatchObject({ field: 'hubs', message: expect.stringMatching(/^hubs ".*" is an SSH address, and no SSH identity is given \(ssh\.identityFile\)$/) })
   })
 
   it('listenRange takes the first free port of the range, and the next if it is taken', async () => {
