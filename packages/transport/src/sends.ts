@@ -98,13 +98,13 @@ export class Sends {
   async waitForRoute(messageId: number, name: string, timeoutMs: number, lookup: () => Route | undefined, stopped: () => boolean, whyNot: () => string | undefined = () => undefined): Promise<Route> {
     this.waitingIds.add(messageId)
     try {
-      return await this.untilRoute(name, timeoutMs, lookup, stopped, whyNot)
+      return await this.untilRoute(messageId, name, timeoutMs, lookup, stopped, whyNot)
     } finally {
       this.waitingIds.delete(messageId)
     }
   }
 
-  private untilRoute(name: string, timeoutMs: number, lookup: () => Route | undefined, stopped: () => boolean, whyNot: () => string | undefined): Promise<Route> {
+  private untilRoute(messageId: number, name: string, timeoutMs: number, lookup: () => Route | undefined, stopped: () => boolean, whyNot: () => string | undefined): Promise<Route> {
     if (this.routeWaiters.size >= this.limits.pendingRouteWaitsMax) {
       return Promise.reject(new PhoenixTransportError('QUEUE_FULL', `${this.routeWaiters.size} sends already wait for routes (limits.pendingRouteWaitsMax)`))
     }
@@ -116,13 +116,13 @@ export class Sends {
           resolve(route)
         } else if (stopped()) {
           done()
-          reject(new PhoenixTransportError('NOT_STARTED', `the node stopped while "${name}" waited for a route; nothing was sent`))
+          reject(new PhoenixTransportError('NOT_STARTED', `the node stopped while "${name}" waited for a route; nothing was sent`, { messageId }))
         }
       }
       const timer = setTimeout(() => {
         done()
         const why = whyNot()
-        reject(new PhoenixTransportError('NO_ROUTE', `no route to a node named "${name}" after waiting ${timeoutMs} ms${why === undefined ? '' : `: ${why}`}`))
+        reject(new PhoenixTransportError('NO_ROUTE', `no route to a node named "${name}" after waiting ${timeoutMs} ms${why === undefined ? '' : `: ${why}`}`, { messageId }))
       }, timeoutMs)
       const done = () => {
         clearTimeout(timer)

@@ -131,7 +131,8 @@ describe('the send contract (issue 11, items 1 and 2)', () => {
     const waiting = a.phoenix.send('not-yet', text('first'), { ack: true, messageId: 4242, routeWaitMs: 300 })
     const second = await failure(a.phoenix.send('not-yet', text('second'), { ack: true, messageId: 4242, routeWaitMs: 300 }))
     expect([second.code, second.field, second.message]).toEqual(['INVALID_INPUT', 'options.messageId', 'options.messageId 4242 is already taken by a send waiting for a route'])
-    expect((await failure(waiting)).code).toBe('NO_ROUTE')
+    // The failure names the message id it had, as every other failure of a send does.
+    expect(await failure(waiting)).toMatchObject({ code: 'NO_ROUTE', messageId: 4242 })
     // Released with the wait: the id may be used again.
     expect((await failure(a.phoenix.send('not-yet', text('again'), { ack: true, messageId: 4242, routeWaitMs: 0 }))).code).toBe('NO_ROUTE')
   })
