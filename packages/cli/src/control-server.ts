@@ -340,7 +340,8 @@ function changeNames(phoenix: PhoenixNode, res: ServerResponse, adds: readonly s
       else if (!held) added.push(name)
     }
   } catch (error) {
-    for (const name of added) phoenix.removeName(name)
+    // A refused name is still claimed (it is taken once its holder goes): taken back with the rest.
+    for (const name of [...added, ...refused]) phoenix.removeName(name)
     if (error instanceof Error) error.message = `${error.message}; nothing was changed`
     throw error
   }

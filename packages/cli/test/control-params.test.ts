@@ -92,6 +92,7 @@ describe('the control endpoint refuses parameters it does not take', () => {
 describe('POST /names is all or nothing, POST /hubs says what it did', () => {
   // A stand-in node that holds at most 3 names and throws past them, as PhoenixNode.addName does.
   const held: string[] = []
+  const claimed: string[] = []
   const hubs: string[] = []
   const phoenix = {
     addHub: (hub: string) => {
@@ -99,11 +100,19 @@ describe('POST /names is all or nothing, POST /hubs says what it did', () => {
       hubs.push(hub)
     },
     addName: (name: string) => {
+      // A name another node holds is refused, but claimed: it would be taken once its holder goes.
+      if (name.startsWith('taken')) {
+        claimed.push(name)
+        return false
+      }
       if (held.length >= 3) throw Object.assign(new Error('name: 4 names, at most 3 per node (namesPerNodeMax)'), { name: 'PhoenixTransportError', code: 'INVALID_INPUT' })
       held.push(name)
       return true
     },
-    removeName: (name: string) => void held.splice(held.indexOf(name), held.includes(name) ? 1 : 0),
+    removeName: (name: string) => {
+      held.splice(held.indexOf(name), held.includes(name) ? 1 : 0)
+      claimed.splice(claimed.indexOf(name), claimed.includes(name) ? 1 : 0)
+    },
     get names() {
       return [...held]
     },
@@ -119,6 +128,9 @@ describe('POST /names is all or nothing, POST /hubs says what it did', () => {
     const over = await post('add=b&add=c&add=d&remove=a')
     expect(over).toEqual({ status: 400, body: { error: 'INVALID_INPUT', message: 'name: 4 names, at most 3 per node (namesPerNodeMax); nothing was changed' } })
     expect(held).toEqual(['a'])
+    // A refused name's claim goes too: it took the name later, once its holder left.
+    expect((await post('add=taken-x&add=b&add=c&add=d')).status).toBe(400)
+    expect([held, claimed]).toEqual([['a'], []])
     // A name to remove that no node can hold: refused before anything is added.
     expect((await post(`add=b&remove=${encodeURIComponent('x\u202e')}`)).body.message).toMatch(/^remove: name must not contain .*, got "x\\u202e"; nothing was changed$/)
     expect(held).toEqual(['a'])
