@@ -55,6 +55,9 @@ export const TRANSPORT_LIMITS = {
 
 export type TransportLimits = { -readonly [K in keyof typeof TRANSPORT_LIMITS]: number }
 
+/** setTimeout's ceiling: a longer delay fires at once (Node warns, and waits 1 ms). Every wait an option sets stays under it. */
+export const TIMER_MS_MAX = 2 ** 31 - 1
+
 export const TRANSPORT_TIMING = {
   /** How long `send` waits for a route to a name to appear while tables converge. */
   routeWaitMs: 10_000,

@@ -1,5 +1,5 @@
 import { PhoenixCore, type Effect, type UpdateMessage } from '@phoenix-overlay/core'
-import { DRAIN_SLICE_MS, DRAIN_STEPS_MAX } from './constants.ts'
+import { DRAIN_SLICE_MS, DRAIN_STEPS_MAX, TIMER_MS_MAX } from './constants.ts'
 
 /** What the driver asks of the node: carrying out the core's effects and hearing what changed. */
 export interface DriverSink {
@@ -88,7 +88,7 @@ export class CoreDriver {
     const now = this.now()
     const wakeAtMs = this.core.nextWakeMs(now)
     // At most setTimeout's ceiling (a core timing may be longer: a longer delay would fire at once, every 1 ms); woken early, the step finds nothing due and arms again.
-    if (wakeAtMs !== undefined) this.wakeTimer = setTimeout(() => this.schedule(), Math.min(2 ** 31 - 1, Math.max(1, wakeAtMs - now)))
+    if (wakeAtMs !== undefined) this.wakeTimer = setTimeout(() => this.schedule(), Math.min(TIMER_MS_MAX, Math.max(1, wakeAtMs - now)))
   }
 
   perform(effects: readonly Effect[]): void {

@@ -1,7 +1,7 @@
 import { PhoenixError, resolveSettings } from '@phoenix-overlay/core'
 import { PhoenixTransportError } from './errors.ts'
 import type { PhoenixInit } from './api.ts'
-import { TRANSPORT_LIMITS, TRANSPORT_TIMING } from './constants.ts'
+import { TIMER_MS_MAX, TRANSPORT_LIMITS, TRANSPORT_TIMING } from './constants.ts'
 import { checkLivenessTiming } from './liveness.ts'
 import { SSH_TUNNEL_LIMITS, SSH_TUNNEL_TIMING } from './ssh-tunnel.ts'
 
@@ -49,9 +49,6 @@ export function checkInitSettings(init: PhoenixInit): void {
     throw new PhoenixTransportError('INVALID_INPUT', `protocol must be a libp2p protocol id, a string starting with "/" without spaces (like "/phoenix/overlay/2.0.0"), got ${JSON.stringify(protocol)}`, { field: 'protocol' })
   }
 }
-
-/** setTimeout's ceiling: a longer delay fires at once (Node warns, and waits 1 ms). */
-const TIMER_MS_MAX = 2 ** 31 - 1
 
 function checkIntegers(group: string, values: Readonly<Record<string, unknown>>, zeroAllowed: ReadonlySet<string>): void {
   for (const [key, value] of Object.entries(values)) {

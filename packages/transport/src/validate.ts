@@ -1,7 +1,7 @@
 import { DEFAULT_LIMITS, DEFAULT_TIMING, PhoenixError, nameProblem, unknownKeyProblem } from '@phoenix-overlay/core'
 import type { PhoenixInit, SendOptions } from './api.ts'
 import type { SshInit } from './dial-path.ts'
-import { TRANSPORT_LIMITS, TRANSPORT_TIMING } from './constants.ts'
+import { TIMER_MS_MAX, TRANSPORT_LIMITS, TRANSPORT_TIMING } from './constants.ts'
 import { PhoenixTransportError, invalidInput } from './errors.ts'
 
 /**
@@ -17,7 +17,7 @@ export function checkName(field: string, name: unknown): asserts name is string 
 function checkWaitMs(field: string, value: number | undefined): void {
   if (value === undefined) return
   // setTimeout's ceiling: a longer wait would fire at once.
-  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || value > 2 ** 31 - 1) throw invalidInput(field, `must be a number of milliseconds in [0, 2^31), got ${String(value)}`)
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || value > TIMER_MS_MAX) throw invalidInput(field, `must be a number of milliseconds in [0, 2^31), got ${String(value)}`)
 }
 
 const SEND_OPTION_KEYS = Object.keys({ ack: 1, routeWaitMs: 1, ackTimeoutMs: 1, messageId: 1, transfer: 1 } satisfies Record<keyof SendOptions, 1>)
