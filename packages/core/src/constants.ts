@@ -197,6 +197,19 @@ export const CORE_CONSTANTS = {
    * Infinity (dialBackoffMaxMs caps the delay long before).
    */
   dialBackoffExponentMax: 30,
+  /**
+   * A connection that goes down sooner than this after it came up is a flap: the peer refused
+   * us (our records, its neighbour limit, its network key). Its re-dial is backed off like a
+   * failed dial (`AddressBook.connectionLost`), else a hub that drops us at once is re-dialled
+   * at once, ~100 times a second. A second covers a refusal that waits for the first update
+   * (a round trip and a step) on a loaded link.
+   */
+  connectionStableMs: 1_000,
+  /**
+   * Peers whose flaps are counted at once (`AddressBook`): the oldest is forgotten past this (its
+   * next flap backs off from the start again). Only the peers flapping now matter.
+   */
+  flappingPeersMax: 1_024,
   /** The window of `lostRedialsPerSecondMax`. */
   redialWindowMs: 1_000,
   /**

@@ -191,7 +191,7 @@ export class PhoenixCore {
       this.pendingCloses.push({ type: 'close', peer, reason: `neighbour limit ${this.limits.neighboursMax} reached` })
       return
     }
-    const neighbour = this.neighbours.add(peer, index, this.mode)
+    const neighbour = this.neighbours.add(peer, index, this.mode, nowMs)
     if (this.mode === 'naive') return
     // Every entry may have to go to the new neighbour, except those it is already known to hold
     // (it was named in a trans set we received, e.g. a hub's broadcast): that is where indexing
@@ -215,7 +215,7 @@ export class PhoenixCore {
     this.fanout.neighbourGone(gone, coHub === gone ? this.parts : undefined) // fanout.ts: the round, a co-hub's promises
     // Dial it again until it answers: a hub always, another neighbour while remembered (the
     // addresses of its record, read before the table forgets where it was; discovery on only).
-    this.book.connectionLost(peer, this.discovery ? (this.table.get(peer)?.addresses ?? []) : undefined, nowMs)
+    this.book.connectionLost(peer, this.discovery ? (this.table.get(peer)?.addresses ?? []) : undefined, nowMs, nowMs - gone.upAtMs)
     this.table.neighbourGone(peer, gone.index, nowMs)
     if (this.parts.mode === 'optimized') this.neighbours.noteLost(peer, this.parts.limits.neighboursMax)
     if (this.neighbours.size === 0) for (const hub of this.hubs) this.book.want(hub) // cut off from everyone: start again from the hubs

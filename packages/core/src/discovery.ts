@@ -40,6 +40,8 @@ export class AddressBook {
   /** Re-dials of lost neighbours started in the current one-second window (rate-limited; hubs are not). */
   private lostRedialWindowStartMs = Number.NEGATIVE_INFINITY
   private lostRedialsInWindow = 0
+  /** Consecutive flaps per peer (connections that went down within connectionStableMs), for `connectionLost`. */
+  private readonly flaps = new Map<NodeId, number>()
   dialsStarted = 0
   dialsFailed = 0
   /** Addresses whose first dial was held back (`wantDeferred`). */
@@ -95,28 +97,49 @@ export class AddressBook {
    * A neighbour's connection went down: its hub addresses are dialled again at once; with
    * `record` (its record's addresses; undefined = discovery off) and lost re-dials on, every
    * address of it is dialled again as soon as the lost re-dial rate allows, until it answers or
-   * is forgotten.
+   * is forgotten. A connection that lived less than connectionStableMs (`livedMs`) is a flap:
+   * those re-dials wait as after a failed dial, longer for each flap in a row.
    */
-  connectionLost(owner: NodeId, record: readonly PhysicalAddress[] | undefined, nowMs: number): void {
+  connectionLost(owner: NodeId, record: readonly PhysicalAddress[] | undefined, nowMs: number, livedMs = Number.POSITIVE_INFINITY): void {
+    const flaps = this.countFlap(owner, livedMs)
+    const redialAtMs = flaps === 0 ? nowMs : nowMs + this.backoffMs(flaps, true)
     const redialLost = record !== undefined && this.timing.lostRedialsPerSecondMax > 0
     if (redialLost) for (const address of record) this.learn(address, owner)
     for (const address of this.addresses.addressesOf(owner)) {
       const state = this.addresses.get(address)!
-      if (state.redial === 'hub') {
+      if (state.redial === 'hub' && flaps === 0) {
         this.want(address)
         continue
       }
-      if (!redialLost) continue
-      state.redial = 'lost'
+      if (state.redial !== 'hub' && !redialLost) continue
+      if (state.redial !== 'hub') state.redial = 'lost'
       if (state.queued || state.dialStartedAtMs !== undefined || this.backedOff.has(address)) continue
       // Through the back-off set, so the re-dial rate limit applies (retry at once if room).
-      state.retryAtMs = nowMs
+      state.retryAtMs = redialAtMs
       this.backedOff.add(address)
     }
   }
 
+  /** Counts a connection of `owner` that lived `livedMs`: the flaps in a row, 0 once one lived connectionStableMs. */
+  private countFlap(owner: NodeId, livedMs: number): number {
+    const before = this.flaps.get(owner) ?? 0
+    this.flaps.delete(owner)
+    if (livedMs >= CORE_CONSTANTS.connectionStableMs) return 0
+    if (this.flaps.size >= CORE_CONSTANTS.flappingPeersMax) this.flaps.delete(this.flaps.keys().next().value!)
+    this.flaps.set(owner, before + 1)
+    return before + 1
+  }
+
+  /** The wait after `failures` failed dials (or flaps) in a row; `redial` = an address kept dialled (capped at redialBackoffMaxMs). */
+  private backoffMs(failures: number, redial: boolean): number {
+    const { dialBackoffInitialMs, dialBackoffMaxMs, redialBackoffMaxMs } = this.timing
+    const exponent = Math.min(CORE_CONSTANTS.dialBackoffExponentMax, failures - 1)
+    return Math.min(redial ? Math.min(dialBackoffMaxMs, redialBackoffMaxMs) : dialBackoffMaxMs, dialBackoffInitialMs * 2 ** exponent)
+  }
+
   /** `owner` was forgotten (its unreachable entry expired): its addresses get ordinary back-off again. */
   forgetLost(owner: NodeId): void {
+    this.flaps.delete(owner)
     for (const address of this.addresses.addressesOf(owner)) {
       const state = this.addresses.get(address)!
       if (state.redial === 'lost') state.redial = undefined
@@ -346,11 +369,7 @@ export class AddressBook {
     }
     this.dialsFailed++
     state.consecutiveFailures++
-    const backoff = Math.min(
-      state.redial === undefined ? this.timing.dialBackoffMaxMs : Math.min(this.timing.dialBackoffMaxMs, this.timing.redialBackoffMaxMs),
-      this.timing.dialBackoffInitialMs * 2 ** Math.min(CORE_CONSTANTS.dialBackoffExponentMax, state.consecutiveFailures - 1),
-    )
-    state.retryAtMs = nowMs + backoff
+    state.retryAtMs = nowMs + this.backoffMs(state.consecutiveFailures, state.redial !== undefined)
     this.backedOff.add(address)
   }
 

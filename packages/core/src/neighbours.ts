@@ -60,6 +60,8 @@ export class Neighbour {
     /** Which connection to it this is (a counter over all connections): news from an older one is stale. */
     readonly connection: number,
     mode: RoutingMode,
+    /** When the connection came up: one that goes down soon after is a flap (`AddressBook.connectionLost`). */
+    readonly upAtMs = 0,
   ) {
     this.awaitingHello = mode === 'optimized'
     this.flags = mode === 'optimized' ? FLAG_BITS.helloDue : FLAG_BITS.needsWholeTable
@@ -181,7 +183,7 @@ export class NeighbourTable {
   }
 
   /** Opens a record for a new connection to `id` (which must not be a neighbour already; `index` is its number in the node index). */
-  add(id: NodeId, index: number, mode: RoutingMode): Neighbour {
+  add(id: NodeId, index: number, mode: RoutingMode, upAtMs = 0): Neighbour {
     invariant(this.nodeIndex.get(id) === index, 'a neighbour is numbered in the node index')
     invariant(this.slotOfIndex(index) < 0, 'a neighbour is added once per connection')
     // Lowest free slot first keeps the bitsets narrow.
@@ -190,7 +192,7 @@ export class NeighbourTable {
       this.freeSlotsSorted = true
     }
     const slot = this.freeSlots.pop() ?? this.bySlot.length
-    const neighbour = new Neighbour(id, index, slot, ++this.opened, mode)
+    const neighbour = new Neighbour(id, index, slot, ++this.opened, mode, upAtMs)
     this.inOrder.push(neighbour)
     this.bySlot[slot] = neighbour
     this.resetBudget(slot)

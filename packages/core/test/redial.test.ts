@@ -119,10 +119,11 @@ describe('re-dial: hubs and lost neighbours are dialled again until they answer'
     // n1's record, with its address, arrives through the hub.
     core.receive('hub', { neighbourSlots: [], transSets: [], entries: [advert('n1', 2, 1)] }, 10)
     drive(core, 10, 10, () => 'fail')
-    core.connectionDown('n1', 100)
-    const dials = drive(core, 100, 100 + DEFAULT_TIMING.unreachableRetentionMs + 120_000, () => 'fail').filter((d) => d.address === addressOf('n1'))
-    expect(dials[0]).toEqual({ atMs: 100, address: addressOf('n1') })
-    const retention = 100 + DEFAULT_TIMING.unreachableRetentionMs
+    // Down after 2 s (a connection that lived: one that goes down within a second is a flap, backed off).
+    core.connectionDown('n1', 2_000)
+    const dials = drive(core, 2_000, 2_000 + DEFAULT_TIMING.unreachableRetentionMs + 120_000, () => 'fail').filter((d) => d.address === addressOf('n1'))
+    expect(dials[0]).toEqual({ atMs: 2_000, address: addressOf('n1') })
+    const retention = 2_000 + DEFAULT_TIMING.unreachableRetentionMs
     const whileRemembered = dials.filter((d) => d.atMs <= retention)
     for (let i = 1; i < whileRemembered.length; i++) expect(whileRemembered[i]!.atMs - whileRemembered[i - 1]!.atMs).toBeLessThanOrEqual(DEFAULT_TIMING.redialBackoffMaxMs)
     // Forgotten: its address falls back to the ordinary back-off (toward dialBackoffMaxMs), not every 4 s.
@@ -183,6 +184,62 @@ describe('re-dial: hubs and lost neighbours are dialled again until they answer'
     core.connectionDown('hub', 100)
     const dials = drive(core, 100, 30_000, () => 'fail')
     expect(new Set(dials.map((d) => d.address))).toEqual(new Set([HUB]))
+  })
+})
+
+describe('flaps: a neighbour that closes each connection soon after it opens is re-dialled with a growing back-off', () => {
+  // The CLI audit: one node run with --no-sign among signing ones. The hub dropped it at its first
+  // record (~10 ms after the connection opened) and it dialled the hub again at once: ~100
+  // connections a second and 80 error lines a second in the hub's log, for as long as both ran.
+  /** Drives `core` until `toMs`; each dial of `peer`'s address connects and is closed `closeAfterMs` later. */
+  function flapping(core: PhoenixCore, address: string, peer: string, fromMs: number, toMs: number, closeAfterMs: (dial: number) => number): number[] {
+    const dialTimes: number[] = []
+    let now = fromMs
+    while (now <= toMs) {
+      const dials = drive(core, now, toMs, (a) => (a === address ? peer : 'fail')).filter((d) => d.address === address)
+      if (dials.length === 0) break
+      const at = dials[0]!.atMs
+      dialTimes.push(at)
+      now = at + closeAfterMs(dialTimes.length)
+      core.connectionDown(peer, now)
+    }
+    return dialTimes
+  }
+
+  it('a hub that drops us 10 ms after each connection is dialled 1, 2, 4, 4, ... s apart, not at once', () => {
+    const core = connectedNode([])
+    core.connectionDown('hub', 5_000) // a connection that lived: dialled again at once
+    const dials = flapping(core, HUB, 'hub', 5_000, 65_000, () => 10)
+    expect(dials[0]).toBe(5_000)
+    const gaps = dials.slice(1).map((at, i) => at - dials[i]! - 10)
+    expect(gaps.slice(0, 4)).toEqual([1_000, 2_000, 4_000, 4_000].map((ms) => Math.min(ms, DEFAULT_TIMING.redialBackoffMaxMs)))
+    expect(Math.max(...gaps)).toBe(DEFAULT_TIMING.redialBackoffMaxMs)
+    expect(dials.length).toBeLessThan(60_000 / DEFAULT_TIMING.redialBackoffMaxMs + 4)
+  })
+
+  it('one connection that lives a second clears the count: the next loss is re-dialled at once', () => {
+    const core = connectedNode([])
+    core.connectionDown('hub', 5_000)
+    // Five flaps, then a connection that stays up for 1 s (connectionStableMs), then one more flap.
+    const dials = flapping(core, HUB, 'hub', 5_000, 60_000, (n) => (n === 6 ? 1_000 : n <= 7 ? 10 : 60_000))
+    const gaps = dials.slice(1).map((at, i) => at - dials[i]!)
+    expect(gaps[4]).toBe(DEFAULT_TIMING.redialBackoffMaxMs + 10)
+    expect(gaps[5]).toBe(1_000) // lived 1 s: dialled again at once
+    expect(gaps[6]).toBe(10 + DEFAULT_TIMING.dialBackoffInitialMs) // the count started afresh
+  })
+
+  it('a lost neighbour (not a hub) that flaps is backed off too, and a stable one is dialled at once', () => {
+    const core = connectedNode([])
+    core.receive('hub', { neighbourSlots: [], transSets: [], entries: [advert('n1', 2, 1)] }, 10)
+    const n1 = addressOf('n1')
+    const first = drive(core, 10, 10, (a) => (a === n1 ? 'n1' : 'fail')).filter((d) => d.address === n1)
+    expect(first).toHaveLength(1)
+    core.connectionDown('n1', 20)
+    const dials = flapping(core, n1, 'n1', 20, 20_000, () => 10)
+    expect(dials[0]).toBe(20 + DEFAULT_TIMING.dialBackoffInitialMs)
+    expect(dials.length).toBeLessThan(20_000 / DEFAULT_TIMING.redialBackoffMaxMs + 4)
+    core.connectionDown('hub', 30_000) // lived 30 s
+    expect(drive(core, 30_000, 30_000, () => 'hub')).toContainEqual({ atMs: 30_000, address: HUB })
   })
 })
 

@@ -17,7 +17,18 @@ export interface Neighbour {
   readonly connection: Connection
   /** It withdrew its own route (a graceful leave): nothing more is routed to it, and once its queue is written our side of the stream is closed. */
   leaving: boolean
+  /** When the link came up (the driver's clock): one closed by the peer within FLAP_MS is logged. */
+  readonly upAtMs: number
+  /** We dropped it (`drop`): its close is ours, not the peer's refusal. */
+  dropped: boolean
 }
+
+/**
+ * A link the peer closes sooner than this after it came up was most likely refused (our records,
+ * its neighbour limit): the core re-dials it with a growing back-off (core constant
+ * connectionStableMs, the same second), and the node says so once per close.
+ */
+const FLAP_MS = 1_000
 
 /** How frames from a neighbour are handled (forwarding.ts). */
 export interface FrameHandler {
@@ -276,7 +287,7 @@ export class Neighbours {
         },
       },
     )
-    this.byPeer.set(peer, { link, tap, connection, leaving: false })
+    this.byPeer.set(peer, { link, tap, connection, leaving: false, upAtMs: driver.now(), dropped: false })
     driver.core.connectionUp(peer, driver.now(), dialledAddress)
     parts.metrics.count('neighbours_up')
     driver.schedule()
@@ -307,6 +318,11 @@ export class Neighbours {
     this.byPeer.delete(link.peer)
     parts.log('neighbour %s down: %s', link.peer, reason)
     parts.metrics.count('neighbours_down')
+    const livedMs = Math.round(driver.now() - neighbour.upAtMs)
+    if (livedMs < FLAP_MS && !neighbour.leaving && !neighbour.dropped && !this.closing) {
+      parts.metrics.count('neighbours_flapped')
+      parts.log.error('neighbour %s closed the connection %d ms after it opened (%s); it is dialled again with a growing back-off. If it does so each time, it refuses us and its log says why; most likely it cannot verify our record (one node signs records, signRecords / --no-sign, and the other does not)', link.peer, livedMs, reason)
+    }
     if (!driver.core.hasLeft) {
       driver.core.connectionDown(link.peer, driver.now())
       driver.schedule()
@@ -326,6 +342,8 @@ export class Neighbours {
    */
   drop(link: NeighbourLink, kind: PeerDropped['kind'], reason: string): void {
     if (!link.isOpen) return
+    const neighbour = this.byPeer.get(link.peer)
+    if (neighbour?.link === link) neighbour.dropped = true
     this.parts.metrics.count('peers_dropped')
     if (kind === 'wire') this.parts.metrics.count('frames_rejected')
     this.parts.log.error('dropping neighbour %s (%s): %s', link.peer, kind, reason)

@@ -1,0 +1,27 @@
+import { afterEach, describe, expect, it } from 'vitest'
+import { TestNodes, addressOf, waitUntil, type TestNode } from './nodes.ts'
+
+const counter = (node: TestNode, name: string): number => Number(new RegExp(`phoenix_${name}_total (\\d+)`).exec(node.phoenix.metricsText())?.[1] ?? 0)
+
+describe('a node its hub drops at once (it does not sign records, the hub verifies them)', () => {
+  const nodes = new TestNodes()
+  afterEach(() => nodes.stopAll())
+
+  it('dials the hub again with a growing back-off, not in a loop, and says why it is dropped', async () => {
+    // The CLI audit: a --no-sign node among signing ones was dropped ~10 ms after each connection
+    // and dialled again at once: ~100 connections a second, 80 error lines a second at the hub.
+    const hub = await nodes.start({ names: ['hub'] })
+    const unsigned = await nodes.start({ names: ['unsigned'], hubs: [addressOf(hub)], signRecords: false })
+    const startedMs = performance.now()
+    await waitUntil('the hub dropped the unsigned node twice', () => counter(hub, 'peers_dropped') >= 2)
+    await new Promise((r) => setTimeout(r, 3_500 - (performance.now() - startedMs)))
+    // Back-off 1 s, then 2 s: in 3.5 s at most three connections (at 0, ~1 s, ~3 s); it was ~350.
+    await waitUntil('the last connection was dropped too', () => counter(hub, 'peers_dropped') === counter(unsigned, 'neighbours_up'))
+    const connections = counter(unsigned, 'neighbours_up')
+    expect(connections).toBeGreaterThanOrEqual(2)
+    expect(connections).toBeLessThanOrEqual(4)
+    // The dropped node counts each refusal as a flap (and logs one line for it).
+    expect(counter(unsigned, 'neighbours_flapped')).toBe(connections)
+    expect(counter(hub, 'neighbours_flapped')).toBe(0)
+  }, 20_000)
+})
