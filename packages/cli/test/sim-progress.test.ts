@@ -72,6 +72,8 @@ describe('phoenix sim heap warning', () => {
       ...cases.map(([options, message]): [string, SimCommandOptions, RegExp] => [scenario, { nodes: 30, ...options }, message]),
       [lone, { discovery: 'hubs' }, /^scenario\.subnets: no gateway, and with "discovery": "hubs"/],
       [lone, { strategy: 'naive', discovery: 'hubs' }, /^scenario\.subnets: no gateway/],
+      // Too few processes for the file's subnets: the command line's error too (it exited 1, as a failed run does).
+      [scenario, { nodes: 2 }, /^--nodes 2 is too few for 3 subnets and their gateways$/],
     ]
     for (const [path, options, message] of byFile) {
       let thrown: unknown

@@ -52,12 +52,13 @@ export function loadScenario(file: string, options: SimCommandOptions): Scenario
   let scenario: Scenario
   try {
     scenario = parseScenario(json)
+    // `--nodes 2` for a file of three subnets is the command line's error, as the file's are (exit 2).
+    if (options.nodes !== undefined) scenario = scaleScenario(scenario, options.nodes)
   } catch (error) {
     // The file's fields, checked before anything runs: a configuration error.
     if (error instanceof SimulationError && error.code === 'INVALID_SCENARIO') throw new ConfigError(error.message)
     throw error
   }
-  if (options.nodes !== undefined) scenario = scaleScenario(scenario, options.nodes)
   const given: Scenario = {
     ...scenario,
     ...(options.seed !== undefined ? { seed: options.seed } : {}),
