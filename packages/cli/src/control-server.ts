@@ -16,6 +16,8 @@ export interface ControlTarget {
   addresses(): string[]
   readonly inbox: Inbox
   readonly version: string
+  /** The node's core limit `namesPerNodeMax`: `POST /names` checks a request against it before changing anything. */
+  readonly namesPerNodeMax: number
 }
 
 /** A request refused before it reached the node (an HTTP status and a one-line reason). */
@@ -310,7 +312,7 @@ async function route(target: ControlTarget, req: IncomingMessage, res: ServerRes
   }
   if (at === 'POST /names') {
     if (!url.searchParams.has('add') && !url.searchParams.has('remove')) throw new ControlError(400, 'INVALID_INPUT', 'POST /names needs ?add=<name> or ?remove=<name> (each repeatable)')
-    return changeNames(phoenix, res, url.searchParams.getAll('add'), url.searchParams.getAll('remove'))
+    return changeNames(phoenix, target.namesPerNodeMax, res, url.searchParams.getAll('add'), url.searchParams.getAll('remove'))
   }
   // A path served under another method (`curl …/send?name=w2` without a body is a GET): say which.
   const methods = Object.keys(PARAMS).filter((key) => key.endsWith(` ${url.pathname}`)).map((key) => key.split(' ')[0]!)
@@ -323,13 +325,24 @@ async function route(target: ControlTarget, req: IncomingMessage, res: ServerRes
 
 /**
  * `POST /names`: all or nothing. A name another node holds is refused (PhoenixNode.addName), and
- * the answer says which; a name no node can hold, or one past the node's limit, fails the request
- * with nothing changed (the names added before it were kept, and the 400 said nothing of them).
+ * the answer says which; a name no node can hold, or more names than the node may have, fails the
+ * request with nothing changed. Both are checked before any name is added: an added name goes
+ * into the node's record (its sequence number moves on, and its neighbours hear of it), so adding
+ * and taking back dozens of names was not "nothing changed" to the overlay.
  */
-function changeNames(phoenix: PhoenixNode, res: ServerResponse, adds: readonly string[], removes: readonly string[]): void {
-  for (const name of removes) {
-    const problem = nameProblem(name)
-    if (problem !== undefined) throw new ControlError(400, 'INVALID_INPUT', `remove: name ${problem}; nothing was changed`)
+function changeNames(phoenix: PhoenixNode, namesMax: number, res: ServerResponse, adds: readonly string[], removes: readonly string[]): void {
+  for (const [what, names] of [['remove', removes], ['add', adds]] as const) {
+    for (const name of names) {
+      const problem = nameProblem(name)
+      if (problem !== undefined) throw new ControlError(400, 'INVALID_INPUT', `${what}: name ${problem}; nothing was changed`)
+    }
+  }
+  // The adds come first (a rename never leaves the node without its names), so the peak counts.
+  const held = phoenix.names
+  const fresh = new Set(adds.filter((name) => !held.includes(name)))
+  if (held.length + fresh.size > namesMax) {
+    const peak = `${held.length + fresh.size} names (${held.length} held and ${fresh.size} added; removes come after the adds)`
+    throw new ControlError(400, 'LIMIT_EXCEEDED', `add: ${peak}, at most ${namesMax} per node (namesPerNodeMax); nothing was changed`)
   }
   const added: string[] = []
   const refused: string[] = []

@@ -1,6 +1,7 @@
 import { generateKeyPair } from '@libp2p/crypto/keys'
 import { enable as enableLogs } from '@libp2p/logger'
 import { multiaddr } from '@multiformats/multiaddr'
+import { DEFAULT_LIMITS } from '@phoenix-overlay/core'
 import type { NameConflict, PhoenixNode, ReceivedMessage } from '@phoenix-overlay/transport'
 import { readFileSync, statSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
@@ -232,7 +233,8 @@ export async function runNode(options: NodeOptions, version: string): Promise<vo
   const inbox = new Inbox(INBOX_MESSAGES_MAX, INBOX_BYTES_MAX)
   if (options.print === true) printMessages(inbox)
   pump(phoenix, inbox).catch((error: Error) => process.stderr.write(`phoenix: receiving stopped: ${error.message}\n`))
-  control.serve({ phoenix, inbox, id: libp2p.peerId.toString(), addresses: () => libp2p.getMultiaddrs().map(String), version })
+  // The CLI sets no core limits: the node runs with the core's defaults.
+  control.serve({ phoenix, inbox, id: libp2p.peerId.toString(), addresses: () => libp2p.getMultiaddrs().map(String), version, namesPerNodeMax: DEFAULT_LIMITS.namesPerNodeMax })
   // A graceful leave on SIGTERM/SIGINT or a launcher's death: neighbours hear we are gone before connections close.
   // Installed before the lines below, which a job manager reads as "started": a signal sent the
   // moment it sees them must find the handler (Node's default for SIGTERM is to die at once).

@@ -5,13 +5,13 @@ import { createControlServer, type ControlTarget } from '../src/control-server.t
 import { Inbox } from '../src/inbox.ts'
 
 /** A control endpoint on a free loopback port serving `phoenix` (a stand-in node) for the enclosing describe block. */
-function serveStandIn(phoenix: object): { port(): number; base(): string } {
+function serveStandIn(phoenix: object, namesPerNodeMax = 64): { port(): number; base(): string } {
   const server = createControlServer()
   let port = 0
   beforeAll(async () => {
     await new Promise<void>((resolve) => server.server.listen(0, '127.0.0.1', resolve))
     port = (server.server.address() as AddressInfo).port
-    server.serve({ phoenix: phoenix as unknown as ControlTarget['phoenix'], id: 'self', addresses: () => [], inbox: new Inbox(10, 1000), version: '0' })
+    server.serve({ phoenix: phoenix as unknown as ControlTarget['phoenix'], id: 'self', addresses: () => [], inbox: new Inbox(10, 1000), version: '0', namesPerNodeMax })
   })
   afterAll(() => new Promise<void>((resolve) => server.server.close(() => resolve())))
   return { port: () => port, base: () => `http://127.0.0.1:${port}` }
@@ -94,17 +94,21 @@ describe('POST /names is all or nothing, POST /hubs says what it did', () => {
   const held: string[] = []
   const claimed: string[] = []
   const hubs: string[] = []
+  /** Every addName call: a request past the limit must make none (each one moves the node's record on). */
+  const addCalls: string[] = []
   const phoenix = {
     addHub: (hub: string) => {
       if (!hub.startsWith('/')) throw Object.assign(new Error(`hub ${JSON.stringify(hub)} is not a multiaddr`), { name: 'PhoenixTransportError', code: 'INVALID_INPUT' })
       hubs.push(hub)
     },
     addName: (name: string) => {
+      addCalls.push(name)
       // A name another node holds is refused, but claimed: it would be taken once its holder goes.
       if (name.startsWith('taken')) {
         claimed.push(name)
         return false
       }
+      if (name.startsWith('@')) throw Object.assign(new Error(`name: ${JSON.stringify(name)}: names starting with '@' are reserved for the overlay`), { name: 'PhoenixTransportError', code: 'INVALID_INPUT' })
       if (held.length >= 3) throw Object.assign(new Error('name: 4 names, at most 3 per node (namesPerNodeMax)'), { name: 'PhoenixTransportError', code: 'INVALID_INPUT' })
       held.push(name)
       return true
@@ -117,7 +121,7 @@ describe('POST /names is all or nothing, POST /hubs says what it did', () => {
       return [...held]
     },
   }
-  const endpoint = serveStandIn(phoenix)
+  const endpoint = serveStandIn(phoenix, 3)
   const post = async (query: string) => {
     const res = await fetch(`${endpoint.base()}/names?${query}`, { method: 'POST' })
     return { status: res.status, body: (await res.json()) as { message?: string; names?: string[] } }
@@ -125,11 +129,20 @@ describe('POST /names is all or nothing, POST /hubs says what it did', () => {
 
   it('a request that fails part way leaves the names as they were (the names added before the failure were kept, under a 400)', async () => {
     expect(await post('add=a')).toMatchObject({ status: 200, body: { names: ['a'] } })
-    const over = await post('add=b&add=c&add=d&remove=a')
-    expect(over).toEqual({ status: 400, body: { error: 'INVALID_INPUT', message: 'name: 4 names, at most 3 per node (namesPerNodeMax); nothing was changed' } })
-    expect(held).toEqual(['a'])
+    addCalls.length = 0
+    // Past the limit: refused before a single name is added (the CLI audit: 70 names asked moved
+    // the record's seq from 8 to 256, each added and taken back, and the answer said "65 names").
+    const over = await post('add=b&add=c&add=d&add=b&remove=a')
+    expect(over).toEqual({ status: 400, body: { error: 'LIMIT_EXCEEDED', message: 'add: 4 names (1 held and 3 added; removes come after the adds), at most 3 per node (namesPerNodeMax); nothing was changed' } })
+    expect([held, addCalls]).toEqual([['a'], []])
+    // A name that no node can hold, among good ones: refused before anything is added.
+    expect((await post(`add=b&add=${encodeURIComponent('y\u0000')}`)).body.message).toMatch(/^add: name .*; nothing was changed$/)
+    expect([held, addCalls]).toEqual([['a'], []])
+    // A failure found only by the node (a reserved name): the names added before it go.
+    expect((await post('add=b&add=@x')).body.message).toBe(`name: "@x": names starting with '@' are reserved for the overlay; nothing was changed`)
+    expect([held, addCalls]).toEqual([['a'], ['b', '@x']])
     // A refused name's claim goes too: it took the name later, once its holder left.
-    expect((await post('add=taken-x&add=b&add=c&add=d')).status).toBe(400)
+    expect((await post('add=taken-x&add=b&add=@x')).status).toBe(400)
     expect([held, claimed]).toEqual([['a'], []])
     // A name to remove that no node can hold: refused before anything is added.
     expect((await post(`add=b&remove=${encodeURIComponent('x\u202e')}`)).body.message).toMatch(/^remove: name must not contain .*, got "x\\u202e"; nothing was changed$/)

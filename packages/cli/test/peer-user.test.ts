@@ -36,7 +36,7 @@ describe('the control endpoint on a TCP port and the users of the machine', () =
   const me = process.getuid?.() ?? 0
   const open = (served: (uid: number) => boolean) => {
     const endpoint = createControlServer({ users: { ownUid: 4242, served } })
-    endpoint.serve({ phoenix: phoenix as unknown as ControlTarget['phoenix'], id: 'self', addresses: () => [], inbox: new Inbox(10, 1000), version: '0' })
+    endpoint.serve({ phoenix: phoenix as unknown as ControlTarget['phoenix'], id: 'self', addresses: () => [], inbox: new Inbox(10, 1000), version: '0', namesPerNodeMax: 64 })
     return endpoint.server
   }
   const refusing = open((uid) => uid === 4242)
