@@ -32,7 +32,7 @@ class ControlError extends Error {
 }
 
 const USAGE =
-  'GET / (the overlay page) /status /routes /peers /topology /members?pattern= /metrics /messages?name=&count=, POST /send?name=&ack=1&waitMs= (body: the message), POST /send-stream?name=&ack=1&waitMs= (body: length-prefixed messages), POST /names?add=&remove=, POST /hubs?add='
+  'GET / (the overlay page) /status /routes /peers /topology /members?pattern= /metrics /messages?name=&count=, POST /send?name=&ack=1&waitMs=&ackTimeoutMs= (body: the message), POST /send-stream?name=&ack=1&waitMs=&ackTimeoutMs= (body: length-prefixed messages), POST /names?add=&remove=, POST /hubs?add='
 
 /**
  * How often a streaming send retries a message its first hop's queue refused (QUEUE_FULL): the
@@ -66,8 +66,8 @@ async function readBody(req: IncomingMessage): Promise<Uint8Array> {
  * (`waitms=0`, `count=1&nmae=x`) silently ignored would change what the request does.
  */
 const PARAMS: Readonly<Record<string, readonly string[]>> = {
-  'POST /send': ['name', 'ack', 'waitMs'],
-  'POST /send-stream': ['name', 'ack', 'waitMs'],
+  'POST /send': ['name', 'ack', 'waitMs', 'ackTimeoutMs'],
+  'POST /send-stream': ['name', 'ack', 'waitMs', 'ackTimeoutMs'],
   'GET /messages': ['name', 'count'],
   'GET /members': ['pattern'],
   'POST /names': ['add', 'remove'],
@@ -107,14 +107,26 @@ function sentId(sent: unknown): number | undefined {
 }
 
 /** The query of both sends: the name, how long to wait for a route, whether to wait for the ack. */
-function sendParams(url: URL, what: string): { name: string; waitMs: number; ack: boolean } {
+/** What both sends take from the query; `options` goes to `PhoenixNode.send` as it is. */
+interface SendParams {
+  name: string
+  waitMs: number
+  ack: boolean
+  options: { ack: boolean; routeWaitMs: number; ackTimeoutMs?: number }
+}
+
+function sendParams(url: URL, what: string): SendParams {
   const name = url.searchParams.get('name')
   // An empty value is refused before (checkParams).
   if (name === null) throw new ControlError(400, 'INVALID_INPUT', `${what} needs ?name=<logical name>`)
   const waitMs = integerParam(url, 'waitMs', SEND_WAIT_MS_DEFAULT, 0, SEND_WAIT_MS_MAX)!
   const ack = url.searchParams.get('ack')
   if (ack !== null && ack !== '0' && ack !== '1') throw new ControlError(400, 'INVALID_INPUT', `ack must be 0 or 1, got ${JSON.stringify(ack)}`)
-  return { name, waitMs, ack: ack === '1' }
+  // Without it, the node's ackTimeoutMs (10 s): a stopped receiver held `phoenix send --ack` that long.
+  const ackTimeoutMs = integerParam(url, 'ackTimeoutMs', undefined, 1, SEND_WAIT_MS_MAX)
+  if (ackTimeoutMs !== undefined && ack !== '1') throw new ControlError(400, 'INVALID_INPUT', 'ackTimeoutMs is the wait for an acknowledgement: it needs ack=1')
+  const options = { ack: ack === '1', routeWaitMs: waitMs, ...(ackTimeoutMs !== undefined ? { ackTimeoutMs } : {}) }
+  return { name, waitMs, ack: ack === '1', options }
 }
 
 /** One message sent, as both sends answer it. */
@@ -124,11 +136,11 @@ function sentAnswer(target: ControlTarget, name: string, ack: boolean, bytes: nu
 }
 
 async function send(target: ControlTarget, req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
-  const { name, waitMs, ack } = sendParams(url, 'send')
+  const { name, ack, options } = sendParams(url, 'send')
   const body = await readBody(req)
   const t0 = performance.now()
   // The body is ours alone: handed over, not copied again (SendOptions.transfer).
-  const sent: unknown = await target.phoenix.send(name, body, { ack, routeWaitMs: waitMs, transfer: true })
+  const sent: unknown = await target.phoenix.send(name, body, { ...options, transfer: true })
   reply(res, 200, sentAnswer(target, name, ack, body.length, t0, sent))
 }
 
@@ -137,11 +149,11 @@ async function send(target: ControlTarget, req: IncomingMessage, res: ServerResp
  * STREAM_QUEUE_RETRY_MS for up to `waitMs`, as a library sender does; meanwhile the request is
  * not read, so the client's writes block (TCP backpressure) instead of growing any buffer here.
  */
-async function sendWaitingForRoom(target: ControlTarget, name: string, payload: Uint8Array, ack: boolean, waitMs: number): Promise<unknown> {
-  const deadline = performance.now() + waitMs
+async function sendWaitingForRoom(target: ControlTarget, name: string, payload: Uint8Array, options: SendParams['options']): Promise<unknown> {
+  const deadline = performance.now() + options.routeWaitMs
   for (;;) {
     try {
-      return await target.phoenix.send(name, payload, { ack, routeWaitMs: waitMs, transfer: payload.byteLength >= TRANSFER_BYTES_MIN })
+      return await target.phoenix.send(name, payload, { ...options, transfer: payload.byteLength >= TRANSFER_BYTES_MIN })
     } catch (error) {
       const full = error instanceof Error && (error as Error & { code?: unknown }).code === 'QUEUE_FULL'
       if (!full || performance.now() >= deadline) throw error
@@ -197,7 +209,7 @@ function streamFailure(error: unknown, index: number, sent: number): Record<stri
  * or, at the first failure, one error line naming the message (`index`) and nothing more is sent.
  */
 async function sendStream(target: ControlTarget, req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
-  const { name, waitMs, ack } = sendParams(url, 'send-stream')
+  const { name, ack, options } = sendParams(url, 'send-stream')
   res.writeHead(200, { 'content-type': 'application/x-ndjson', 'cache-control': 'no-store' })
   const frames = new FrameReader(CONTROL_BODY_BYTES_MAX)
   const started = performance.now()
@@ -213,7 +225,7 @@ async function sendStream(target: ControlTarget, req: IncomingMessage, res: Serv
       for (const payload of frames.push(chunk)) {
         if (res.destroyed) throw new Error(`the client went away after message ${sent}`)
         const t0 = performance.now()
-        const result = await sendWaitingForRoom(target, name, payload, ack, waitMs)
+        const result = await sendWaitingForRoom(target, name, payload, options)
         sent++
         bytes += payload.length
         answers += `${JSON.stringify(sentAnswer(target, name, ack, payload.length, t0, result))}\n`

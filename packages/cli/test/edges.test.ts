@@ -76,6 +76,23 @@ describe("the CLI's edges", () => {
     await phoenix(['recv', '--control', String(port), '--count', '1'])
   })
 
+  it('send --ack --ack-timeout-ms bounds the wait for the acknowledgement (it was the node\'s 10 s)', async () => {
+    failsWith(await phoenix(['send', '--control', socket, '--ack-timeout-ms', '300', 'edge-a', 'hi']), 'phoenix: --ack-timeout-ms: has no effect without --ack', 2)
+    // edge-a's node stopped (SIGSTOP, the Node process itself, not pnpm's launcher): its link stays up, no ack comes.
+    const { pid } = (await (await fetch(`http://127.0.0.1:${port}/status`)).json()) as { pid: number }
+    process.kill(pid, 'SIGSTOP')
+    try {
+      const t0 = performance.now()
+      const run = await phoenix(['send', '--control', socket, '--ack', '--ack-timeout-ms', '300', 'edge-a', 'hi'])
+      failsWith(run, /^phoenix: send to edge-a: ACK_TIMEOUT: no acknowledgement from 12D3\w+ for message \d+ to "edge-a" within 300 ms; .*\(--ack-timeout-ms sets how long to wait for the acknowledgement\)$/)
+      // Node's start included; the node's own ackTimeoutMs is 10 s.
+      expect(performance.now() - t0).toBeLessThan(8_000)
+    } finally {
+      process.kill(pid, 'SIGCONT')
+    }
+    await phoenix(['recv', '--control', String(port), '--count', '1'])
+  })
+
   it('every start-up failure is one line naming its option; status 2 when the command line is wrong, 1 when a retry may pass', async () => {
     const missing = join(dir, 'no', 'such', 'node.key')
     const isDir = join(dir, 'keydir')

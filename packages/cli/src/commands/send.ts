@@ -17,7 +17,21 @@ interface SendOptions {
   file?: string
   lines?: boolean
   waitMs: number
+  ackTimeoutMs?: number
   json?: boolean
+}
+
+/** The query both sends take (`POST /send`, `POST /send-stream`). */
+function sendQuery(name: string, o: SendOptions): string {
+  const ack = o.ack === true ? `&ack=1${o.ackTimeoutMs !== undefined ? `&ackTimeoutMs=${o.ackTimeoutMs}` : ''}` : ''
+  return `name=${encodeURIComponent(name)}&waitMs=${o.waitMs}${ack}`
+}
+
+/** What to try after a failure, by its code: which flag bounds the wait that ran out. */
+function hintFor(code: string | undefined): string {
+  if (code === 'NO_ROUTE') return ' (--wait-ms sets how long to wait for a route)'
+  if (code === 'ACK_TIMEOUT') return ' (--ack-timeout-ms sets how long to wait for the acknowledgement)'
+  return ''
 }
 
 /** What `POST /send` answers. */
@@ -36,9 +50,9 @@ interface SendAnswer {
  */
 const FRAME_BATCH_BYTES_MAX = 64 * 1024
 
-function waitMsOption(value: string): number {
+function waitMsOption(value: string, min = 0): number {
   const n = Number(value)
-  if (!/^\d+$/.test(value) || n > SEND_WAIT_MS_MAX) throw new InvalidArgumentError(`must be an integer in [0, ${SEND_WAIT_MS_MAX}], got ${JSON.stringify(value)}`)
+  if (!/^\d+$/.test(value) || n < min || n > SEND_WAIT_MS_MAX) throw new InvalidArgumentError(`must be an integer in [${min}, ${SEND_WAIT_MS_MAX}], got ${JSON.stringify(value)}`)
   return n
 }
 
@@ -93,10 +107,9 @@ function describeSent(answer: SendAnswer): string {
 }
 
 async function sendOne(name: string, payload: Uint8Array, o: SendOptions, where: string): Promise<void> {
-  const query = `name=${encodeURIComponent(name)}&waitMs=${o.waitMs}${o.ack === true ? '&ack=1' : ''}`
-  const { status, text } = await callControl(o.control, 'POST', `/send?${query}`, payload)
+  const { status, text } = await callControl(o.control, 'POST', `/send?${sendQuery(name, o)}`, payload)
   if (status !== 200) {
-    const hint = status === 404 && /NO_ROUTE/.test(text) ? ' (--wait-ms sets how long to wait for a route)' : ''
+    const hint = hintFor(/"error":"([A-Z_]+)"/.exec(text)?.[1])
     throw answerError(status, `send to ${name}${where}: ${describeFailure(status, text)}${hint}`)
   }
   process.stdout.write(o.json === true ? text : `${describeSent(JSON.parse(text) as SendAnswer)}\n`)
@@ -180,7 +193,7 @@ async function readAnswers(response: Promise<IncomingMessage>, name: string, o: 
       if (line === '') continue
       const answer = JSON.parse(line) as SendAnswer & { done?: boolean; error?: string; message?: string; index?: number }
       if (answer.error !== undefined) {
-        const hint = answer.error === 'NO_ROUTE' ? ' (--wait-ms sets how long to wait for a route)' : ''
+        const hint = hintFor(answer.error)
         return { kind: 'failed', line: `send to ${name}, line ${answer.index}: ${answer.error}: ${answer.message ?? ''}${hint}` }
       }
       if (answer.done === true) return { kind: 'done' }
@@ -211,8 +224,7 @@ function closedFailure(name: string, o: SendOptions, end: Extract<StreamEnd, { k
  */
 async function sendLines(name: string, o: SendOptions): Promise<void> {
   const { stream, source } = openSource(o.file)
-  const query = `name=${encodeURIComponent(name)}&waitMs=${o.waitMs}${o.ack === true ? '&ack=1' : ''}`
-  const { body, response } = openControlStream(o.control, 'POST', `/send-stream?${query}`)
+  const { body, response } = openControlStream(o.control, 'POST', `/send-stream?${sendQuery(name, o)}`)
   const lines = createInterface({ input: stream, crlfDelay: Infinity })
   let stopped = false
   let inputOpen = false
@@ -282,12 +294,14 @@ export function registerSendCommand(program: Command): void {
     .option('--file <path>', 'read the message from this file (- for stdin)')
     .option('--lines', 'send every line of the input (stdin or --file) as one message, in order')
     .option('--ack', 'wait for the end-to-end acknowledgement and say so')
-    .option('--wait-ms <ms>', `how long to wait for a route to the name (0: fail at once if there is none)`, waitMsOption, SEND_WAIT_MS_DEFAULT)
+    .option('--wait-ms <ms>', `how long to wait for a route to the name (0: fail at once if there is none)`, (value: string) => waitMsOption(value), SEND_WAIT_MS_DEFAULT)
+    .option('--ack-timeout-ms <ms>', "with --ack: how long to wait for the acknowledgement (default: the node's, 10 s)", (value: string) => waitMsOption(value, 1))
     .option('--json', "print the control endpoint's JSON answer")
     .action(async (name: string, message: string | undefined, o: SendOptions) => {
       // No node holds such a name (the core refuses them), and printed raw it would break the one-line error.
       if (hasRefusedCharacters(name)) throw new ConfigError(`<name> ${quoteEscaped(name)} ${REFUSED_CHARACTERS_RULE}`)
       if (message !== undefined && (o.file !== undefined || o.lines === true)) throw new ConfigError(`${o.lines === true ? '--lines' : '--file'}: give the message as an argument or from the input, not both`)
+      if (o.ackTimeoutMs !== undefined && o.ack !== true) throw new ConfigError('--ack-timeout-ms: has no effect without --ack')
       if (o.lines === true) return sendLines(name, o)
       const payload = message !== undefined ? new TextEncoder().encode(message) : await readMessage(o.file)
       if (payload.length > CONTROL_BODY_BYTES_MAX) throw tooLarge('<message>', payload.length)
