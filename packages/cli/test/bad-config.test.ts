@@ -77,6 +77,23 @@ describe('bad site configuration: one line naming the option and the cause', () 
     expect(member.line).toMatch(/failed: (.*ECONNRESET: the hub reset the connection during the handshake \(a private network key, --psk, on one side only or different on each\?\)|connect timed out after \d+ ms \(dialTimeoutMs\))$/)
   }, 60_000)
 
+  it('a dial in flight when the node stops is no failure: nothing said at error level', async () => {
+    // A hub address whose server accepts and never answers: the dial waits in the handshake.
+    const silent = createServer(() => undefined)
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve))
+    blockers.push(silent)
+    const node = startNode(['--hub', `/ip4/127.0.0.1/tcp/${(silent.address() as { port: number }).port}`])
+    running.push(node)
+    await node.waitFor(/control endpoint on|names: /)
+    await new Promise((r) => setTimeout(r, 500))
+    process.kill(node.pid, 'SIGTERM')
+    expect(await node.exited).toBe(0)
+    await node.closed
+    // It said "dial … failed: The operation was aborted" as it left.
+    expect(node.stderr).not.toMatch(/dial .* failed/)
+    expect(`${node.stdout}${node.stderr}`).toMatch(/^left$/m)
+  }, 30_000)
+
   it('a key the SSH server refuses: the dial fails naming --ssh-identity and the key', async () => {
     const { line } = await dialError([...sshFlags(sshd.strangerKey.privateKeyFile), '--hub', sshHub(sshd.port)], /^.*dial .*failed: .*$/m)
     expect(line).toContain(`the SSH server refused key ${sshd.strangerKey.privateKeyFile} (--ssh-identity) for user ${sshd.user}`)

@@ -57,6 +57,13 @@ export const SSH_DIAL_TIMEOUT_MS = 15_000
  */
 export const FAILURES_REPORTED_MAX = 64
 
+/**
+ * Causes remembered per address since its last success: a hub on another private network fails
+ * by turns with a reset handshake and a timeout, and each was logged again whenever it followed
+ * the other (every 4-9 s, found by a new-user audit). A few causes cover such alternation.
+ */
+export const FAILURE_CAUSES_PER_ADDRESS_MAX = 8
+
 export type DialPlan =
   | { readonly kind: 'skip'; readonly class: AddressClass | 'malformed'; readonly viaSsh: boolean; readonly reason: string }
   | { readonly kind: 'direct'; readonly class: AddressClass }
@@ -70,8 +77,8 @@ export class DialPath {
   private tunnels: SshTunnels | undefined
   private readonly advertiseAs: { user: string; host: string; port: number } | undefined
   private readonly sitePrefixes: readonly string[]
-  /** The last failure reported of each such address (bounded: FAILURES_REPORTED_MAX). */
-  private readonly failuresReported = new Map<string, string>()
+  /** The failures reported of each such address since its last success (bounded: FAILURES_REPORTED_MAX addresses, FAILURE_CAUSES_PER_ADDRESS_MAX causes each). */
+  private readonly failuresReported = new Map<string, string[]>()
 
   constructor(
     private readonly ssh: SshInit | undefined,
@@ -147,12 +154,18 @@ export class DialPath {
     this.metrics.count(`dials_${plan.kind === 'skip' ? 'skipped_' : ''}${metricName(plan.class)}${ssh}`)
   }
 
-  /** Whether this failure of a dial to `address` is news (the first, or another cause than the last): worth a line at error level. */
+  /**
+   * Whether this failure of a dial to `address` is news (a cause not reported since its last
+   * success; numbers in the message, such as a timeout's milliseconds, do not make it new):
+   * worth a line at error level.
+   */
   failureIsNew(address: string, message: string): boolean {
-    if (this.failuresReported.get(address) === message) return false
+    const cause = message.replace(/\d+/g, '#')
+    const reported = this.failuresReported.get(address) ?? []
+    if (reported.includes(cause)) return false
     this.failuresReported.delete(address)
     if (this.failuresReported.size >= FAILURES_REPORTED_MAX) this.failuresReported.delete(this.failuresReported.keys().next().value!)
-    this.failuresReported.set(address, message)
+    this.failuresReported.set(address, [...reported.slice(1 - FAILURE_CAUSES_PER_ADDRESS_MAX), cause])
     return true
   }
 

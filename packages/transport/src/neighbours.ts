@@ -146,7 +146,9 @@ export class Neighbours {
       // A hub is what a node starts from: each new cause of its failing (not up yet, refused, a
       // handshake reset by a node on another private network) is said once, or a node with no
       // neighbour would wait silently.
-      if ((plan.kind === 'ssh' || hub) && parts.dialPath.failureIsNew(address, error.message)) parts.log.error('dial %s failed: %s', address, reason)
+      // A dial the node's own stop aborted is no failure to report ("The operation was aborted", found by hand).
+      const news = !this.closing && !core.hasLeft && (plan.kind === 'ssh' || hub)
+      if (news && parts.dialPath.failureIsNew(address, error.message)) parts.log.error('dial %s failed: %s', address, reason)
       else parts.log('dial %s failed: %s', address, reason)
       if (this.closing || core.hasLeft) return
       try {

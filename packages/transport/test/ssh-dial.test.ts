@@ -3,7 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
-import { DialPath, parseAdvertise } from '../src/dial-path.ts'
+import { DialPath, FAILURE_CAUSES_PER_ADDRESS_MAX, parseAdvertise } from '../src/dial-path.ts'
 import { Metrics } from '../src/metrics.ts'
 import { TestNodes, addressOf, text, waitUntil } from './nodes.ts'
 import { sshdMissing, startSshd, type TestSshd } from './sshd.ts'
@@ -58,9 +58,18 @@ describe('the dial path: which addresses are dialled, and how', () => {
     expect(dial.failureIsNew('/a', 'refused')).toBe(true)
     expect(dial.failureIsNew('/a', 'refused')).toBe(false)
     expect(dial.failureIsNew('/b', 'refused')).toBe(true)
-    expect(dial.failureIsNew('/a', 'timed out')).toBe(true)
+    expect(dial.failureIsNew('/a', 'timed out after 5001 ms')).toBe(true)
+    // Causes that take turns (a hub on another private network: a reset handshake, then a
+    // timeout) are each said once, not at every change; a timeout's milliseconds are no new cause.
+    expect(dial.failureIsNew('/a', 'refused')).toBe(false)
+    expect(dial.failureIsNew('/a', 'timed out after 5012 ms')).toBe(false)
     dial.dialSucceeded('/a')
-    expect(dial.failureIsNew('/a', 'timed out')).toBe(true)
+    expect(dial.failureIsNew('/a', 'timed out after 5001 ms')).toBe(true)
+    // At most FAILURE_CAUSES_PER_ADDRESS_MAX causes are kept per address: the oldest goes first.
+    for (let i = 0; i < FAILURE_CAUSES_PER_ADDRESS_MAX; i++) expect(dial.failureIsNew('/c', `cause ${String.fromCharCode(97 + i)}`)).toBe(true)
+    expect(dial.failureIsNew('/c', 'cause a')).toBe(false)
+    expect(dial.failureIsNew('/c', 'cause z')).toBe(true)
+    expect(dial.failureIsNew('/c', 'cause a')).toBe(true)
   })
 
   it('parses --ssh-advertise and refuses what ssh could take for an option', () => {
