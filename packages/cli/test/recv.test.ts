@@ -118,6 +118,22 @@ describe('node --print when its stdout closes', () => {
 })
 
 describe('recv and send when their node dies', () => {
+  it('a node that leaves while recv (no --count) waits: recv says so in one line and exits 0 (it ended silently)', async () => {
+    const socket = join(tempDir('recv-leaves'), 'n.sock')
+    const node = startNode(['--name', 'leaving-r', '--control', socket])
+    try {
+      await node.waitFor(/control endpoint on/)
+      const recv = start(process.execPath, [...NODE_TS, PHOENIX_JS, 'recv', '--control', socket])
+      await new Promise((resolve) => setTimeout(resolve, 1_000))
+      process.kill(node.pid, 'SIGTERM')
+      expect(await recv.exited).toBe(0)
+      expect(recv.stderr.trim().split('\n')).toEqual(['phoenix: recv: the node is leaving; 0 message(s) received'])
+    } finally {
+      node.killGroup()
+    }
+  })
+
+
   it('a node killed while recv waits: one line naming the endpoint and what happened, exit 1 (it said only "aborted")', async () => {
     const socket = join(tempDir('recv-dies'), 'n.sock')
     const node = startNode(['--name', 'doomed', '--control', socket])

@@ -75,6 +75,8 @@ async function recv(o: RecvOptions): Promise<void> {
     }
   }
   if (o.count !== undefined && received < o.count) throw new Error(`recv: the node ended the stream after ${received} of ${o.count} messages (it is leaving)`)
+  // Without --count that is the end of the messages, not a failure; but said, or recv ended silently.
+  if (o.count === undefined) process.stderr.write(`phoenix: recv: the node is leaving; ${received} message(s) received\n`)
 }
 
 export function registerRecvCommand(program: Command): void {
