@@ -1,4 +1,4 @@
-import { Command, CommanderError } from 'commander'
+import { Command, CommanderError, Help } from 'commander'
 import { readFileSync } from 'node:fs'
 import { registerInspectCommands } from './commands/inspect.ts'
 import { registerNodeCommand } from './commands/node.ts'
@@ -28,6 +28,11 @@ export async function buildProgram(args: readonly string[] = process.argv.slice(
   // Commander prints its own line for a malformed command line and then throws (the commands
   // registered below inherit this): the exit status is decided in one place, below.
   program.exitOverride()
+  // Settings the commands registered below inherit. Every failure line starts "phoenix: ", the
+  // parser's too (it said "error: "); a repeatable option's empty list is no default worth
+  // showing (six options said "(default: [])").
+  program.configureOutput({ outputError: (text, write) => write(`phoenix: ${text.replace(/^error: /, '')}`) })
+  program.configureHelp({ optionDescription: (option) => new Help().optionDescription(option).replace(/ \(default: \[\]\)$/, '') })
   if (commandOf(args) === 'sim') (await import('./commands/sim.ts')).registerSimCommand(program, SIM_DESCRIPTION)
   else program.command('sim').description(SIM_DESCRIPTION)
   registerNodeCommand(program, VERSION)

@@ -72,7 +72,7 @@ describe("the CLI's edges", () => {
     failsWith(await phoenix(['send', '--control', socket, '--wait-ms', '0', 'nobody', 'hi']), /^phoenix: send to nobody: NO_ROUTE: no route to a node named "nobody" after waiting 0 ms \(--wait-ms/)
     // The default wait is 10 s; the whole command (Node start included) takes a fraction of it.
     expect(performance.now() - t0).toBeLessThan(8_000)
-    failsWith(await phoenix(['send', '--control', socket, '--wait-ms', 'soon', 'x', 'y']), /^error: option '--wait-ms <ms>' argument 'soon' is invalid/, 2)
+    failsWith(await phoenix(['send', '--control', socket, '--wait-ms', 'soon', 'x', 'y']), /^phoenix: option '--wait-ms <ms>' argument 'soon' is invalid/, 2)
     await phoenix(['recv', '--control', String(port), '--count', '1'])
   })
 
@@ -102,7 +102,7 @@ describe("the CLI's edges", () => {
     const nobody = join(dir, 'nobody.sock')
     // One byte past what the OS takes for a unix socket path (107 on Linux): `routes` crashed with a stack.
     const tooLong = join(dir, 'x'.repeat(Math.max(1, 108 - join(dir, '').length)))
-    const tooLongLine = `error: option '--control <port|socket>' argument '${tooLong}' is invalid. a unix socket path is at most 107 bytes (SOCKET_PATH_BYTES_MAX, the OS's limit), and this one is ${Buffer.byteLength(tooLong)}: give a shorter path, e.g. a relative one`
+    const tooLongLine = `phoenix: option '--control <port|socket>' argument '${tooLong}' is invalid. a unix socket path is at most 107 bytes (SOCKET_PATH_BYTES_MAX, the OS's limit), and this one is ${Buffer.byteLength(tooLong)}: give a shorter path, e.g. a relative one`
     const cases: [string[], string | RegExp, 1 | 2][] = [
       [['node', '--listen', `/ip4/127.0.0.1/tcp/${listenPort}`], `phoenix: --listen /ip4/127.0.0.1/tcp/${listenPort}: address already in use (another process listens there; pick another port, or /tcp/0 for any free one)`, 1],
       [['node', '--listen', '/ip4/127.0.0.1/udp/9/quic'], 'phoenix: --listen /ip4/127.0.0.1/udp/9/quic: No transport was configured to listen on this address', 2],
@@ -112,8 +112,8 @@ describe("the CLI's edges", () => {
       [['node', '--key', garbage], new RegExp(`^phoenix: --key ${garbage}: not a libp2p private key \\(9 bytes; `), 2],
       [['node', '--hub', 'example.com:7000'], /^phoenix: --hub example.com:7000: not a multiaddr/, 2],
       [['node', '--psk', garbage], new RegExp(`^phoenix: --psk ${garbage}: not a swarm key \\(first line is "not a key"; expected /key/swarm/psk/1\\.0\\.0/`), 2],
-      [['node', '--mode', 'fast'], /^error: option '--mode <mode>' argument 'fast' is invalid/, 2],
-      [['node', '--no-such-flag'], "error: unknown option '--no-such-flag'", 2],
+      [['node', '--mode', 'fast'], /^phoenix: option '--mode <mode>' argument 'fast' is invalid/, 2],
+      [['node', '--no-such-flag'], "phoenix: unknown option '--no-such-flag'", 2],
       [['node', '--allow', 'notapeer'], /^phoenix: --allow "notapeer" is not a peer id/, 2],
       [['node', '--listen', '/ip4/127.0.0.1/tcp/1', '--listen', '/ip4/127.0.0.1/tcp/1'], 'phoenix: --listen "/ip4/127.0.0.1/tcp/1" is given twice', 2],
       [['node', '--allow', '12D3KooWExve7pDCH7VePy7XJiiyMpVmfqHpRkpFDicQsBnnyW5V', '--hub', '/ip4/127.0.0.1/tcp/1/p2p/12D3KooWREypnAYc661obaej18tFo1acauwMbFyTiyA3k5vgvDSP'], /^phoenix: --hub "\/ip4\/127\.0\.0\.1\/tcp\/1\/p2p\/12D3KooWREyp\w+" is peer 12D3KooWREyp\w+, which --allow does not list: the node would never dial it \(add the peer to --allow\)$/, 2],
@@ -159,6 +159,15 @@ describe("the CLI's edges", () => {
   it('--version prints the package version', async () => {
     const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }
     expect((await phoenix(['--version'])).stdout).toBe(`${version}\n`)
+  })
+
+  it('help shows the defaults that say something, and no empty list as one', async () => {
+    const [node, send] = await Promise.all([phoenix(['node', '--help']), phoenix(['send', '--help'])])
+    expect([node.code, send.code]).toEqual([0, 0])
+    // Six repeatable options said "(default: [])".
+    expect(node.stdout).toContain('--hub <multiaddr>')
+    expect(node.stdout).not.toContain('(default: [])')
+    expect(send.stdout.replace(/\s+/g, ' ')).toContain('(0: fail at once if there is none) (default: 10000)')
   })
 
   it('routes and peers fit in 100 columns and show names', async () => {
