@@ -74,6 +74,8 @@ describe('phoenix sim heap warning', () => {
       [lone, { strategy: 'naive', discovery: 'hubs' }, /^scenario\.subnets: no gateway/],
       // Too few processes for the file's subnets: the command line's error too (it exited 1, as a failed run does).
       [scenario, { nodes: 2 }, /^--nodes 2 is too few for 3 subnets and their gateways$/],
+      // A baseline discovers nothing: --discovery was taken silently (the result said "all").
+      [scenario, { nodes: 30, strategy: 'offline', discovery: 'hubs' }, /^--discovery hubs: has no effect with strategy offline \(its connections are given, not discovered\); leave it out$/],
     ]
     for (const [path, options, message] of byFile) {
       let thrown: unknown

@@ -59,6 +59,12 @@ export function loadScenario(file: string, options: SimCommandOptions): Scenario
     if (error instanceof SimulationError && error.code === 'INVALID_SCENARIO') throw new ConfigError(error.message)
     throw error
   }
+  // The baselines are given their connections (offline) or a master's table: nothing is
+  // discovered, and the result says discovery "all" whatever was asked (it was taken silently).
+  const strategy = options.strategy ?? scenario.strategy
+  if (options.discovery !== undefined && (strategy === 'offline' || strategy === 'master')) {
+    throw new ConfigError(`--discovery ${options.discovery}: has no effect with strategy ${strategy} (its connections are given, not discovered); leave it out`)
+  }
   const given: Scenario = {
     ...scenario,
     ...(options.seed !== undefined ? { seed: options.seed } : {}),
