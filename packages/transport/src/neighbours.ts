@@ -30,6 +30,9 @@ export interface Neighbour {
  */
 const FLAP_MS = 1_000
 
+/** Peers `reportTwin` remembers having reported: a few in practice; past this, no more are said (the counter still counts). */
+const TWINS_REPORTED_MAX = 64
+
 /** How frames from a neighbour are handled (forwarding.ts). */
 export interface FrameHandler {
   /** Handles one frame; false = cannot take it now (the link pauses and retries on resume). */
@@ -52,6 +55,8 @@ export class Neighbours {
   handler: FrameHandler | undefined
   /** Set while leaving: streams opened to us are refused. */
   closing = false
+  /** Peers reported as possibly two processes with one key (`reportTwin`). */
+  private readonly twinsReported = new Set<string>()
   constructor(
     private readonly parts: NodeParts,
     private readonly driver: CoreDriver,
@@ -260,6 +265,7 @@ export class Neighbours {
       const existingOpener = existing.link.stream.direction === 'outbound' ? parts.id : peer
       if (opener !== smaller || existingOpener === smaller) {
         parts.metrics.count('streams_duplicate')
+        if (opener === peer && existingOpener === peer && connection !== existing.connection) this.reportTwin(peer, existing.connection, connection)
         stream.abort(new Error('duplicate Phoenix stream'))
         if (dialledAddress !== undefined) driver.core.connectionUp(peer, driver.now(), dialledAddress)
         return
@@ -296,6 +302,18 @@ export class Neighbours {
   }
 
   /**
+   * A peer opened a second stream, on another connection, while its first is open: one node
+   * keeps one stream per neighbour, so two processes run with one key (a copied key file), or it
+   * restarted with its key and its old connection is not known dead yet. Said once per peer.
+   */
+  private reportTwin(peer: string, first: Connection, second: Connection): void {
+    if (this.twinsReported.has(peer) || this.twinsReported.size >= TWINS_REPORTED_MAX) return
+    this.twinsReported.add(peer)
+    this.parts.metrics.count('twins_suspected')
+    this.parts.log.error('peer %s connected again from %s while its connection from %s is open: two processes may run with one key (each needs its own --key / privateKey; a copied key file is the same node), or it restarted and its old connection is not known dead yet. The second is refused', peer, second.remoteAddr.toString(), first.remoteAddr.toString())
+  }
+
+  /**
    * Runs a link callback. If it throws (a bug here, or the core refusing an input), the
    * connection it came from is closed as `internal`, the error is logged and counted, and the
    * process goes on.
@@ -323,7 +341,7 @@ export class Neighbours {
     const livedMs = Math.round(driver.now() - neighbour.upAtMs)
     if (livedMs < FLAP_MS && !neighbour.leaving && !neighbour.dropped && !this.closing) {
       parts.metrics.count('neighbours_flapped')
-      parts.log.error('neighbour %s closed the connection %d ms after it opened (%s); it is dialled again with a growing back-off. If it does so each time, it refuses us and its log says why; most likely it cannot verify our record (one node signs records, signRecords / --no-sign, and the other does not)', link.peer, livedMs, reason)
+      parts.log.error('neighbour %s closed the connection %d ms after it opened (%s); it is dialled again with a growing back-off. If it does so each time, it refuses us and its log says why: it cannot verify our record (one node signs records, signRecords / --no-sign, and the other does not), or another process runs with this node\'s key (a copied key file)', link.peer, livedMs, reason)
     }
     if (!driver.core.hasLeft) {
       driver.core.connectionDown(link.peer, driver.now())

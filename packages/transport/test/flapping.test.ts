@@ -1,3 +1,4 @@
+import { generateKeyPair } from '@libp2p/crypto/keys'
 import { afterEach, describe, expect, it } from 'vitest'
 import { TestNodes, addressOf, waitUntil, type TestNode } from './nodes.ts'
 
@@ -23,5 +24,24 @@ describe('a node its hub drops at once (it does not sign records, the hub verifi
     // The dropped node counts each refusal as a flap (and logs one line for it).
     expect(counter(unsigned, 'neighbours_flapped')).toBe(connections)
     expect(counter(hub, 'neighbours_flapped')).toBe(0)
+  }, 20_000)
+})
+
+describe('two processes with one key (a copied key file)', () => {
+  const nodes = new TestNodes()
+  afterEach(() => nodes.stopAll())
+
+  it('the hub keeps the first, refuses the second and says once that two processes may share a key; the second backs off', async () => {
+    const hub = await nodes.start({ names: ['hub'] })
+    const key = await generateKeyPair('Ed25519')
+    const first = await nodes.start({ names: ['first'], hubs: [addressOf(hub)], privateKey: key })
+    await waitUntil('the first is the hub neighbour', () => hub.phoenix.peers().length === 1)
+    const second = await nodes.start({ names: ['second'], hubs: [addressOf(hub)], privateKey: key })
+    await waitUntil('the hub refused the second twice', () => counter(second, 'neighbours_flapped') >= 2)
+    expect(counter(hub, 'twins_suspected')).toBe(1)
+    expect(hub.phoenix.peers()).toEqual([first.libp2p.peerId.toString()])
+    expect(hub.phoenix.resolve('first')?.nhops).toBe(1)
+    // Backed off (1 s, then 2 s): no more than a few tries in the first seconds.
+    expect(counter(second, 'neighbours_up')).toBeLessThanOrEqual(4)
   }, 20_000)
 })
