@@ -56,6 +56,11 @@ describe('receiving from the command line', () => {
       const hubId = JSON.parse((await callControl({ socketPath: hubSocket }, 'GET', '/status')).text).id
       for (const l of lines) expect(l).toMatchObject({ from: hubId, name: 'work', hops: 1 })
       for (const l of lines) expect(typeof l.id).toBe('number')
+      // --json: the endpoint's answer as it is, its closing line included (it was left out).
+      const json = await phoenix(['send', '--control', workSocket, '--lines', '--json', 'coord'], 'a\nbb\n')
+      const answers = json.stdout.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>)
+      expect(answers.map((a) => a.bytes)).toEqual([1, 2, 3])
+      expect(answers[2]).toMatchObject({ done: true, sent: 2 })
     } finally {
       recv.killGroup()
     }

@@ -196,7 +196,11 @@ async function readAnswers(response: Promise<IncomingMessage>, name: string, o: 
         const hint = hintFor(answer.error)
         return { kind: 'failed', line: `send to ${name}, line ${answer.index}: ${answer.error}: ${answer.message ?? ''}${hint}` }
       }
-      if (answer.done === true) return { kind: 'done' }
+      if (answer.done === true) {
+        // --json prints the endpoint's answer, its last line too (it was left out).
+        if (o.json === true) process.stdout.write(`${line}\n`)
+        return { kind: 'done' }
+      }
       answered++
       process.stdout.write(o.json === true ? `${line}\n` : `${describeSent(answer)}\n`)
     }
