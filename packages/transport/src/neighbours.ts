@@ -19,8 +19,8 @@ export interface Neighbour {
   leaving: boolean
   /** When the link came up (the driver's clock): one closed by the peer within FLAP_MS is logged. */
   readonly upAtMs: number
-  /** We dropped it (`drop`): its close is ours, not the peer's refusal. */
-  dropped: boolean
+  /** We closed it (`drop`, or the core's `close`: its neighbour limit, itself): not the peer's refusal. */
+  closedByUs: boolean
 }
 
 /**
@@ -295,7 +295,7 @@ export class Neighbours {
         },
       },
     )
-    this.byPeer.set(peer, { link, tap, connection, leaving: false, upAtMs: driver.now(), dropped: false })
+    this.byPeer.set(peer, { link, tap, connection, leaving: false, upAtMs: driver.now(), closedByUs: false })
     driver.core.connectionUp(peer, driver.now(), dialledAddress)
     parts.metrics.count('neighbours_up')
     driver.schedule()
@@ -339,7 +339,7 @@ export class Neighbours {
     parts.log('neighbour %s down: %s', link.peer, reason)
     parts.metrics.count('neighbours_down')
     const livedMs = Math.round(driver.now() - neighbour.upAtMs)
-    if (livedMs < FLAP_MS && !neighbour.leaving && !neighbour.dropped && !this.closing) {
+    if (livedMs < FLAP_MS && !neighbour.leaving && !neighbour.closedByUs && !this.closing) {
       parts.metrics.count('neighbours_flapped')
       parts.log.error('neighbour %s closed the connection %d ms after it opened (%s); it is dialled again with a growing back-off. If it does so each time, it refuses us and its log says why: it cannot verify our record (one node signs records, signRecords / --no-sign, and the other does not), or another process runs with this node\'s key (a copied key file)', link.peer, livedMs, reason)
     }
@@ -355,6 +355,13 @@ export class Neighbours {
     this.handler?.linkDown(link.peer)
   }
 
+  /** Closes the link to `peer` (`link`, if given, only if it is still that one), marked as closed by us. */
+  closeOurs(peer: string, reason: string, link = this.byPeer.get(peer)?.link): void {
+    const neighbour = this.byPeer.get(peer)
+    if (neighbour !== undefined && neighbour.link === link) neighbour.closedByUs = true
+    link?.abort(reason)
+  }
+
   /**
    * Disconnects a neighbour, saying why in the log, in the metrics (`peers_dropped`, and
    * `frames_rejected` for bytes that did not decode) and in a `peer:dropped` event. It may
@@ -362,12 +369,10 @@ export class Neighbours {
    */
   drop(link: NeighbourLink, kind: PeerDropped['kind'], reason: string): void {
     if (!link.isOpen) return
-    const neighbour = this.byPeer.get(link.peer)
-    if (neighbour?.link === link) neighbour.dropped = true
     this.parts.metrics.count('peers_dropped')
     if (kind === 'wire') this.parts.metrics.count('frames_rejected')
     this.parts.log.error('dropping neighbour %s (%s): %s', link.peer, kind, reason)
-    link.abort(reason)
+    this.closeOurs(link.peer, reason, link)
     this.parts.emit('peer:dropped', { peer: link.peer, kind, reason })
   }
 

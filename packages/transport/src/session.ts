@@ -38,7 +38,7 @@ export class Session implements DriverSink {
   }
 
   close(peer: string, reason: string): void {
-    this.neighbours.get(peer)?.link.abort(reason)
+    this.neighbours.closeOurs(peer, reason)
   }
 
   sendUpdate(peer: string, message: UpdateMessage): void {
