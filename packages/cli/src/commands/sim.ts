@@ -5,6 +5,7 @@ import { getHeapStatistics } from 'node:v8'
 import { InvalidArgumentError, type Command } from 'commander'
 import { ConfigError } from '../config-error.ts'
 import { SimProgress, type ProgressStream } from '../sim-progress.ts'
+import { heapToRaiseMiB, parentGone, rerunWithHeap } from '../sim-heap.ts'
 import { DISCOVERIES, SIM_LIMITS, STRATEGIES, SimulationError, checkNodesCanMeet, parseScenario, resultToJson, samplesToCsv, scaleScenario, simulate, type Discovery, type Scenario, type Strategy } from '@phoenix-overlay/sim'
 
 function integer(name: string, min: number, max: number) {
@@ -102,10 +103,24 @@ export function registerSimCommand(program: Command, description: string): void 
     .option('--out <dir>', 'write result.json and samples.csv here (otherwise the result goes to stdout)')
     .option('--dump-tables <file>', 'write the final nodes, connections and tables as JSON')
     .option('--progress', 'when stderr is not a terminal, print a progress line every 5 s (on a terminal the bar is always shown)')
-    .action((file: string, options: SimCommandOptions) => {
-      const code = runSim(file, options)
+    .action(async (file: string, options: SimCommandOptions) => {
+      const code = await runSimCommand(file, options)
       if (code !== 0) process.exitCode = code
     })
+}
+
+/**
+ * The command: `runSim` here, or in a child with a raised heap limit when the run may need more
+ * than V8's limit here and the machine has it (sim-heap.ts).
+ */
+async function runSimCommand(file: string, options: SimCommandOptions): Promise<number> {
+  const nodes = loadScenario(file, options).subnets.reduce((sum, s) => sum + s.nodes, 0)
+  const needBytes = nodes * nodes * SIM_LIMITS.HEAP_BYTES_PER_PAIR
+  const limitBytes = getHeapStatistics().heap_size_limit
+  const heapMiB = heapToRaiseMiB(needBytes, limitBytes, totalmem())
+  if (heapMiB === undefined) return runSim(file, options)
+  process.stderr.write(`phoenix sim: ${nodes} processes may need ~${heapMiB} MiB of heap, more than V8's limit here (${Math.ceil(limitBytes / 2 ** 20)} MiB): running with --max-old-space-size=${heapMiB}\n`)
+  return rerunWithHeap(heapMiB)
 }
 
 /** Runs the command; returns the exit code (1 when a table is wrong or the run did not converge). Progress and the summary go to `stderr`. */
@@ -117,7 +132,15 @@ export function runSim(file: string, options: SimCommandOptions, stderr: Progres
   // The run is one synchronous loop, so progress is drawn from the simulator's callback, never from a timer.
   const progress = new SimProgress(stderr, options.progress === true)
   const wallStart = performance.now()
-  const { sim, result } = simulate(scenario, { onProgress: (virtualMs, events, reachable) => progress.update(virtualMs, events, reachable) })
+  const parent = process.ppid
+  const onProgress = (virtualMs: number, events: number, reachable: number): void => {
+    if (parentGone(parent)) {
+      stderr.write(`phoenix sim: the command that started this run (pid ${parent}) is gone; stopping\n`)
+      process.exit(1)
+    }
+    progress.update(virtualMs, events, reachable)
+  }
+  const { sim, result } = simulate(scenario, { onProgress })
   progress.stop()
   const wallMs = performance.now() - wallStart
   const json = resultToJson(result)
