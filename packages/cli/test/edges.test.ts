@@ -135,8 +135,13 @@ describe("the CLI's edges", () => {
       [['send', '--control', socket, 'n'.repeat(300), 'hi'], `phoenix: send to ${'n'.repeat(300)}: INVALID_INPUT: name is 300 characters, more than 256 (nameLengthMax)`, 2],
       [['routes', '--control', nobody], `phoenix: --control ${nobody}: no node answers on ${nobody} (is \`phoenix node --control ${nobody}\` running?)`, 1],
     ]
-    const runs = await Promise.all(cases.map(([args]) => phoenix(args)))
-    runs.forEach((run, i) => failsWith(run, cases[i]![1], cases[i]![2]))
+    // Five at a time: all at once, two dozen Node starts on a loaded 2-core machine passed the
+    // helper's 30 s per command (a CI run beside other work).
+    for (let i = 0; i < cases.length; i += 5) {
+      const batch = cases.slice(i, i + 5)
+      const runs = await Promise.all(batch.map(([args]) => phoenix(args)))
+      runs.forEach((run, j) => failsWith(run, batch[j]![1], batch[j]![2]))
+    }
   })
 
   it('a private network key read from a pipe (--psk <(…)) starts the node', async () => {

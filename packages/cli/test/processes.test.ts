@@ -97,10 +97,11 @@ describe("bin/phoenix's Node flags", () => {
     await sim.closed
   })
 
-  it('`phoenix sim` warns before a run that may not fit in the heap limit, naming the option', async () => {
+  it('`phoenix sim` kept in its process (PHOENIX_SIM_HEAP_RAISED) warns before a run that may not fit in the heap limit, naming the option', async () => {
     // A 24 MiB old generation (and 1 MiB semi-spaces) cannot hold 300 processes' tables (~77 MiB
-    // by the estimate): the warning comes before the run, which then may stop on the heap.
-    const env = { ...process.env, NODE_OPTIONS: '--max-old-space-size=24 --max-semi-space-size=1' }
+    // by the estimate): the warning comes before the run, which then may stop on the heap. (Without
+    // the variable the command runs itself again with the heap raised: sim-heap.test.ts.)
+    const env = { ...process.env, NODE_OPTIONS: '--max-old-space-size=24 --max-semi-space-size=1', PHOENIX_SIM_HEAP_RAISED: '1' }
     const sim = start(join(REPO, 'node_modules/.bin/phoenix'), ['sim', join(REPO, 'simulations/scenarios/paper-3-subnets.json'), '--nodes', '300'], env)
     running.push(sim)
     const [line] = await sim.waitFor(/^phoenix sim: 300 processes may need ~\d+ MiB of heap.*$/m)
