@@ -133,6 +133,9 @@ describe("the CLI's edges", () => {
       // A value the node refuses (400) is a command-line error too: it exited 1.
       [['members', '--control', socket, ''], 'phoenix: INVALID_INPUT: pattern must be a non-empty string, like "worker/*"', 2],
       [['send', '--control', socket, 'n'.repeat(300), 'hi'], `phoenix: send to ${'n'.repeat(300)}: INVALID_INPUT: name is 300 characters, more than 256 (nameLengthMax)`, 2],
+      // Number() read these as 100 and 16 processes.
+      [['sim', 'simulations/scenarios/paper-3-subnets.json', '--nodes', '1e2'], /^phoenix: option '--nodes <n>' argument '1e2' is invalid\. --nodes must be an integer in \[1, 20000\], got "1e2"$/, 2],
+      [['sim', 'simulations/scenarios/paper-3-subnets.json', '--nodes', '0x10'], /^phoenix: option '--nodes <n>' argument '0x10' is invalid/, 2],
       [['routes', '--control', nobody], `phoenix: --control ${nobody}: no node answers on ${nobody} (is \`phoenix node --control ${nobody}\` running?)`, 1],
     ]
     // Five at a time: all at once, two dozen Node starts on a loaded 2-core machine passed the

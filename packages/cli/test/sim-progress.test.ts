@@ -1,9 +1,17 @@
+import { createHash } from 'node:crypto'
 import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { PassThrough } from 'node:stream'
 import { describe, expect, it } from 'vitest'
 import { heapShortfall, runSim, type SimCommandOptions } from '../src/commands/sim.ts'
 import { REPO, tempDir } from './helpers.ts'
+
+/** Writes a scenario file into `dir` (named after its content) and returns its path. */
+function scenarioIn(dir: string, scenario: object): string {
+  const path = join(dir, `s${createHash('sha1').update(JSON.stringify(scenario)).digest('hex').slice(0, 8)}.json`)
+  writeFileSync(path, JSON.stringify(scenario))
+  return path
+}
 
 describe('phoenix sim progress', () => {
   it('the bar tracks convergence (share of pairs reachable), not the scenario end time', () => {
@@ -74,6 +82,10 @@ describe('phoenix sim heap warning', () => {
       [lone, { strategy: 'naive', discovery: 'hubs' }, /^scenario\.subnets: no gateway/],
       // Too few processes for the file's subnets: the command line's error too (it exited 1, as a failed run does).
       [scenario, { nodes: 2 }, /^--nodes 2 is too few for 3 subnets and their gateways$/],
+      // Found by a new user: set up by the run, these exited 1 as a failed run does.
+      [scenarioIn(dir, { subnets: [{ name: 'A', nodes: 3 }], events: [{ atMs: 10, type: 'crash', nodes: ['A-009'] }] }), {}, /^scenario\.events\[0\]\.nodes\[0\]: no node "A-009"/],
+      [scenarioIn(dir, { subnets: [{ name: 'A', nodes: 3 }], events: [{ atMs: 10, type: 'crash', nodes: { count: 100 } }] }), {}, /^scenario\.events\[0\]\.nodes\.count: 100 nodes asked, only 2 non-gateway nodes/],
+      [join(REPO, 'simulations/scenarios/paper-fig6-churn.json'), { nodes: 30, strategy: 'master' }, /^scenario\.events: the master baseline assumes static processes/],
       // A baseline discovers nothing: --discovery was taken silently (the result said "all").
       [scenario, { nodes: 30, strategy: 'offline', discovery: 'hubs' }, /^--discovery hubs: has no effect with strategy offline \(its connections are given, not discovered\); leave it out$/],
     ]
@@ -92,6 +104,33 @@ describe('phoenix sim heap warning', () => {
     // A directory that does not exist yet is made, levels and all.
     expect(runSim(scenario, { nodes: 30, out: join(dir, 'new', 'deep') }, stream)).toBe(0)
     expect(readFileSync(join(dir, 'new', 'deep', 'result.json'), 'utf8')).toContain('"converged": true')
+  })
+
+  it('--send-hold is the file\'s sendHoldForDialsMs: the same result either way (the default quietMs followed only the file\'s)', () => {
+    const stream = Object.assign(new PassThrough(), { isTTY: false })
+    const dir = tempDir('sim-hold')
+    const file = join(dir, 'held.json')
+    const paper = JSON.parse(readFileSync(join(REPO, 'simulations/scenarios/paper-1-subnet.json'), 'utf8')) as { coreTiming?: object }
+    writeFileSync(file, JSON.stringify({ ...paper, coreTiming: { ...paper.coreTiming, sendHoldForDialsMs: 6_000 } }))
+    expect(runSim(file, { nodes: 20, out: join(dir, 'file') }, stream)).toBe(0)
+    expect(runSim(join(REPO, 'simulations/scenarios/paper-1-subnet.json'), { nodes: 20, sendHold: 6_000, out: join(dir, 'flag') }, stream)).toBe(0)
+    const [fromFile, fromFlag] = ['file', 'flag'].map((d) => readFileSync(join(dir, d, 'result.json'), 'utf8').replace(/"name": "[^"]*"/, ''))
+    expect(fromFlag).toBe(fromFile)
+  })
+
+  it('a run that ends quiet with connections missing for good says so; one that did not converge says its tables were not checked', () => {
+    let text = ''
+    const stream = Object.assign(new PassThrough(), { isTTY: false })
+    stream.on('data', (d: Buffer) => (text += d.toString('utf8')))
+    const dir = tempDir('sim-partial')
+    // The only gateway (every node's hub) crashes at 0: nobody meets anybody; it said only "converged … tables match BFS".
+    const cut = scenarioIn(dir, { subnets: [{ name: 'A', nodes: 10, gateways: 1 }], events: [{ atMs: 0, type: 'crash', nodes: ['A-000'] }] })
+    expect(runSim(cut, { out: join(dir, 'cut') }, stream)).toBe(0)
+    expect(text).toMatch(/tables match BFS \(over the connections that formed: 36 allowed connections missing, 0\.0% of sampled pairs reachable\)/)
+    text = ''
+    expect(runSim(scenarioIn(dir, { subnets: [{ name: 'A', nodes: 20, gateways: 1 }], endMs: 5 }), { out: join(dir, 'short') }, stream)).toBe(1)
+    expect(text).toMatch(/DID NOT CONVERGE.*tables not checked;/)
+    expect(text).not.toMatch(/WRONG|-> -/)
   })
 
   it('runSim prints no warning for a run that fits (processes.test.ts has one that does not)', () => {

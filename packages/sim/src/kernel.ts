@@ -11,7 +11,7 @@ export type SimEvent =
   | { readonly k: 'deliver'; readonly conn: Connection; readonly toB: boolean; readonly payload: Payload }
   | { readonly k: 'down'; readonly node: SimNode; readonly incarnation: number; readonly peer: SimNode; readonly connId: number }
   | { readonly k: 'scenario'; readonly index: number }
-  | { readonly k: 'start'; readonly node: SimNode }
+  | { readonly k: 'start'; readonly node: SimNode; readonly first?: boolean }
   | { readonly k: 'close'; readonly conn: Connection }
   | { readonly k: 'sample' }
   | { readonly k: 'quiet' }
@@ -39,6 +39,8 @@ export interface SimCounters {
   lastActivityMs: number
   lastScenarioEventMs: number
   scenarioEventsLeft: number
+  /** First starts still due (nodes spread over startSpreadMs): while any is, the run is not quiet. */
+  startsLeft: number
 }
 
 /**
@@ -80,6 +82,7 @@ export class Kernel {
       lastActivityMs: 0,
       lastScenarioEventMs: 0,
       scenarioEventsLeft: scenario.events.length,
+      startsLeft: 0,
     }
   }
 

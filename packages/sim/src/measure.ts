@@ -12,7 +12,8 @@ export type RouteCorruption = (u: string, v: string, r: { fwd: string; nhops: nu
 
 export interface TableCheck {
   ok: boolean
-  method: 'reference' | 'twin-classes'
+  /** How the tables were checked; 'none': they were not (the run did not converge, so they are not final). */
+  method: 'reference' | 'twin-classes' | 'none'
   failures: RouteCheckFailure[]
 }
 
@@ -143,7 +144,8 @@ export class Measurement {
    */
   isQuiet(masterDone: boolean | undefined): boolean {
     const { counters, scenario, nowMs } = this.kernel
-    if (counters.scenarioEventsLeft > 0 || counters.inFlight > 0 || counters.held > 0 || counters.goodDialsPending > 0) return false
+    // A node whose start is still due (startSpreadMs) has yet to join: a run that ended before ended with nodes never started (found by a new user).
+    if (counters.scenarioEventsLeft > 0 || counters.startsLeft > 0 || counters.inFlight > 0 || counters.held > 0 || counters.goodDialsPending > 0) return false
     if (masterDone !== undefined) return masterDone
     const live = this.kernel.nodes.filter((n) => n.alive)
     let quiet = counters.firstDialsPending === 0 && nowMs >= counters.lastActivityMs + scenario.quietMs

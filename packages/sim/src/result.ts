@@ -44,7 +44,7 @@ export interface SimResult {
   readonly eventsSkipped: readonly string[]
   readonly eventsProcessed: number
   readonly samplingStopped: boolean
-  readonly check: { readonly ok: boolean; readonly method: 'reference' | 'twin-classes'; readonly failures: readonly RouteCheckFailure[] }
+  readonly check: { readonly ok: boolean; readonly method: 'reference' | 'twin-classes' | 'none'; readonly failures: readonly RouteCheckFailure[] }
   readonly samples: readonly Sample[]
 }
 

@@ -250,7 +250,8 @@ export function parseScenario(input: Json): Scenario {
   const processing = section(input, 'processing', ['perMessageUs', 'perEntryUs', 'perConnectionUs', 'perRecordSignUs', 'perRecordVerifyUs'])
   const coreTimingIn = section(input, 'coreTiming', CORE_TIMING_KEYS)
   const coreTiming: Record<string, number> = {}
-  for (const key of Object.keys(coreTimingIn).sort()) coreTiming[key] = num(coreTimingIn[key], `coreTiming.${key}`, 0, 86_400_000, true)
+  // The core refuses a first back-off of 0 (a dial retried in a loop): refused here, naming the file's field.
+  for (const key of Object.keys(coreTimingIn).sort()) coreTiming[key] = num(coreTimingIn[key], `coreTiming.${key}`, key === 'dialBackoffInitialMs' ? 1 : 0, 86_400_000, true)
   const coreLimitsIn = section(input, 'coreLimits', Object.keys(CORE_LIMIT_MAX))
   const coreLimits: Record<string, number> = {}
   for (const key of Object.keys(coreLimitsIn).sort()) coreLimits[key] = num(coreLimitsIn[key], `coreLimits.${key}`, 1, CORE_LIMIT_MAX[key]!, true)
@@ -277,6 +278,9 @@ export function parseScenario(input: Json): Scenario {
     events,
   }
   if (scenario.quietMs <= sendHold) fail('quietMs', `must exceed coreTiming.sendHoldForDialsMs (${sendHold}), or held sends pass for quiet`)
+  // An event past the end never happens: the run ended "not converged" waiting for it, unsaid.
+  const late = events.findIndex((e) => e.atMs > scenario.endMs)
+  if (late >= 0) fail(`events[${late}].atMs`, `${events[late]!.atMs} is after endMs (${scenario.endMs}): the run ends before it`)
   checkNodesCanMeet(scenario)
   return scenario
 }

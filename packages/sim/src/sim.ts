@@ -140,7 +140,8 @@ export class Simulation {
     const joiners = this.lifecycle.joiners()
     for (const node of this.nodes) {
       if (joiners.has(node)) continue
-      kernel.schedule(s.startSpreadMs > 0 ? startRng.next() * s.startSpreadMs : 0, { k: 'start', node })
+      kernel.schedule(s.startSpreadMs > 0 ? startRng.next() * s.startSpreadMs : 0, { k: 'start', node, first: true })
+      kernel.counters.startsLeft++
     }
     s.events.forEach((e, index) => kernel.schedule(e.atMs, { k: 'scenario', index }))
     this.measurement.choosePairs(this.rng.fork(PRNG_SALTS.samplePairs))
@@ -157,7 +158,10 @@ export class Simulation {
       dial: (e) => network.onDialDone(e),
       down: (e) => network.onDown(e),
       close: (e) => network.closeConnection(e.conn, [e.conn.a, e.conn.b]),
-      start: (e) => lifecycle.start(e.node),
+      start: (e) => {
+        if (e.first === true) kernel.counters.startsLeft--
+        lifecycle.start(e.node)
+      },
       scenario: (e) => lifecycle.onScenarioEvent(e.index),
       sample: () => {
         measurement.sample()
@@ -175,7 +179,7 @@ export class Simulation {
     const final = measurement.finalPairs(kernel.nodes.filter((n) => n.alive))
     const { live } = final
     const connections = final.pairs.length / 2
-    const check: TableCheck = this.converged ? measurement.checkTables(undefined, 'auto', final) : { ok: false, method: 'reference', failures: [{ node: '-', destination: '-', problem: `not converged by endMs ${s.endMs}` }] }
+    const check: TableCheck = this.converged ? measurement.checkTables(undefined, 'auto', final) : { ok: false, method: 'none', failures: [{ node: '-', destination: '-', problem: `not converged by endMs ${s.endMs}: tables not checked` }] }
     return assembleResult(s, this.nodes.length, kernel.counters, {
       converged: this.converged,
       endedAtMs: kernel.nowMs,

@@ -331,6 +331,26 @@ describe('churn', () => {
   })
 })
 
+describe('when a run ends (found by a new user)', () => {
+  it('not before every node started: with startSpreadMs it ended at the first quiet check, nodes never started, "converged"', () => {
+    for (const spreadMs of [5_000, 3_000]) {
+      const { sim, result } = simulate(parseScenario({ subnets: [{ name: 'A', nodes: 20, gateways: 1 }], startSpreadMs: spreadMs }))
+      expect(result.converged).toBe(true)
+      expect(sim.nodes.filter((n) => n.alive)).toHaveLength(20)
+      expect(result.connectionsMissing).toBe(0)
+      expect(result.check).toMatchObject({ ok: true, method: 'reference' })
+      // The last start is late in the spread, and routing follows it.
+      expect(result.convergenceMs).toBeGreaterThan(spreadMs * 0.8)
+    }
+  })
+
+  it('a run that did not converge says its tables were not checked (it said "reference" and reported a failure)', () => {
+    const { result } = simulate(parseScenario({ subnets: [{ name: 'A', nodes: 20, gateways: 1 }], endMs: 5 }))
+    expect(result.converged).toBe(false)
+    expect(result.check).toEqual({ ok: false, method: 'none', failures: [{ node: '-', destination: '-', problem: 'not converged by endMs 5: tables not checked' }] })
+  })
+})
+
 describe('scenario validation', () => {
   const bad: [unknown, string][] = [
     [{ subnets: [] }, 'scenario.subnets: must be a non-empty list'],
@@ -347,6 +367,10 @@ describe('scenario validation', () => {
     // One subnet without a gateway: nobody knows anybody; it "converged" over an empty graph.
     [{ subnets: [{ name: 'A', nodes: 3, gateways: 0 }] }, 'scenario.subnets: no gateway, and with "discovery": "hubs" nodes know only the gateways at start'],
     [{ subnets: [{ name: 'A', nodes: 3, gateways: 0 }], strategy: 'naive' }, 'scenario.subnets: no gateway'],
+    // Found by a new user: an event past the end never happened and the run ended "not converged";
+    // a first back-off of 0 was refused by the core mid-run, naming the core's field, not the file's.
+    [{ subnets: [{ name: 'A', nodes: 3 }], endMs: 1000, events: [{ atMs: 5000, type: 'crash', nodes: ['A-001'] }] }, 'scenario.events[0].atMs: 5000 is after endMs (1000): the run ends before it'],
+    [{ subnets: [{ name: 'A', nodes: 4 }], coreTiming: { dialBackoffInitialMs: 0 } }, 'scenario.coreTiming.dialBackoffInitialMs: must be in [1, 86400000], got 0'],
   ]
   for (const [input, message] of bad) {
     it(`rejects ${JSON.stringify(input).slice(0, 90)}`, () => {
