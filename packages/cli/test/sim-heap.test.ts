@@ -38,12 +38,14 @@ describe('phoenix sim raises its own heap limit when a run may need more (a 3,00
         await sleep(100)
         tree = processTree(run.pid)
       }
-      expect(tree.size, 'the command and the run it started').toBe(2)
+      // The command and the run it started (a launcher between them where the workspace's Node is a shim).
+      expect(tree.size, 'the command and the run it started').toBeGreaterThanOrEqual(2)
       await sleep(1_000)
+      tree = processTree(run.pid)
       process.kill(run.pid, signal)
       expect(await run.exited).toBe(signal === 'SIGTERM' ? 128 + 15 : null)
       // Both gone well before the 1,500-process run would have ended (~30 s). Killed outright, the
-      // command passes nothing on: the run sees it at its next progress call (every 20,000 events).
+      // command passes nothing on: the run sees it at its next progress call (every 2,000 events).
       await waitGone(tree, signal === 'SIGTERM' ? 5_000 : 15_000)
       if (signal === 'SIGKILL') expect(run.stderr).toMatch(/phoenix sim: the command that started this run \(pid \d+\) is gone; stopping/)
     }

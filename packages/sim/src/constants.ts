@@ -86,9 +86,13 @@ export const QUIET_COMPLETE_MS = 100
  */
 export const SHARED_NUMBERING_NODES_MAX = 1 << 22
 
-/** Events between two progress callbacks: often enough for a live progress line at 2,000+ nodes,
- *  rare enough to cost nothing. */
-export const PROGRESS_EVERY_EVENTS = 20_000
+/**
+ * Events between two progress callbacks: often enough for a live progress line at 2,000+ nodes
+ * (at 20,000, lines the CLI meant 5 s apart came 40 s apart on a run of many gateways, whose
+ * events are heavy) and for a run to notice soon that its command is gone (`phoenix sim`'s heap
+ * re-run), rare enough to cost nothing (a callback reads the last sample).
+ */
+export const PROGRESS_EVERY_EVENTS = 2_000
 
 /**
  * Salts of the PRNG streams forked from the scenario's seed, one per use, so that adding draws in
