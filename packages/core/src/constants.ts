@@ -199,7 +199,7 @@ export const CORE_CONSTANTS = {
   dialBackoffExponentMax: 30,
   /**
    * A connection that goes down sooner than this after it came up is a flap: the peer refused
-   * us (our records, its neighbour limit, its network key). Its re-dial is backed off like a
+   * us (a record it cannot verify, another process with our key) or died at once. Its re-dial is backed off like a
    * failed dial (`AddressBook.connectionLost`), else a hub that drops us at once is re-dialled
    * at once, ~100 times a second. A second covers a refusal that waits for the first update
    * (a round trip and a step) on a loaded link.

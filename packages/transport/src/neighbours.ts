@@ -24,13 +24,13 @@ export interface Neighbour {
 }
 
 /**
- * A link the peer closes sooner than this after it came up was most likely refused (our records,
- * its neighbour limit): the core re-dials it with a growing back-off (core constant
+ * A link the peer closes sooner than this after it came up was most likely refused (a record it
+ * cannot verify, another process with our key): the core re-dials it with a growing back-off (core constant
  * connectionStableMs, the same second), and the node says so once per close.
  */
 const FLAP_MS = 1_000
 
-/** Peers `reportTwin` remembers having reported: a few in practice; past this, no more are said (the counter still counts). */
+/** Peers `reportTwin` remembers having reported (and counted): a few in practice; past this, no more are said. */
 const TWINS_REPORTED_MAX = 64
 
 /** How frames from a neighbour are handled (forwarding.ts). */
