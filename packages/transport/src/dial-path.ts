@@ -160,7 +160,7 @@ export class DialPath {
    * worth a line at error level.
    */
   failureIsNew(address: string, message: string): boolean {
-    const cause = message.replace(/\d+/g, '#')
+    const cause = String(message).replace(/\d+/g, '#')
     const reported = this.failuresReported.get(address) ?? []
     if (reported.includes(cause)) return false
     this.failuresReported.delete(address)

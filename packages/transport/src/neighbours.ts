@@ -140,7 +140,10 @@ export class Neighbours {
     }
     parts.metrics.count('dials_started')
     const opened = plan.kind === 'ssh' ? this.openThroughSsh(address, plan.ssh) : this.openDirect(address)
-    opened.catch((error: Error) => {
+    opened.catch((thrown: unknown) => {
+      // Not always an Error with a message: one without took workers down when their hub stopped
+      // (found by a new-user audit: `failureIsNew` read `undefined.replace`).
+      const error = thrown instanceof Error && typeof thrown.message === 'string' ? thrown : new Error(describeError(thrown))
       if (reachedSelf(error)) return this.reachedSelf(address)
       parts.metrics.count('dials_failed')
       // A tunnel failure is worth a line at error level (it names the SSH option or server at

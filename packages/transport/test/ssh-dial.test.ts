@@ -70,6 +70,9 @@ describe('the dial path: which addresses are dialled, and how', () => {
     expect(dial.failureIsNew('/c', 'cause a')).toBe(false)
     expect(dial.failureIsNew('/c', 'cause z')).toBe(true)
     expect(dial.failureIsNew('/c', 'cause a')).toBe(true)
+    // A failure without a message (a rejection that was not an Error with one) is a cause too, never a crash.
+    expect(dial.failureIsNew('/d', undefined as unknown as string)).toBe(true)
+    expect(dial.failureIsNew('/d', undefined as unknown as string)).toBe(false)
   })
 
   it('parses --ssh-advertise and refuses what ssh could take for an option', () => {
