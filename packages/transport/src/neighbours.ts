@@ -140,32 +140,38 @@ export class Neighbours {
     }
     parts.metrics.count('dials_started')
     const opened = plan.kind === 'ssh' ? this.openThroughSsh(address, plan.ssh) : this.openDirect(address)
-    opened.catch((thrown: unknown) => {
-      // Not always an Error with a message: one without took workers down when their hub stopped
-      // (found by a new-user audit: `failureIsNew` read `undefined.replace`).
-      const error = thrown instanceof Error && typeof thrown.message === 'string' ? thrown : new Error(describeError(thrown))
-      if (reachedSelf(error)) return this.reachedSelf(address)
-      parts.metrics.count('dials_failed')
-      // A tunnel failure is worth a line at error level (it names the SSH option or server at
-      // fault), once per cause: the redials of a hub that stays unreachable go to debug. So is a
-      // hub that answers with another peer id (usually restarted without its key file).
-      const hub = core.isHub(address)
-      const reason = hubFailureReason(error, hub)
-      // A hub is what a node starts from: each new cause of its failing (not up yet, refused, a
-      // handshake reset by a node on another private network) is said once, or a node with no
-      // neighbour would wait silently.
-      // A dial the node's own stop aborted is no failure to report ("The operation was aborted", found by hand).
-      const news = !this.closing && !core.hasLeft && (plan.kind === 'ssh' || hub)
-      if (news && parts.dialPath.failureIsNew(address, error.message)) parts.log.error('dial %s failed: %s', address, reason)
-      else parts.log('dial %s failed: %s', address, reason)
-      if (this.closing || core.hasLeft) return
-      try {
-        core.dialFailed(address, driver.now())
-        driver.schedule()
-      } catch (failure) {
-        parts.log.error('dial %s: %s', address, describeError(failure))
-      }
-    })
+    // Guarded as every link callback is: an error in handling a failed dial is logged and counted, never the end of the process.
+    opened.catch((thrown: unknown) => this.guard(undefined, () => this.dialFailed(address, plan, thrown), undefined))
+  }
+
+  /** A dial failed: counted, said at error level once per new cause for a hub or an SSH address, and backed off. */
+  private dialFailed(address: string, plan: DialPlan & { kind: 'direct' | 'ssh' }, thrown: unknown): void {
+    const { driver, parts } = this
+    const core = driver.core
+    // Not always an Error with a message: one without took workers down when their hub stopped
+    // (found by a new-user audit: `failureIsNew` read `undefined.replace`).
+    const error = thrown instanceof Error && typeof thrown.message === 'string' ? thrown : new Error(describeError(thrown))
+    if (reachedSelf(error)) return this.reachedSelf(address)
+    parts.metrics.count('dials_failed')
+    // A tunnel failure is worth a line at error level (it names the SSH option or server at
+    // fault), once per cause: the redials of a hub that stays unreachable go to debug. So is a
+    // hub that answers with another peer id (usually restarted without its key file).
+    const hub = core.isHub(address)
+    const reason = hubFailureReason(error, hub)
+    // A hub is what a node starts from: each new cause of its failing (not up yet, refused, a
+    // handshake reset by a node on another private network) is said once, or a node with no
+    // neighbour would wait silently.
+    // A dial the node's own stop aborted is no failure to report ("The operation was aborted", found by hand).
+    const news = !this.closing && !core.hasLeft && (plan.kind === 'ssh' || hub)
+    if (news && parts.dialPath.failureIsNew(address, error.message)) parts.log.error('dial %s failed: %s', address, reason)
+    else parts.log('dial %s failed: %s', address, reason)
+    if (this.closing || core.hasLeft) return
+    try {
+      core.dialFailed(address, driver.now())
+      driver.schedule()
+    } catch (failure) {
+      parts.log.error('dial %s: %s', address, describeError(failure))
+    }
   }
 
   /**
