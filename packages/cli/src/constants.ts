@@ -36,6 +36,23 @@ export const LAUNCHER_POLL_MS = 250
 export const LEAVE_TIMEOUT_MS = 4_000
 
 /**
+ * At a stop, how long the node keeps handing its readers (`recv`) the acknowledged messages its
+ * inbox still holds, once the transport has left: a stop under load dropped up to 78 that an
+ * attached `recv` loop would have taken (found by a new-user audit). Within LEAVE_TIMEOUT_MS.
+ */
+export const INBOX_DRAIN_MAX_MS = 1_500
+
+/** ... and it stops waiting sooner once no message was taken for this long: no reader is there. */
+export const INBOX_DRAIN_IDLE_MS = 300
+
+/**
+ * After ending the readers' streams at a stop, how long the node still answers a reader's next
+ * `GET /messages` (with an immediate end) before it exits: `recv` takes one message per request,
+ * and one between two requests met a closed socket (exit 1, "socket hang up").
+ */
+export const STREAMS_END_GRACE_MS = 100
+
+/**
  * The promise to job managers: after SIGTERM or SIGINT to the pid they started, or the death of
  * its launcher, no process of the command is left after this long (launcher poll + leave + exit).
  */

@@ -252,7 +252,13 @@ async function sendStream(target: ControlTarget, req: IncomingMessage, res: Serv
  * exactly one reader. `name` (repeatable) takes only those names; `count` ends the stream after
  * that many, so a reader that wants n messages is never handed an (n+1)th it would drop.
  */
-function streamMessages(target: ControlTarget, req: IncomingMessage, res: ServerResponse, url: URL, streams: Set<ServerResponse>): void {
+/** The open `GET /messages` streams, and whether they were ended (the node is leaving: a new one ends at once). */
+interface Streams {
+  readonly open: Set<ServerResponse>
+  ended: boolean
+}
+
+function streamMessages(target: ControlTarget, req: IncomingMessage, res: ServerResponse, url: URL, streams: Streams): void {
   const names = url.searchParams.getAll('name')
   for (const name of names) {
     const problem = nameProblem(name)
@@ -261,7 +267,10 @@ function streamMessages(target: ControlTarget, req: IncomingMessage, res: Server
   let remaining = integerParam(url, 'count', Number.POSITIVE_INFINITY, 1, Number.MAX_SAFE_INTEGER)!
   res.writeHead(200, { 'content-type': 'application/x-ndjson', 'cache-control': 'no-store' })
   res.flushHeaders()
-  streams.add(res)
+  // Leaving: a reader's next request is answered at once with no message (recv then says the node
+  // is leaving); it was left to meet the closed socket ("socket hang up", exit 1).
+  if (streams.ended) return void res.end()
+  streams.open.add(res)
   let detach: (() => void) | undefined
   let finished = false
   const reader: InboxReader = {
@@ -284,12 +293,12 @@ function streamMessages(target: ControlTarget, req: IncomingMessage, res: Server
   if (finished) detach()
   res.on('close', () => {
     detach?.()
-    streams.delete(res)
+    streams.open.delete(res)
   })
   req.resume()
 }
 
-async function route(target: ControlTarget, req: IncomingMessage, res: ServerResponse, streams: Set<ServerResponse>): Promise<void> {
+async function route(target: ControlTarget, req: IncomingMessage, res: ServerResponse, streams: Streams): Promise<void> {
   const url = new URL(req.url ?? '/', 'http://control')
   const { phoenix } = target
   const at = `${req.method} ${url.pathname}`
@@ -381,7 +390,7 @@ function changeNames(phoenix: PhoenixNode, namesMax: number, res: ServerResponse
  */
 export function createControlServer(options: { users?: PeerUsers } = {}): { server: Server; serve(target: ControlTarget): void; endStreams(): void } {
   let target: ControlTarget | undefined
-  const streams = new Set<ServerResponse>()
+  const streams: Streams = { open: new Set(), ended: false }
   const ownUid = process.getuid?.()
   // On a TCP port, every local user can connect: only the node's own user (and root) is served (peer-user.ts).
   const peerUsers = options.users ?? (ownUid === undefined ? undefined : { ownUid })
@@ -415,7 +424,8 @@ export function createControlServer(options: { users?: PeerUsers } = {}): { serv
     server,
     serve: (t) => (target = t),
     endStreams: () => {
-      for (const res of streams) res.end()
+      streams.ended = true
+      for (const res of streams.open) res.end()
     },
   }
 }

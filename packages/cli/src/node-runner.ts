@@ -6,7 +6,7 @@ import type { NameConflict, PhoenixNode, ReceivedMessage } from '@phoenix-overla
 import { readFileSync, statSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { ConfigError } from './config-error.ts'
-import { INBOX_BYTES_MAX, INBOX_MESSAGES_MAX } from './constants.ts'
+import { INBOX_BYTES_MAX, INBOX_DRAIN_IDLE_MS, INBOX_DRAIN_MAX_MS, INBOX_MESSAGES_MAX, STREAMS_END_GRACE_MS } from './constants.ts'
 import { controlText, type ControlEndpoint } from './control-client.ts'
 import { bindControl } from './control-endpoint.ts'
 import { createControlServer } from './control-server.ts'
@@ -241,9 +241,7 @@ export async function runNode(options: NodeOptions, version: string): Promise<vo
   guardProcess({
     stop: async () => {
       await libp2p.stop()
-      control.endStreams()
-      const unread = inbox.close()
-      if (unread > 0) process.stderr.write(`phoenix: ${unread} received messages were never read (no phoenix recv took them)\n`)
+      await handOverInbox(inbox, control)
       say('left')
     },
   })
@@ -253,6 +251,31 @@ export async function runNode(options: NodeOptions, version: string): Promise<vo
   const sshAddress = phoenix.sshAddress()
   if (sshAddress !== undefined) say(`reachable through ssh at ${sshAddress}`)
   if (options.control !== undefined) say(`control endpoint on ${'port' in options.control ? `127.0.0.1:${options.control.port}` : controlText(options.control)}`)
+}
+
+/**
+ * The node has left: its readers take what its inbox still holds (acknowledged messages), within
+ * bounds, before their streams end; what is left is said on stderr.
+ */
+async function handOverInbox(inbox: Inbox, control: { endStreams(): void }): Promise<void> {
+  await drainInbox(inbox)
+  control.endStreams()
+  // A reader between two requests gets its answer (the end), not a closed socket.
+  await new Promise((resolve) => setTimeout(resolve, STREAMS_END_GRACE_MS))
+  const unread = inbox.close()
+  if (unread > 0) process.stderr.write(`phoenix: ${unread} received messages were never read (no phoenix recv took them)\n`)
+}
+
+/** Waits while readers take what the inbox holds: at most INBOX_DRAIN_MAX_MS, and INBOX_DRAIN_IDLE_MS without a message taken. */
+async function drainInbox(inbox: Inbox): Promise<void> {
+  const endMs = performance.now() + INBOX_DRAIN_MAX_MS
+  let size = inbox.size
+  let takenAtMs = performance.now()
+  while (inbox.size > 0 && performance.now() < endMs && performance.now() - takenAtMs < INBOX_DRAIN_IDLE_MS) {
+    await new Promise((resolve) => setTimeout(resolve, 20))
+    if (inbox.size < size) takenAtMs = performance.now()
+    size = inbox.size
+  }
 }
 
 /**

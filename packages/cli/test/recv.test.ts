@@ -123,6 +123,29 @@ describe('node --print when its stdout closes', () => {
 })
 
 describe('recv and send when their node dies', () => {
+  it('a node stopped with a backlog of acknowledged messages hands it to the recv attached before it goes (it dropped them)', async () => {
+    const socket = join(tempDir('recv-drain'), 'n.sock')
+    const node = startNode(['--name', 'backlog', '--control', socket])
+    try {
+      await node.waitFor(/control endpoint on/)
+      const lines = Array.from({ length: 300 }, (_, i) => `m${i}`)
+      const sent = await phoenix(['send', '--control', socket, '--lines', '--ack', 'backlog'], `${lines.join('\n')}\n`)
+      expect(sent.stdout.trim().split('\n')).toHaveLength(300)
+      const recv = start(process.execPath, [...NODE_TS, PHOENIX_JS, 'recv', '--control', socket])
+      // The stop comes as the reader starts taking the backlog, one message per request.
+      for (let i = 0; i < 200 && recv.stdout === ''; i++) await new Promise((resolve) => setTimeout(resolve, 10))
+      process.kill(node.pid, 'SIGTERM')
+      expect(await node.exited).toBe(0)
+      expect(await recv.exited).toBe(0)
+      await recv.closed
+      expect(recv.stdout.trim().split('\n')).toEqual(lines)
+      expect(node.stderr).not.toMatch(/never read/)
+    } finally {
+      node.killGroup()
+    }
+  }, 30_000)
+
+
   it('a node that leaves while recv (no --count) waits: recv says so in one line and exits 0 (it ended silently)', async () => {
     const socket = join(tempDir('recv-leaves'), 'n.sock')
     const node = startNode(['--name', 'leaving-r', '--control', socket])
