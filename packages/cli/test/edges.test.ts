@@ -73,6 +73,10 @@ describe("the CLI's edges", () => {
     // The default wait is 10 s; the whole command (Node start included) takes a fraction of it.
     expect(performance.now() - t0).toBeLessThan(8_000)
     failsWith(await phoenix(['send', '--control', socket, '--wait-ms', 'soon', 'x', 'y']), /^phoenix: option '--wait-ms <ms>' argument 'soon' is invalid/, 2)
+    // --lines --json: the endpoint's failure line is printed too (it went only to stderr, reworded).
+    const lines = await phoenix(['send', '--control', socket, '--lines', '--json', '--wait-ms', '0', 'nobody'], 'a\n')
+    failsWith(lines, /^phoenix: send to nobody, line 1: NO_ROUTE: /)
+    expect(JSON.parse(lines.stdout)).toMatchObject({ error: 'NO_ROUTE', index: 1 })
     await phoenix(['recv', '--control', String(port), '--count', '1'])
   })
 

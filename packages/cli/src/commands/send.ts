@@ -193,6 +193,8 @@ async function readAnswers(response: Promise<IncomingMessage>, name: string, o: 
       if (line === '') continue
       const answer = JSON.parse(line) as SendAnswer & { done?: boolean; error?: string; message?: string; index?: number }
       if (answer.error !== undefined) {
+        // --json prints the endpoint's answer, its failure line too (then the one-line error on stderr).
+        if (o.json === true) process.stdout.write(`${line}\n`)
         const hint = hintFor(answer.error)
         return { kind: 'failed', line: `send to ${name}, line ${answer.index}: ${answer.error}: ${answer.message ?? ''}${hint}` }
       }
