@@ -32,7 +32,7 @@ class ControlError extends Error {
 }
 
 const USAGE =
-  'GET / (the overlay page) /status /routes /peers /topology /members?pattern= /metrics /messages?name=&count=, POST /send?name=&ack=1&waitMs=&ackTimeoutMs= (body: the message), POST /send-stream?name=&ack=1&waitMs=&ackTimeoutMs= (body: length-prefixed messages), POST /names?add=&remove=, POST /hubs?add='
+  'GET / (the overlay page) /status /routes /peers /topology /members?pattern= /metrics /messages?name=&count=, POST /send?name=&ack=1&waitMs=&ackTimeoutMs=&messageId= (body: the message), POST /send-stream?name=&ack=1&waitMs=&ackTimeoutMs= (body: length-prefixed messages), POST /names?add=&remove=, POST /hubs?add='
 
 /**
  * How often a streaming send retries a message its first hop's queue refused (QUEUE_FULL): the
@@ -66,7 +66,7 @@ async function readBody(req: IncomingMessage): Promise<Uint8Array> {
  * (`waitms=0`, `count=1&nmae=x`) silently ignored would change what the request does.
  */
 const PARAMS: Readonly<Record<string, readonly string[]>> = {
-  'POST /send': ['name', 'ack', 'waitMs', 'ackTimeoutMs'],
+  'POST /send': ['name', 'ack', 'waitMs', 'ackTimeoutMs', 'messageId'],
   'POST /send-stream': ['name', 'ack', 'waitMs', 'ackTimeoutMs'],
   'GET /messages': ['name', 'count'],
   'GET /members': ['pattern'],
@@ -112,7 +112,7 @@ interface SendParams {
   name: string
   waitMs: number
   ack: boolean
-  options: { ack: boolean; routeWaitMs: number; ackTimeoutMs?: number }
+  options: { ack: boolean; routeWaitMs: number; ackTimeoutMs?: number; messageId?: number }
 }
 
 function sendParams(url: URL, what: string): SendParams {
@@ -125,7 +125,9 @@ function sendParams(url: URL, what: string): SendParams {
   // Without it, the node's ackTimeoutMs (10 s): a stopped receiver held `phoenix send --ack` that long.
   const ackTimeoutMs = integerParam(url, 'ackTimeoutMs', undefined, 1, SEND_WAIT_MS_MAX)
   if (ackTimeoutMs !== undefined && ack !== '1') throw new ControlError(400, 'INVALID_INPUT', 'ackTimeoutMs is the wait for an acknowledgement: it needs ack=1')
-  const options = { ack: ack === '1', routeWaitMs: waitMs, ...(ackTimeoutMs !== undefined ? { ackTimeoutMs } : {}) }
+  // A retry with the id of a send that timed out is delivered at most once (POST /send only: PARAMS).
+  const messageId = integerParam(url, 'messageId', undefined, 1, 2 ** 32 - 1)
+  const options = { ack: ack === '1', routeWaitMs: waitMs, ...(ackTimeoutMs !== undefined ? { ackTimeoutMs } : {}), ...(messageId !== undefined ? { messageId } : {}) }
   return { name, waitMs, ack: ack === '1', options }
 }
 

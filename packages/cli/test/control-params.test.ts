@@ -24,8 +24,8 @@ function serveStandIn(phoenix: object, namesPerNodeMax = 64): { port(): number; 
 describe('the control endpoint refuses parameters it does not take', () => {
   const reached: string[] = []
   const phoenix = {
-    send: async (name: string, _payload: Uint8Array, options: { ack: boolean; routeWaitMs: number; ackTimeoutMs?: number }) => {
-      reached.push(`send ${name} ack=${options.ack} wait=${options.routeWaitMs}${options.ackTimeoutMs !== undefined ? ` ackTimeout=${options.ackTimeoutMs}` : ''}`)
+    send: async (name: string, _payload: Uint8Array, options: { ack: boolean; routeWaitMs: number; ackTimeoutMs?: number; messageId?: number }) => {
+      reached.push(`send ${name} ack=${options.ack} wait=${options.routeWaitMs}${options.ackTimeoutMs !== undefined ? ` ackTimeout=${options.ackTimeoutMs}` : ''}${options.messageId !== undefined ? ` id=${options.messageId}` : ''}`)
       return { messageId: 7 }
     },
     resolve: () => undefined,
@@ -46,7 +46,7 @@ describe('the control endpoint refuses parameters it does not take', () => {
     reached.length = 0
     const typo = await post('/send?name=x&waitms=0')
     expect(typo.status).toBe(400)
-    expect(typo.body.message).toBe('unknown parameter "waitms": POST /send takes name, ack, waitMs, ackTimeoutMs')
+    expect(typo.body.message).toBe('unknown parameter "waitms": POST /send takes name, ack, waitMs, ackTimeoutMs, messageId')
     const routes = await fetch(`${endpoint.base()}/routes?all=1`)
     expect(routes.status).toBe(400)
     expect(((await routes.json()) as { message: string }).message).toBe('unknown parameter "all": GET /routes takes no parameters')
@@ -60,6 +60,9 @@ describe('the control endpoint refuses parameters it does not take', () => {
     // The wait for an ack bounded per request (it was the node's 10 s); only an acked send waits for one.
     expect((await post('/send?name=x&ackTimeoutMs=500')).body.message).toBe('ackTimeoutMs is the wait for an acknowledgement: it needs ack=1')
     expect((await post('/send?name=x&ack=1&ackTimeoutMs=0')).body.message).toBe('ackTimeoutMs must be an integer in [1, 600000], got "0"')
+    expect((await post('/send?name=x&messageId=0')).body.message).toBe('messageId must be an integer in [1, 4294967295], got "0"')
+    // One id is one message: a stream of many takes none.
+    expect((await post('/send-stream?name=x&messageId=5')).body.message).toBe('unknown parameter "messageId": POST /send-stream takes name, ack, waitMs, ackTimeoutMs')
     expect((await post('/names?add=')).body.message).toBe('add is empty: POST /names needs a value for it')
     expect((await post('/send?name=')).body.message).toBe('name is empty: POST /send needs a value for it')
     expect((await post('/send')).body.message).toBe('send needs ?name=<logical name>')
@@ -70,9 +73,10 @@ describe('the control endpoint refuses parameters it does not take', () => {
     const ok = await post('/send?name=x&ack=0&waitMs=5')
     expect(ok.status).toBe(200)
     expect((await post('/send?name=x&ack=1&ackTimeoutMs=500')).status).toBe(200)
+    expect((await post('/send?name=x&messageId=42')).status).toBe(200)
     expect(await post('/names?add=a&remove=b')).toMatchObject({ status: 200, body: { refused: [] } })
     expect(await post('/names?add=taken')).toMatchObject({ status: 200, body: { refused: ['taken'] } })
-    expect(reached).toEqual(['send x ack=false wait=5', 'send x ack=true wait=10000 ackTimeout=500', 'add a', 'remove b', 'add taken'])
+    expect(reached).toEqual(['send x ack=false wait=5', 'send x ack=true wait=10000 ackTimeout=500', 'send x ack=false wait=10000 id=42', 'add a', 'remove b', 'add taken'])
     // A name no node can hold: GET /messages waited for it for good; now 400 before the stream starts.
     const bidi = await fetch(`${endpoint.base()}/messages?name=${encodeURIComponent('w\u202e2')}`)
     expect(bidi.status).toBe(400)

@@ -6,6 +6,7 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { REFUSED_CHARACTERS_RULE } from '@phoenix-overlay/core'
 import { CONTROL_BODY_BYTES_MAX } from '../src/constants.ts'
+import { callControl } from '../src/control-client.ts'
 import { freePort, phoenix, startNode, tempDir, type Run, type Started } from './helpers.ts'
 
 /** A port nothing listens on right now. */
@@ -88,13 +89,19 @@ describe("the CLI's edges", () => {
     try {
       const t0 = performance.now()
       const run = await phoenix(['send', '--control', socket, '--ack', '--ack-timeout-ms', '300', 'edge-a', 'hi'])
-      failsWith(run, /^phoenix: send to edge-a: ACK_TIMEOUT: no acknowledgement from 12D3\w+ for message \d+ to "edge-a" within 300 ms; .*\(--ack-timeout-ms sets how long to wait for the acknowledgement\)$/)
+      failsWith(run, /^phoenix: send to edge-a: ACK_TIMEOUT: no acknowledgement from 12D3\w+ for message \d+ to "edge-a" within 300 ms; .*\(--ack-timeout-ms sets how long to wait for the acknowledgement; a retry with --message-id and that message's id is delivered at most once\)$/)
       // Node's start included; the node's own ackTimeoutMs is 10 s.
       expect(performance.now() - t0).toBeLessThan(8_000)
+      // The retry the line suggests: the same id twice, one delivery (without it, the CLI could not retry safely).
+      const id = /for message (\d+)/.exec(run.stderr)![1]!
+      failsWith(await phoenix(['send', '--control', socket, '--ack', '--ack-timeout-ms', '300', '--message-id', id, 'edge-a', 'hi']), /ACK_TIMEOUT/)
     } finally {
       process.kill(pid, 'SIGCONT')
     }
-    await phoenix(['recv', '--control', String(port), '--count', '1'])
+    // Delivered once after the receiver resumed: the one message, and nothing else waiting.
+    expect((await phoenix(['recv', '--control', String(port), '--count', '1'])).stdout).toBe('hi\n')
+    const { text } = await callControl({ port }, 'GET', '/status')
+    expect(JSON.parse(text)).toMatchObject({ inbox: { messages: 0 } })
   })
 
   it('every start-up failure is one line naming its option; status 2 when the command line is wrong, 1 when a retry may pass', async () => {

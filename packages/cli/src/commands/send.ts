@@ -18,19 +18,20 @@ interface SendOptions {
   lines?: boolean
   waitMs: number
   ackTimeoutMs?: number
+  messageId?: number
   json?: boolean
 }
 
 /** The query both sends take (`POST /send`, `POST /send-stream`). */
 function sendQuery(name: string, o: SendOptions): string {
   const ack = o.ack === true ? `&ack=1${o.ackTimeoutMs !== undefined ? `&ackTimeoutMs=${o.ackTimeoutMs}` : ''}` : ''
-  return `name=${encodeURIComponent(name)}&waitMs=${o.waitMs}${ack}`
+  return `name=${encodeURIComponent(name)}&waitMs=${o.waitMs}${ack}${o.messageId !== undefined ? `&messageId=${o.messageId}` : ''}`
 }
 
 /** What to try after a failure, by its code: which flag bounds the wait that ran out. */
 function hintFor(code: string | undefined): string {
   if (code === 'NO_ROUTE') return ' (--wait-ms sets how long to wait for a route)'
-  if (code === 'ACK_TIMEOUT') return ' (--ack-timeout-ms sets how long to wait for the acknowledgement)'
+  if (code === 'ACK_TIMEOUT') return ' (--ack-timeout-ms sets how long to wait for the acknowledgement; a retry with --message-id and that message\'s id is delivered at most once)'
   return ''
 }
 
@@ -49,6 +50,12 @@ interface SendAnswer {
  * 64 KiB is one TCP window's worth, large enough that 4 KiB lines cost one write per 16.
  */
 const FRAME_BATCH_BYTES_MAX = 64 * 1024
+
+function messageIdOption(value: string): number {
+  const n = Number(value)
+  if (!/^\d+$/.test(value) || n < 1 || n > 2 ** 32 - 1) throw new InvalidArgumentError(`must be an integer in [1, ${2 ** 32 - 1}], got ${JSON.stringify(value)}`)
+  return n
+}
 
 function waitMsOption(value: string, min = 0): number {
   const n = Number(value)
@@ -301,6 +308,7 @@ export function registerSendCommand(program: Command): void {
     .option('--lines', 'send every line of the input (stdin or --file) as one message, in order')
     .option('--ack', 'wait for the end-to-end acknowledgement and say so')
     .option('--wait-ms <ms>', `how long to wait for a route to the name (0: fail at once if there is none)`, (value: string) => waitMsOption(value), SEND_WAIT_MS_DEFAULT)
+    .option('--message-id <id>', 'the message id, to retry a send that failed: the receiver delivers one id once', (value: string) => messageIdOption(value))
     .option('--ack-timeout-ms <ms>', "with --ack: how long to wait for the acknowledgement (default: the node's, 10 s)", (value: string) => waitMsOption(value, 1))
     .option('--json', "print the control endpoint's JSON answer")
     .action(async (name: string, message: string | undefined, o: SendOptions) => {
@@ -308,6 +316,7 @@ export function registerSendCommand(program: Command): void {
       if (hasRefusedCharacters(name)) throw new ConfigError(`<name> ${quoteEscaped(name)} ${REFUSED_CHARACTERS_RULE}`)
       if (message !== undefined && (o.file !== undefined || o.lines === true)) throw new ConfigError(`${o.lines === true ? '--lines' : '--file'}: give the message as an argument or from the input, not both`)
       if (o.ackTimeoutMs !== undefined && o.ack !== true) throw new ConfigError('--ack-timeout-ms: has no effect without --ack')
+      if (o.messageId !== undefined && o.lines === true) throw new ConfigError('--message-id: one id is one message; --lines sends many')
       if (o.lines === true) return sendLines(name, o)
       const payload = message !== undefined ? new TextEncoder().encode(message) : await readMessage(o.file)
       if (payload.length > CONTROL_BODY_BYTES_MAX) throw tooLarge('<message>', payload.length)
