@@ -61,6 +61,9 @@ export const STOP_GRACE_MS = 5_000
 /** Longest `--wait-ms` (`waitMs`) a send may wait for a route: ten minutes, beyond any convergence. */
 export const SEND_WAIT_MS_MAX = 600_000
 
+/** Largest message id (`--message-id`, `messageId=`): the transport's ids are unsigned 32-bit. */
+export const MESSAGE_ID_MAX = 2 ** 32 - 1
+
 /** How long `send` waits for a route by default, the transport's own routeWaitMs. */
 export const SEND_WAIT_MS_DEFAULT = 10_000
 

@@ -3,7 +3,7 @@ import { serveOverlayPage } from './overlay-page/page.ts'
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import { browserRefusal } from './browser-guard.ts'
 import { PeerUserGate, type PeerUsers } from './peer-user.ts'
-import { CONTROL_BODY_BYTES_MAX, SEND_WAIT_MS_DEFAULT, SEND_WAIT_MS_MAX } from './constants.ts'
+import { CONTROL_BODY_BYTES_MAX, MESSAGE_ID_MAX, SEND_WAIT_MS_DEFAULT, SEND_WAIT_MS_MAX } from './constants.ts'
 import type { Inbox, InboxReader } from './inbox.ts'
 import { toMessageLine } from './message-line.ts'
 import { nameProblem } from '@phoenix-overlay/core'
@@ -110,8 +110,6 @@ function sentId(sent: unknown): number | undefined {
 /** What both sends take from the query; `options` goes to `PhoenixNode.send` as it is. */
 interface SendParams {
   name: string
-  waitMs: number
-  ack: boolean
   options: { ack: boolean; routeWaitMs: number; ackTimeoutMs?: number; messageId?: number }
 }
 
@@ -126,9 +124,9 @@ function sendParams(url: URL, what: string): SendParams {
   const ackTimeoutMs = integerParam(url, 'ackTimeoutMs', undefined, 1, SEND_WAIT_MS_MAX)
   if (ackTimeoutMs !== undefined && ack !== '1') throw new ControlError(400, 'INVALID_INPUT', 'ackTimeoutMs is the wait for an acknowledgement: it needs ack=1')
   // A retry with the id of a send that timed out is delivered at most once (POST /send only: PARAMS).
-  const messageId = integerParam(url, 'messageId', undefined, 1, 2 ** 32 - 1)
+  const messageId = integerParam(url, 'messageId', undefined, 1, MESSAGE_ID_MAX)
   const options = { ack: ack === '1', routeWaitMs: waitMs, ...(ackTimeoutMs !== undefined ? { ackTimeoutMs } : {}), ...(messageId !== undefined ? { messageId } : {}) }
-  return { name, waitMs, ack: ack === '1', options }
+  return { name, options }
 }
 
 /** One message sent, as both sends answer it. */
@@ -138,12 +136,12 @@ function sentAnswer(target: ControlTarget, name: string, ack: boolean, bytes: nu
 }
 
 async function send(target: ControlTarget, req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
-  const { name, ack, options } = sendParams(url, 'send')
+  const { name, options } = sendParams(url, 'send')
   const body = await readBody(req)
   const t0 = performance.now()
   // The body is ours alone: handed over, not copied again (SendOptions.transfer).
   const sent: unknown = await target.phoenix.send(name, body, { ...options, transfer: true })
-  reply(res, 200, sentAnswer(target, name, ack, body.length, t0, sent))
+  reply(res, 200, sentAnswer(target, name, options.ack, body.length, t0, sent))
 }
 
 /**
@@ -211,7 +209,7 @@ function streamFailure(error: unknown, index: number, sent: number): Record<stri
  * or, at the first failure, one error line naming the message (`index`) and nothing more is sent.
  */
 async function sendStream(target: ControlTarget, req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
-  const { name, ack, options } = sendParams(url, 'send-stream')
+  const { name, options } = sendParams(url, 'send-stream')
   res.writeHead(200, { 'content-type': 'application/x-ndjson', 'cache-control': 'no-store' })
   const frames = new FrameReader(CONTROL_BODY_BYTES_MAX)
   const started = performance.now()
@@ -230,7 +228,7 @@ async function sendStream(target: ControlTarget, req: IncomingMessage, res: Serv
         const result = await sendWaitingForRoom(target, name, payload, options)
         sent++
         bytes += payload.length
-        answers += `${JSON.stringify(sentAnswer(target, name, ack, payload.length, t0, result))}\n`
+        answers += `${JSON.stringify(sentAnswer(target, name, options.ack, payload.length, t0, result))}\n`
         if (answers.length >= ANSWER_WRITE_CHARS_MAX) {
           await writeAnswers(res, answers)
           answers = ''

@@ -1,5 +1,5 @@
 export { PhoenixCore, resolveSettings, type CoreConfig, type CoreStats } from './core.ts'
-export { DEFAULT_LIMITS, DEFAULT_TIMING, type CoreLimits, type CoreTiming } from './constants.ts'
+export { CORE_CONSTANTS, DEFAULT_LIMITS, DEFAULT_TIMING, type CoreLimits, type CoreTiming } from './constants.ts'
 export type { NameConflict } from './names.ts'
 export { PhoenixError, invariant, type PhoenixErrorCode } from './errors.ts'
 export { NodeSet, forEachBit } from './nodeset.ts'

@@ -1,4 +1,5 @@
 import type { Connection, Stream } from '@libp2p/interface'
+import { CORE_CONSTANTS } from '@phoenix-overlay/core'
 import { multiaddr, type Multiaddr } from '@multiformats/multiaddr'
 import type { DataFrame } from '@phoenix-overlay/wire'
 import type { PeerDropped } from './api.ts'
@@ -17,18 +18,16 @@ export interface Neighbour {
   readonly connection: Connection
   /** It withdrew its own route (a graceful leave): nothing more is routed to it, and once its queue is written our side of the stream is closed. */
   leaving: boolean
-  /** When the link came up (the driver's clock): one closed by the peer within FLAP_MS is logged. */
+  /**
+   * When the link came up (the driver's clock). One the peer closes within the core's
+   * connectionStableMs was most likely refused (a record it cannot verify, another process with our
+   * key): the core re-dials it with a growing back-off, and the node says so once per close.
+   */
   readonly upAtMs: number
   /** We closed it (`drop`, or the core's `close`: its neighbour limit, itself): not the peer's refusal. */
   closedByUs: boolean
 }
 
-/**
- * A link the peer closes sooner than this after it came up was most likely refused (a record it
- * cannot verify, another process with our key): the core re-dials it with a growing back-off (core constant
- * connectionStableMs, the same second), and the node says so once per close.
- */
-const FLAP_MS = 1_000
 
 /** Peers `reportTwin` remembers having reported (and counted): a few in practice; past this, no more are said. */
 const TWINS_REPORTED_MAX = 64
@@ -348,7 +347,7 @@ export class Neighbours {
     parts.log('neighbour %s down: %s', link.peer, reason)
     parts.metrics.count('neighbours_down')
     const livedMs = Math.round(driver.now() - neighbour.upAtMs)
-    if (livedMs < FLAP_MS && !neighbour.leaving && !neighbour.closedByUs && !this.closing) {
+    if (livedMs < CORE_CONSTANTS.connectionStableMs && !neighbour.leaving && !neighbour.closedByUs && !this.closing) {
       parts.metrics.count('neighbours_flapped')
       parts.log.error('neighbour %s closed the connection %d ms after it opened (%s); it is dialled again with a growing back-off. If it does so each time, it refuses us and its log says why: it cannot verify our record (one node signs records, signRecords / --no-sign, and the other does not), or another process runs with this node\'s key (a copied key file)', link.peer, livedMs, reason)
     }

@@ -5,7 +5,7 @@ import type { ClientRequest, IncomingMessage } from 'node:http'
 import { createInterface } from 'node:readline'
 import type { Readable } from 'node:stream'
 import { ConfigError } from '../config-error.ts'
-import { CONTROL_BODY_BYTES_MAX, SEND_WAIT_MS_DEFAULT, SEND_WAIT_MS_MAX } from '../constants.ts'
+import { CONTROL_BODY_BYTES_MAX, MESSAGE_ID_MAX, SEND_WAIT_MS_DEFAULT, SEND_WAIT_MS_MAX } from '../constants.ts'
 import { answerError, callControl, controlText, describeFailure, openControlStream, type ControlEndpoint } from '../control-client.ts'
 import { encodeFrame } from '../send-stream.ts'
 import { shortId } from '../table.ts'
@@ -51,16 +51,13 @@ interface SendAnswer {
  */
 const FRAME_BATCH_BYTES_MAX = 64 * 1024
 
-function messageIdOption(value: string): number {
-  const n = Number(value)
-  if (!/^\d+$/.test(value) || n < 1 || n > 2 ** 32 - 1) throw new InvalidArgumentError(`must be an integer in [1, ${2 ** 32 - 1}], got ${JSON.stringify(value)}`)
-  return n
-}
-
-function waitMsOption(value: string, min = 0): number {
-  const n = Number(value)
-  if (!/^\d+$/.test(value) || n < min || n > SEND_WAIT_MS_MAX) throw new InvalidArgumentError(`must be an integer in [${min}, ${SEND_WAIT_MS_MAX}], got ${JSON.stringify(value)}`)
-  return n
+/** An integer option in [min, max], digits only. */
+function integerOption(min: number, max: number): (value: string) => number {
+  return (value) => {
+    const n = Number(value)
+    if (!/^\d+$/.test(value) || n < min || n > max) throw new InvalidArgumentError(`must be an integer in [${min}, ${max}], got ${JSON.stringify(value)}`)
+    return n
+  }
 }
 
 /**
@@ -307,9 +304,9 @@ export function registerSendCommand(program: Command): void {
     .option('--file <path>', 'read the message from this file (- for stdin)')
     .option('--lines', 'send every line of the input (stdin or --file) as one message, in order')
     .option('--ack', 'wait for the end-to-end acknowledgement and say so')
-    .option('--wait-ms <ms>', `how long to wait for a route to the name (0: fail at once if there is none)`, (value: string) => waitMsOption(value), SEND_WAIT_MS_DEFAULT)
-    .option('--message-id <id>', 'the message id, to retry a send that failed: the receiver delivers one id once', (value: string) => messageIdOption(value))
-    .option('--ack-timeout-ms <ms>', "with --ack: how long to wait for the acknowledgement (default: the node's, 10 s)", (value: string) => waitMsOption(value, 1))
+    .option('--wait-ms <ms>', `how long to wait for a route to the name (0: fail at once if there is none)`, integerOption(0, SEND_WAIT_MS_MAX), SEND_WAIT_MS_DEFAULT)
+    .option('--message-id <id>', 'the message id, to retry a send that failed: the receiver delivers one id once', integerOption(1, MESSAGE_ID_MAX))
+    .option('--ack-timeout-ms <ms>', "with --ack: how long to wait for the acknowledgement (default: the node's, 10 s)", integerOption(1, SEND_WAIT_MS_MAX))
     .option('--json', "print the control endpoint's JSON answer")
     .action(async (name: string, message: string | undefined, o: SendOptions) => {
       // No node holds such a name (the core refuses them), and printed raw it would break the one-line error.
