@@ -181,7 +181,7 @@ await svg('figure6-churn.svg', overTime(`Figure 6: ${fig6.nodes} processes, half
 
 // ---------------------------------------------------------------- report
 
-const ratio = (a: number | undefined, b: number | undefined) => (a === undefined || b === undefined || b === 0 ? 'n/a' : (a / b).toFixed(2))
+const ratio = (a: number | null | undefined, b: number | null | undefined) => (a == null || b == null || b === 0 ? 'n/a' : (a / b).toFixed(2))
 const row = (d: Done) =>
   `| ${d.topology} | ${d.strategy} | ${d.discovery} | ${d.sendHoldMs} | ${d.nodes} | ${d.result.convergenceMs.toFixed(1)} | ${d.result.reach90Ms ?? 'n/a'} | ${d.result.messages} | ${d.result.entries} | ${d.result.entriesOverLowerBound} | ${(d.result.bytes / 2 ** 20).toFixed(1)} | ${d.result.connectionsMissing} | ${(d.wallMs / 1000).toFixed(1)} |`
 const ratioRows: string[] = []

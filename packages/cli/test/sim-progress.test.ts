@@ -118,6 +118,16 @@ describe('phoenix sim heap warning', () => {
     expect(fromFlag).toBe(fromFile)
   })
 
+  it('reads a file that starts with a UTF-8 byte-order mark (it said "not valid JSON")', () => {
+    const stream = Object.assign(new PassThrough(), { isTTY: false })
+    const dir = tempDir('sim-bom')
+    const file = join(dir, 'bom.json')
+    writeFileSync(file, `\uFEFF${readFileSync(join(REPO, 'simulations/scenarios/paper-1-subnet.json'), 'utf8')}`)
+    expect(readFileSync(file)[0]).toBe(0xef)
+    expect(runSim(file, { nodes: 20, out: join(dir, 'out') }, stream)).toBe(0)
+    expect(readFileSync(join(dir, 'out', 'result.json'), 'utf8')).toContain('"converged": true')
+  })
+
   it('a run that ends quiet with connections missing for good says so; one that did not converge says its tables were not checked', () => {
     let text = ''
     const stream = Object.assign(new PassThrough(), { isTTY: false })

@@ -105,28 +105,45 @@ export class Lifecycle {
     for (const [peer, conn] of node.links) this.kernel.schedule(lastArrival.get(peer) ?? this.kernel.nowMs, { k: 'close', conn })
   }
 
-  /** The scenario's event number `index` is due. */
+  /**
+   * The scenario's event number `index` is due. An event that changes nothing (a heal of a link
+   * that never failed, a selection of no node, a crash of nodes already down) is listed in
+   * `eventsSkipped` and is not routing activity: it moves neither `convergenceMs` nor
+   * `lastScenarioEventMs`.
+   */
   onScenarioEvent(index: number): void {
     const { kernel } = this
     const e: ScenarioEvent | undefined = kernel.scenario.events[index]
     invariant(e !== undefined, 'a scheduled scenario event exists')
     kernel.counters.scenarioEventsLeft--
+    const changed = 'between' in e ? this.onLinkEvent(index, e.type === 'linkFail', e.between) : this.onNodesEvent(index, e)
+    if (!changed) return
     kernel.counters.lastScenarioEventMs = kernel.nowMs
     kernel.activity()
-    if ('between' in e) {
-      const [a, b] = e.between.map((id) => kernel.node(id)) as [SimNode, SimNode]
-      this.network.setLinkFailed(a, b, e.type === 'linkFail')
-      return
-    }
-    for (const node of this.select(e.nodes, `events[${index}].nodes`)) {
+  }
+
+  private onLinkEvent(index: number, fail: boolean, between: readonly [string, string]): boolean {
+    const [a, b] = between.map((id) => this.kernel.node(id)) as [SimNode, SimNode]
+    const changed = this.network.setLinkFailed(a, b, fail)
+    if (!changed) this.eventsSkipped.push(`events[${index}] ${fail ? 'linkFail' : 'linkHeal'} ${a.id} ${b.id}: already ${fail ? 'failed' : 'healthy'}`)
+    return changed
+  }
+
+  private onNodesEvent(index: number, e: Extract<ScenarioEvent, { nodes: NodeSelection }>): boolean {
+    const selected = this.select(e.nodes, `events[${index}].nodes`)
+    if (selected.length === 0) this.eventsSkipped.push(`events[${index}] ${e.type}: selects no node`)
+    let changed = false
+    for (const node of selected) {
       const wantAlive = e.type === 'join' || e.type === 'restart'
       if (node.alive === wantAlive) {
         this.eventsSkipped.push(`events[${index}] ${e.type} ${node.id}: already ${node.alive ? 'running' : 'down'}`)
         continue
       }
+      changed = true
       if (e.type === 'crash') this.crash(node)
       else if (e.type === 'leave') this.leave(node)
       else this.start(node)
     }
+    return changed
   }
 }

@@ -60,15 +60,18 @@ export class Network {
     return subnetFirewallAllows(from, to)
   }
 
-  /** The link between `a` and `b` fails (its connection closes) or heals. */
-  setLinkFailed(a: SimNode, b: SimNode, failed: boolean): void {
+  /** Fails or heals the link between `a` and `b`; false when it already was so (nothing changed). */
+  setLinkFailed(a: SimNode, b: SimNode, failed: boolean): boolean {
+    const key = pairKey(a, b)
+    if (this.blockedPairs.has(key) === failed) return false
     if (!failed) {
-      this.blockedPairs.delete(pairKey(a, b))
-      return
+      this.blockedPairs.delete(key)
+      return true
     }
-    this.blockedPairs.add(pairKey(a, b))
+    this.blockedPairs.add(key)
     const conn = a.links.get(b.index)
     if (conn !== undefined) this.closeConnection(conn, [])
+    return true
   }
 
   /** Failed links between two live nodes the firewall would let connect (they stay unconnected). */

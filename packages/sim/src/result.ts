@@ -24,8 +24,8 @@ export interface SimResult {
   readonly convergenceMs: number
   readonly lastScenarioEventMs: number
   readonly endedAtMs: number
-  /** First sample after the last scenario event at which >= 90% of sampled pairs were reachable. */
-  readonly reach90Ms: number | undefined
+  /** First sample after the last scenario event at which >= 90% of sampled pairs were reachable; null if none was. */
+  readonly reach90Ms: number | null
   readonly messages: number
   readonly entries: number
   readonly bytes: number
@@ -79,7 +79,7 @@ export function assembleResult(s: Scenario, nodes: number, c: SimCounters, o: Ru
     convergenceMs: round3(c.lastActivityMs),
     lastScenarioEventMs: round3(c.lastScenarioEventMs),
     endedAtMs: round3(o.endedAtMs),
-    reach90Ms: reach90?.tMs,
+    reach90Ms: reach90?.tMs ?? null,
     messages: c.messages,
     entries: c.entries,
     bytes: c.bytes,

@@ -277,6 +277,11 @@ export function parseScenario(input: Json): Scenario {
     coreLimits,
     events,
   }
+  // The baselines are given their connections or a master's table: a file's discovery would be
+  // taken silently and the result say "all" (the command line's --discovery is refused the same way).
+  if (input.discovery !== undefined && (scenario.strategy === 'offline' || scenario.strategy === 'master')) {
+    fail('discovery', `has no effect with "strategy": "${scenario.strategy}" (its connections are given, not discovered); leave it out`)
+  }
   if (scenario.quietMs <= sendHold) fail('quietMs', `must exceed coreTiming.sendHoldForDialsMs (${sendHold}), or held sends pass for quiet`)
   // An event past the end never happens: the run ended "not converged" waiting for it, unsaid.
   const late = events.findIndex((e) => e.atMs > scenario.endMs)

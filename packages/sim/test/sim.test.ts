@@ -344,6 +344,39 @@ describe('when a run ends (found by a new user)', () => {
     }
   })
 
+  it('an event that changes nothing is listed as skipped and moves neither convergenceMs nor lastScenarioEventMs', () => {
+    const base = { subnets: [{ name: 'A', nodes: 12, gateways: 1 }] }
+    const quiet = simulate(parseScenario(base)).result
+    expect(quiet.reach90Ms).not.toBeNull()
+    const noOps = [
+      { atMs: 4000, type: 'linkHeal', between: ['A-001', 'A-002'] },
+      { atMs: 4100, type: 'crash', nodes: { fraction: 0 } },
+      { atMs: 4200, type: 'restart', nodes: ['A-003'] },
+    ]
+    const { result } = simulate(parseScenario({ ...base, events: noOps }))
+    expect(result.eventsSkipped).toEqual([
+      'events[0] linkHeal A-001 A-002: already healthy',
+      'events[1] crash: selects no node',
+      'events[2] restart A-003: already running',
+    ])
+    expect(result.convergenceMs).toBe(quiet.convergenceMs)
+    expect(result.lastScenarioEventMs).toBe(0)
+    // Reachable at the first sample, not "after" an event that did nothing.
+    expect(result.reach90Ms).toBe(result.samples[1]!.tMs)
+    expect(result.reach90Ms).toBeLessThan(4000)
+    // A second fail of a failed link changes nothing either; the first one does.
+    const twice = simulate(parseScenario({ ...base, events: [{ atMs: 4000, type: 'linkFail', between: ['A-001', 'A-002'] }, { atMs: 4500, type: 'linkFail', between: ['A-001', 'A-002'] }] })).result
+    expect(twice.eventsSkipped).toEqual(['events[1] linkFail A-001 A-002: already failed'])
+    expect(twice.lastScenarioEventMs).toBe(4000)
+    expect(twice.convergenceMs).toBeGreaterThan(4000)
+  })
+
+  it('a result with no sample at 90% reachable says reach90Ms null (the field was left out)', () => {
+    const { result } = simulate(parseScenario({ subnets: [{ name: 'A', nodes: 20, gateways: 1 }], endMs: 5 }))
+    expect(result.reach90Ms).toBeNull()
+    expect(JSON.parse(resultToJson(result))).toHaveProperty('reach90Ms', null)
+  })
+
   it('a run that did not converge says its tables were not checked (it said "reference" and reported a failure)', () => {
     const { result } = simulate(parseScenario({ subnets: [{ name: 'A', nodes: 20, gateways: 1 }], endMs: 5 }))
     expect(result.converged).toBe(false)
@@ -371,6 +404,9 @@ describe('scenario validation', () => {
     // a first back-off of 0 was refused by the core mid-run, naming the core's field, not the file's.
     [{ subnets: [{ name: 'A', nodes: 3 }], endMs: 1000, events: [{ atMs: 5000, type: 'crash', nodes: ['A-001'] }] }, 'scenario.events[0].atMs: 5000 is after endMs (1000): the run ends before it'],
     [{ subnets: [{ name: 'A', nodes: 4 }], coreTiming: { dialBackoffInitialMs: 0 } }, 'scenario.coreTiming.dialBackoffInitialMs: must be in [1, 86400000], got 0'],
+    // The flag combination was refused; the same in the file was taken silently and the result said "all".
+    [{ subnets: [{ name: 'A', nodes: 4 }], strategy: 'master', discovery: 'hubs' }, 'scenario.discovery: has no effect with "strategy": "master"'],
+    [{ subnets: [{ name: 'A', nodes: 4 }], strategy: 'offline', discovery: 'all' }, 'scenario.discovery: has no effect with "strategy": "offline"'],
   ]
   for (const [input, message] of bad) {
     it(`rejects ${JSON.stringify(input).slice(0, 90)}`, () => {

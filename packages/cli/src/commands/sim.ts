@@ -47,7 +47,8 @@ export function loadScenario(file: string, options: SimCommandOptions): Scenario
   }
   let json: unknown
   try {
-    json = JSON.parse(text)
+    // A byte-order mark (editors on Windows write one) is not JSON's, but it is not the user's error either.
+    json = JSON.parse(text.startsWith('\uFEFF') ? text.slice(1) : text)
   } catch (error) {
     throw new ConfigError(`${file} is not valid JSON: ${(error as Error).message}`)
   }
