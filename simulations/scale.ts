@@ -93,6 +93,12 @@ const SEMI_SPACE_MIB = 128
  * at 16,384.
  */
 const SMALL_HEAP_MIB = 4_096
+/**
+ * How a run's process reads the TypeScript sources: as `phoenix sim` does (bin/phoenix), with
+ * Node's own transform where Node has one (22.7 and later: the workspace's Node 24), so the table
+ * measures what a user's command runs; else tsx's loader.
+ */
+const TYPESCRIPT_ARGS = process.features.typescript !== undefined ? ['--experimental-transform-types', '--disable-warning=ExperimentalWarning'] : ['--import', 'tsx']
 /** Heap a run needs per (process, destination) pair, bytes (the sim package's estimate). */
 const { HEAP_BYTES_PER_PAIR } = SIM_LIMITS
 
@@ -193,7 +199,7 @@ function runChild(tree: string, scenario: string, nodes: number, timeoutS: numbe
   // The old generation gets SMALL_HEAP_MIB where the run fits in it, else it may grow to the
   // resident-set limit (V8's default is ~4 GiB whatever the machine has): a run past that is
   // stopped by the watch below, not by an out-of-memory crash.
-  const args = ['--expose-gc', `--max-semi-space-size=${SEMI_SPACE_MIB}`, `--max-old-space-size=${Math.round(heapLimitMiB)}`, '--import', 'tsx', fileURLToPath(import.meta.url), '--child', '--tree', tree, '--scenario-file', join(here, 'scenarios', `${scenario}.json`), '--nodes', String(nodes)]
+  const args = ['--expose-gc', `--max-semi-space-size=${SEMI_SPACE_MIB}`, `--max-old-space-size=${Math.round(heapLimitMiB)}`, ...TYPESCRIPT_ARGS, fileURLToPath(import.meta.url), '--child', '--tree', tree, '--scenario-file', join(here, 'scenarios', `${scenario}.json`), '--nodes', String(nodes)]
   return new Promise((done) => {
     const started = performance.now()
     const proc = spawn(process.execPath, args, { cwd: here, stdio: ['ignore', 'pipe', 'inherit'] })
@@ -339,7 +345,7 @@ function writeReportSection(all: readonly RunOutcome[]): void {
 ## Scale
 
 Written by \`simulations/scale.ts\` (\`npx pnpm@10 --filter @phoenix-overlay/simulations run scale\`): each run
-in its own Node process (V8 semi-space ${SEMI_SPACE_MIB} MiB; heap limit ${SMALL_HEAP_MIB} MiB where N²·${HEAP_BYTES_PER_PAIR} bytes fit in it, else the resident-set limit), hubs only, every core's \`neighboursMax\` at least N (a gateway has a neighbour per process), wall time and peak RSS of that process, every table checked
+in its own Node process (the TypeScript sources run as `phoenix sim` runs them, on Node's own transform; V8 semi-space ${SEMI_SPACE_MIB} MiB; heap limit ${SMALL_HEAP_MIB} MiB where N²·${HEAP_BYTES_PER_PAIR} bytes fit in it, else the resident-set limit), hubs only, every core's \`neighboursMax\` at least N (a gateway has a neighbour per process), wall time and peak RSS of that process, every table checked
 (the check column: \`reference\` = core's BFS checker on every node; \`twin-classes\` = the exact
 same check with one BFS per class of nodes with identical closed neighbourhoods, every pair).
 ns per entry = wall time / entries sent; CPU s = the process's user + system time (wall time
