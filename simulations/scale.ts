@@ -345,7 +345,7 @@ function writeReportSection(all: readonly RunOutcome[]): void {
 ## Scale
 
 Written by \`simulations/scale.ts\` (\`npx pnpm@10 --filter @phoenix-overlay/simulations run scale\`): each run
-in its own Node process (the TypeScript sources run as `phoenix sim` runs them, on Node's own transform; V8 semi-space ${SEMI_SPACE_MIB} MiB; heap limit ${SMALL_HEAP_MIB} MiB where N²·${HEAP_BYTES_PER_PAIR} bytes fit in it, else the resident-set limit), hubs only, every core's \`neighboursMax\` at least N (a gateway has a neighbour per process), wall time and peak RSS of that process, every table checked
+in its own Node process (the TypeScript sources run as \`phoenix sim\` runs them, on Node's own transform; V8 semi-space ${SEMI_SPACE_MIB} MiB; heap limit ${SMALL_HEAP_MIB} MiB where N²·${HEAP_BYTES_PER_PAIR} bytes fit in it, else the resident-set limit), hubs only, every core's \`neighboursMax\` at least N (a gateway has a neighbour per process), wall time and peak RSS of that process, every table checked
 (the check column: \`reference\` = core's BFS checker on every node; \`twin-classes\` = the exact
 same check with one BFS per class of nodes with identical closed neighbourhoods, every pair).
 ns per entry = wall time / entries sent; CPU s = the process's user + system time (wall time
