@@ -81,6 +81,8 @@ export class Groups {
   private readonly watchers = new Set<Watcher>()
   private timer: ReturnType<typeof setInterval> | undefined
   private refreshScheduled = false
+  /** The node stopped (and has not started again): an iterator opened now ends at once; one opened before the first start waits for it. */
+  private stopped = false
 
   constructor(
     /** Reachable names now: name → owner (reserved names included; they are left out here). */
@@ -89,6 +91,7 @@ export class Groups {
   ) {}
 
   start(): void {
+    this.stopped = false
     clearInterval(this.timer)
     this.timer = setInterval(() => this.refresh(), GROUP_TIMING.scanIntervalMs)
     this.timer.unref?.()
@@ -101,6 +104,7 @@ export class Groups {
     this.timer = undefined
     this.diff(new Map())
     for (const w of this.watchers) this.end(w)
+    this.stopped = true
   }
 
   /** A refresh on the next turn, once however many routing changes come before it (a busy node applies many). */
@@ -158,7 +162,9 @@ export class Groups {
     const atMs = performance.now()
     const watcher: Watcher = { pattern: compiled, buffer: [], overflowed: false, ended: false, wake: undefined }
     for (const [name, node] of this.reported) if (compiled.matches(name)) watcher.buffer.push({ type: 'up', name, node, atMs })
-    this.watchers.add(watcher)
+    // Opened on a stopped node it would wait for a start that may never come (a `for await` hung).
+    if (this.stopped) watcher.ended = true
+    else this.watchers.add(watcher)
     return this.iterate(watcher)
   }
 

@@ -34,6 +34,8 @@ interface Consumer {
   /** Every `next()` waiting for a message (an application may call it again before one settles): all wake, the first takes it. */
   readonly waiters: (() => void)[]
   ended: boolean
+  /** Left early (`return()`): what it held went back to the node's receive buffer. */
+  left: boolean
 }
 
 function wake(consumer: Consumer): void {
@@ -61,6 +63,8 @@ export class Inbox {
   private readonly seen: DuplicateWindow
   /** Messages that arrived while the application had no consumer yet (at most receiveBufferMax). */
   private unclaimed: ReceivedMessage[] = []
+  /** The node stopped and has not started again: an iterator opened now hands out what waits and ends (it would wait for a start that may never come). */
+  private stopped = false
 
   constructor(
     private readonly limits: { readonly receiveBufferMax: number; readonly duplicateWindowMax: number },
@@ -112,11 +116,17 @@ export class Inbox {
 
   /** Ends every iterator once it has handed out what it holds (the node stopped). */
   endAll(): void {
+    this.stopped = true
     for (const consumer of this.consumers) {
       consumer.ended = true
       wake(consumer)
     }
     this.consumers.clear()
+  }
+
+  /** The node started (again): iterators opened from now on wait for messages. */
+  reopen(): void {
+    this.stopped = false
   }
 
   /**
@@ -126,7 +136,10 @@ export class Inbox {
    * ack means the application has the message or will be handed it when it reads.
    */
   private leave(consumer: Consumer): void {
-    if (!this.consumers.delete(consumer)) return
+    // A consumer the stop ended (or opened on a stopped node) is no longer in the set, but what it
+    // still holds was acknowledged all the same: it goes back too.
+    if (!this.consumers.delete(consumer) && (consumer.left || consumer.buffer.length === 0)) return
+    consumer.left = true
     consumer.ended = true
     if (this.consumers.size === 0 && this.listenerCount() === 0) this.unclaimed = [...consumer.buffer.splice(0), ...this.unclaimed]
     else consumer.buffer.length = 0
@@ -136,8 +149,8 @@ export class Inbox {
   messages(): AsyncIterableIterator<ReceivedMessage> {
     // The first consumer takes over what waited for one.
     const waiting = this.consumers.size === 0 && this.listenerCount() === 0 ? this.unclaimed.splice(0) : []
-    const consumer: Consumer = { buffer: waiting, waiters: [], ended: false }
-    this.consumers.add(consumer)
+    const consumer: Consumer = { buffer: waiting, waiters: [], ended: this.stopped, left: false }
+    if (!this.stopped) this.consumers.add(consumer)
     const leave = () => this.leave(consumer)
     return {
       [Symbol.asyncIterator]() {

@@ -123,6 +123,7 @@ export class PhoenixNode extends TypedEventEmitter<PhoenixEvents> implements Pho
     }
     this.session = session
     this.state = 'started'
+    this.inbox.reopen()
     this.jobs.start()
   }
 

@@ -89,6 +89,23 @@ describe('the inbox: iterators that end early or are read from twice at once', (
     expect(inbox.unclaimedCount).toBe(0)
   })
 
+  it('an iterator opened on a stopped node hands out what waited and ends (it waited for a start that might never come); after a start it waits again', async () => {
+    const inbox = inboxOf()
+    for (let id = 1; id <= 2; id++) expect(inbox.accept(message('a', id))).toBe('delivered')
+    inbox.endAll()
+    const late = inbox.messages()
+    expect((await settledWithin(late.next(), 200)) as IteratorResult<{ messageId: number }>).toMatchObject({ done: false, value: { messageId: 1 } })
+    // Left early: the acknowledged message it still held waits for the next reader.
+    await late.return!()
+    expect(inbox.unclaimedCount).toBe(1)
+    const drained = inbox.messages()
+    expect(((await settledWithin(drained.next(), 200)) as IteratorResult<{ messageId: number }>).value?.messageId).toBe(2)
+    expect(await settledWithin(drained.next(), 200)).toEqual({ value: undefined, done: true })
+    inbox.reopen()
+    const running = inbox.messages()
+    expect(await settledWithin(running.next(), 100)).toBe('pending')
+  })
+
   it('a next() waiting when the reader ends settles as done; two next() waiting at once get messages in call order', async () => {
     const inbox = inboxOf()
     const reader = inbox.messages()

@@ -44,8 +44,15 @@ describe('lifecycle: start and stop are idempotent and safe in any order (issue 
     expect(member.phoenix.peers()).toEqual([])
     expect(member.phoenix.resolve('hub2')).toBeUndefined()
     await expect(member.phoenix.send('hub2', text('x'))).rejects.toMatchObject({ code: 'NOT_STARTED' })
+    // Iterators opened on the stopped node end (a `for await` there hung, waiting for a start).
+    const within = <T>(p: Promise<T>) => Promise.race([p, new Promise<'pending'>((resolve) => setTimeout(() => resolve('pending'), 1_000))])
+    expect(await within(member.phoenix.messages().next())).toEqual({ value: undefined, done: true })
+    expect(await within(member.phoenix.watch('*').next())).toEqual({ value: undefined, done: true })
     await member.libp2p.start()
     await hub.phoenix.send('member2', text('two'), { ack: true, routeWaitMs: 10_000 })
+    // Started again, they wait for what comes.
+    const watching = member.phoenix.watch('hub2').next()
+    expect(await within(watching)).toMatchObject({ done: false, value: { type: 'up', name: 'hub2' } })
   })
 
   it('a start called while a stop is under way waits for it, then starts: the node ends started, not stopped', async () => {
