@@ -218,7 +218,8 @@ export class Router implements FrameHandler {
 
   bounceUnsent(frames: readonly DataFrame[], peer: string): void {
     this.parts.log('bouncing %d data frames queued toward %s when its connection closed', frames.length, peer)
-    for (const data of frames) this.bounce(data, 'neighbour-down')
+    // Closed by our own leave, the neighbour was fine: the reason is ours.
+    for (const data of frames) this.bounce(data, this.leaving ? 'leaving' : 'neighbour-down')
   }
 
   linkDrained(peer: string): void {
@@ -229,7 +230,7 @@ export class Router implements FrameHandler {
   linkDown(peer: string): void {
     const stranded = this.credit.linkClosed(peer)
     if (stranded.length > 0) this.parts.log('bouncing %d data frames waiting for credit toward %s when its connection closed', stranded.length, peer)
-    for (const item of stranded) this.bounce(item.data, 'neighbour-down', item.from)
+    for (const item of stranded) this.bounce(item.data, this.leaving ? 'leaving' : 'neighbour-down', item.from)
   }
 
   /**

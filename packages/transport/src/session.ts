@@ -113,7 +113,7 @@ export class Session implements DriverSink {
     neighbours.closing = true
     neighbours.holdRemoteCloses()
     this.resumeLinks()
-    await neighbours.dataWritten(this.parts.timing.leaveFlushMaxMs)
+    await neighbours.dataWritten(this.parts.timing.leaveFlushMaxMs, () => router.credit.waiting.frames)
     if (!core.hasLeft) driver.perform(core.leave(driver.now()))
     await neighbours.closeAll('leaving', this.parts.timing.leaveLingerMaxMs, this.parts.timing.leaveFlushMaxMs)
     driver.stop()

@@ -66,6 +66,26 @@ describe('a sender that stops right after its sends (its leave)', () => {
     expect(failedButGot).toEqual([])
     expect(acked).toBe(got.size)
   })
+
+  it('sends waiting for credit when the sender stops are written out too, not bounced as if the neighbour were down', async () => {
+    // A small window: most of the sends wait for credit from the receiver when the stop begins.
+    const limits = { flowWindowBytes: 128 * 1024 }
+    const sender = await nodes.start({ names: ['credit-early'], limits })
+    const receiver = await nodes.start({ names: ['credit-late'], hubs: [addressOf(sender)], limits })
+    const got = new Set<number>()
+    receiver.phoenix.addEventListener('message', (event) => got.add(event.detail.messageId))
+    const bounced: string[] = []
+    sender.phoenix.addEventListener('undeliverable', (event) => bounced.push(event.detail.reason))
+    await waitUntil('the sender has a route to the receiver', () => sender.phoenix.resolve('credit-late') !== undefined)
+    const ids = await Promise.all(Array.from({ length: 40 }, () => sender.phoenix.send('credit-late', new Uint8Array(64 * 1024), { routeWaitMs: 0 })))
+    expect(sender.phoenix.metricsText()).toMatch(/^phoenix_credit_waiting_frames [1-9]\d*$/m)
+    await sender.libp2p.stop()
+    await waitUntil('the receiver got what was written before the sender left', () => got.size + bounced.length >= ids.length, 5_000)
+    console.log(`stopped with 40 sends of 64 KiB, most waiting for credit: the receiver got ${got.size}, bounced ${JSON.stringify(bounced)}`)
+    // Before: most bounced 'neighbour-down' (the neighbour was fine; we were leaving) and never arrived.
+    expect(bounced.filter((reason) => reason === 'neighbour-down')).toEqual([])
+    expect(got.size).toBe(ids.length)
+  })
 })
 
 describe('a leave gives the names up (a job manager restarting a worker without its key)', () => {
