@@ -234,7 +234,8 @@ function checkAllowedPeers(peers: readonly string[]): void {
  * redial). Our own id is no hub to dial (a job's shared hub list names the hub too).
  */
 function checkHubsAllowed(hubs: readonly string[], allowedPeers: readonly string[] | undefined, privateKey: PrivateKey | undefined): void {
-  if (allowedPeers === undefined || allowedPeers.length === 0) return
+  // An empty list is no exception: it allows no peer at all, so every hub is left out.
+  if (allowedPeers === undefined) return
   const own = privateKey === undefined ? undefined : peerIdFromPrivateKey(privateKey).toString()
   for (const hub of hubs) {
     const peer = peerOfAddress(hub)

@@ -245,6 +245,9 @@ export class PhoenixNode extends TypedEventEmitter<PhoenixEvents> implements Pho
   async send(name: string, payload: Uint8Array, options: SendOptions = {}): Promise<SendResult> {
     this.running('send')
     checkName('name', name)
+    // The overlay's own names (a site's) are no application's: a send there reached an application
+    // that never claimed it, and one to a name nobody holds waited routeWaitMs for nothing.
+    refuseReservedName('name', name)
     if (!(payload instanceof Uint8Array)) throw invalidInput('payload', 'must be a Uint8Array')
     if (payload.length > WIRE_LIMITS.payloadBytesMax) throw invalidInput('payload', `is ${payload.length} bytes, more than every node accepts (${WIRE_LIMITS.payloadBytesMax}, WIRE_LIMITS.payloadBytesMax)`)
     checkSendOptions(options)

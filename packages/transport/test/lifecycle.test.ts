@@ -106,6 +106,8 @@ describe('name conflicts are visible (issue 11, item 7)', () => {
     expect(() => other.phoenix.removeName(5 as unknown as string)).toThrow(/name must be a non-empty string/)
     // The overlay's own names are refused both ways (removing a declared site's name made the node's site unknown).
     expect(() => other.phoenix.removeName('@site/east/x')).toThrow(/^name "@site\/east\/x": names starting with '@' are reserved for the overlay$/)
+    // And no send goes there: it reached an application that never claimed the name (found by a new user).
+    await expect(other.phoenix.send('@site/east/x', new Uint8Array(1), { ack: true })).rejects.toMatchObject({ code: 'INVALID_INPUT', field: 'name' })
     // Past the limit: one line naming the field once (it said "name: name: 65 names …").
     for (let i = other.phoenix.names.length; i < DEFAULT_LIMITS.namesPerNodeMax; i++) other.phoenix.addName(`extra-${i}`)
     expect(() => other.phoenix.addName('one-too-many')).toThrow(new RegExp(`^name: ${DEFAULT_LIMITS.namesPerNodeMax + 1} names, at most ${DEFAULT_LIMITS.namesPerNodeMax} per node \\(namesPerNodeMax\\)$`))

@@ -88,6 +88,13 @@ describe('the send contract (issue 11, items 1 and 2)', () => {
         'hubs',
         /^hubs "\/ip4\/127\.0\.0\.1\/tcp\/7001\/p2p\/12D3KooWREyp\w+" is peer 12D3KooWREyp\w+, which allowedPeers does not list: the node would never dial it/,
       ],
+      // An empty list allows no peer: it started, and sat alone (found by a new user).
+      [
+        'a hub with an empty allow-list',
+        bad({ listen: [], allowedPeers: [], hubs: ['/ip4/127.0.0.1/tcp/7001/p2p/12D3KooWREypnAYc661obaej18tFo1acauwMbFyTiyA3k5vgvDSP'] }),
+        'hubs',
+        /^hubs "\/ip4\/127\.0\.0\.1\/tcp\/7001\/p2p\/12D3KooWREyp\w+" is peer 12D3KooWREyp\w+, which allowedPeers does not list/,
+      ],
     ]
     // The service in a libp2p of one's own: the same shapes, from the factory (limits: null failed as a TypeError; mode only at start, as "options").
     const factory = async (init: unknown) => phoenix(init as Parameters<typeof phoenix>[0])
