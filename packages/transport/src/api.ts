@@ -172,7 +172,7 @@ export interface PhoenixService extends TypedEventTarget<PhoenixEvents>, Startab
   peers(): string[]
   nameConflicts(): NameConflict[]
   metricsText(): string
-  /** Levels (overlay, site, host) and colors of every reachable node, as this node sees them (topology.ts); empty when not running. */
+  /** Levels (overlay, site, host) and colors of every reachable node, as this node sees them (topology.ts); when not running, this node alone, with no names or addresses. */
   topology(): Topology
   /** The reachable names matching `pattern` (`*`: any characters), with their owners, by name. Bad pattern: INVALID_INPUT naming `pattern`. */
   members(pattern: string): Member[]
