@@ -80,26 +80,14 @@ function checkMultiaddrs(option: string, values: readonly string[]): void {
   }
 }
 
-const LISTEN_CAUSES: Record<string, string> = {
-  EADDRINUSE: 'address already in use (another process listens there; pick another port, or /tcp/0 for any free one)',
-  EADDRNOTAVAIL: 'not an address of this machine',
-  EACCES: 'permission denied (ports below 1024 need privileges)',
-}
-
 /**
- * libp2p reports listen failures as one multi-line error (with stack traces, and advice about a
- * `transportManager` option the CLI does not have); this names the `--listen` address and cause.
+ * The transport names its options (`listen /ip4/…: address already in use (…)`); the user gave
+ * flags. A configuration error (exit status 2) unless it may pass on a retry.
  */
 function describeStartError(error: Error, pskFile: string | undefined): Error {
-  if (error.name === 'UnsupportedListenAddressesError') {
-    const first = /^\s+(\/\S+): (?:\w*Error: )?(.+)$/m.exec(error.message)
-    if (first !== null) {
-      const code = /\b(E[A-Z]+)\b/.exec(first[2]!)?.[1]
-      const line = `--listen ${first[1]}: ${(code !== undefined ? LISTEN_CAUSES[code] : undefined) ?? first[2]}`
-      // In use may pass on a retry; any other cause (not our address, no such transport) will not.
-      return code === 'EADDRINUSE' ? new Error(line) : new ConfigError(line)
-    }
-    return new ConfigError(`--listen: ${error.message.split('\n')[0]}`)
+  // A listen address in use may pass on a retry; any other cause (not our address) will not.
+  if ((error as { field?: unknown }).field === 'listen' && /EADDRINUSE/.test(String((error.cause as Error | undefined)?.message))) {
+    return new Error(error.message.split('\n')[0]!.replace(/^listen\b/, '--listen'))
   }
   // The transport names its option (`privateNetworkKey: …`); the user gave `--psk <file>`.
   if (/^privateNetworkKey: /.test(error.message)) return new ConfigError(`--psk ${pskFile}: ${error.message.split('\n')[0]!.slice('privateNetworkKey: '.length)}`)

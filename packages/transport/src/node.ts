@@ -182,6 +182,7 @@ export async function createPhoenixLibp2p(options: OverlayNodeOptions): Promise<
   checkRuntime()
   checkNodeOptionShapes(options)
   checkInitKeys(options, NODE_OPTION_KEYS)
+  checkNodeOnlyOptions(options)
   const strangersProblem = unknownKeyProblem(options.strangers, Object.keys(STRANGER_LIMITS), 'strangers')
   if (strangersProblem !== undefined) throw new PhoenixTransportError('INVALID_INPUT', strangersProblem, { field: 'strangers' })
   checkListenAddresses(options.listen ?? [])
@@ -194,9 +195,25 @@ export async function createPhoenixLibp2p(options: OverlayNodeOptions): Promise<
   if (typeof given !== 'string' && !isRange) throw new PhoenixTransportError('INVALID_INPUT', `listenRange must be "FIRST-LAST" (e.g. "7000-7010") or { first, last }, got ${JSON.stringify(given)}`, { field: 'listenRange' })
   const range = parsePortRange(typeof given === 'string' ? given : formatPortRange(given as { first: number; last: number }), 'listenRange')
   const hosts = options.listen.map(portZeroHost).filter((h): h is string => h !== undefined)
-  if (hosts.length === 0) throw new PhoenixTransportError('INVALID_INPUT', `listenRange ${formatPortRange(range)}: no listen address has port 0 for it to choose (e.g. /ip4/0.0.0.0/tcp/0)`)
+  if (hosts.length === 0) throw new PhoenixTransportError('INVALID_INPUT', `listenRange ${formatPortRange(range)}: no listen address has port 0 for it to choose (e.g. /ip4/0.0.0.0/tcp/0)`, { field: 'listenRange' })
   const zeroPort = /\/tcp\/0(?=\/|$)/
   return withPortFromRange(range, hosts, (port) => createStarted(options, options.listen.map((a) => (portZeroHost(a) === undefined ? a : a.replace(zeroPort, `/tcp/${port}`)))), { what: 'listenRange' })
+}
+
+/**
+ * What only a node of our making takes, checked before libp2p sees it: a missing `listen` started
+ * a node listening nowhere (the type says it is required), a `privateKey` that is no key failed
+ * as "Cannot read properties of undefined (reading 'type')", a gater that is no object was taken.
+ */
+function checkNodeOnlyOptions(options: OverlayNodeOptions): void {
+  const given = options as unknown as Record<string, unknown>
+  if (given.listen === undefined) throw invalidInput('listen', "is required: the addresses to listen on, e.g. ['/ip4/0.0.0.0/tcp/0'] ([] for a node that only dials)")
+  const key = given.privateKey as { type?: unknown; raw?: unknown } | undefined
+  if (key !== undefined && (typeof key !== 'object' || key === null || typeof key.type !== 'string' || !(key.raw instanceof Uint8Array))) {
+    throw invalidInput('privateKey', `must be a libp2p private key (generateKeyPair or privateKeyFromProtobuf of @libp2p/crypto/keys), got ${typeof key === 'string' ? JSON.stringify(key).slice(0, 40) : typeof key}`)
+  }
+  const gater = given.connectionGater
+  if (gater !== undefined && (typeof gater !== 'object' || gater === null || Array.isArray(gater))) throw invalidInput('connectionGater', `must be a libp2p ConnectionGater object, got ${typeof gater}`)
 }
 
 /**
@@ -296,9 +313,29 @@ async function createStarted(options: OverlayNodeOptions, listen: string[]): Pro
     await libp2p.start()
   } catch (error) {
     await Promise.resolve(libp2p.stop()).catch(() => undefined)
-    throw error
+    throw listenFailure(error)
   }
   return { libp2p, phoenix: libp2p.services.phoenix }
+}
+
+const LISTEN_CAUSES: Record<string, string> = {
+  EADDRINUSE: 'address already in use (another process listens there; pick another port, or /tcp/0 for any free one)',
+  EADDRNOTAVAIL: 'not an address of this machine',
+  EACCES: 'permission denied (ports below 1024 need privileges)',
+}
+
+/**
+ * libp2p reports a listen failure as one multi-line error (stack traces, and advice about a
+ * `transportManager` option our callers do not have): it becomes one line naming the `listen`
+ * address and the cause, `INVALID_INPUT` with `field: 'listen'`; libp2p's error is its `cause`
+ * (a port in use may pass on a retry: `cause` says EADDRINUSE). Any other error passes as it is.
+ */
+function listenFailure(error: unknown): unknown {
+  if (!(error instanceof Error) || error.name !== 'UnsupportedListenAddressesError') return error
+  const first = /^\s+(\/\S+): (?:\w*Error: )?(.+)$/m.exec(error.message)
+  const code = first === null ? undefined : /\b(E[A-Z]+)\b/.exec(first[2]!)?.[1]
+  const line = first === null ? error.message.split('\n')[0]! : `${first[1]}: ${(code !== undefined ? LISTEN_CAUSES[code] : undefined) ?? first[2]}`
+  return Object.assign(invalidInput('listen', line), { cause: error })
 }
 
 export interface SubnetPlacement {

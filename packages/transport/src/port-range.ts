@@ -60,12 +60,12 @@ export async function firstFreePort(range: PortRange, host: string, options: { w
       result = await probe(port, host)
     } catch (error) {
       const e = error as NodeJS.ErrnoException
-      throw new PhoenixTransportError('INVALID_INPUT', `${what} ${formatPortRange(range)}: cannot listen on ${host}: ${e.code ?? e.message}`)
+      throw new PhoenixTransportError('INVALID_INPUT', `${what} ${formatPortRange(range)}: cannot listen on ${host}: ${e.code ?? e.message}`, { field: what })
     }
     if (result === 'free') return port
   }
   const tried = range.last - from + 1
-  throw new PhoenixTransportError('INVALID_INPUT', `${what} ${formatPortRange(range)}: no free port on ${host} (${tried === 1 ? 'the one port is' : `all ${tried} ports${from > range.first ? ` from ${from}` : ''} are`} in use)`)
+  throw new PhoenixTransportError('INVALID_INPUT', `${what} ${formatPortRange(range)}: no free port on ${host} (${tried === 1 ? 'the one port is' : `all ${tried} ports${from > range.first ? ` from ${from}` : ''} are`} in use)`, { field: what })
 }
 
 /**
@@ -87,8 +87,10 @@ export async function withPortFromRange<T>(range: PortRange, hosts: readonly str
     try {
       return await attempt(port)
     } catch (error) {
-      if (!/EADDRINUSE/.test((error as Error).message)) throw error
-      if (port >= range.last) throw new PhoenixTransportError('INVALID_INPUT', `${what} ${formatPortRange(range)}: no free port on ${hostsText} (port ${port} was taken after it was found free)`)
+      // libp2p's error, or ours naming `listen` with libp2p's as its cause.
+      const said = `${(error as Error).message} ${((error as Error).cause as Error | undefined)?.message ?? ''}`
+      if (!/EADDRINUSE/.test(said)) throw error
+      if (port >= range.last) throw new PhoenixTransportError('INVALID_INPUT', `${what} ${formatPortRange(range)}: no free port on ${hostsText} (port ${port} was taken after it was found free)`, { field: what })
       from = port + 1
     }
   }

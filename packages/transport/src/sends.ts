@@ -32,7 +32,7 @@ export class Sends {
   /** A new id, or the caller's (a retry) after checking it. */
   allocate(requested: number | undefined): number {
     if (requested !== undefined) {
-      if (!Number.isInteger(requested) || requested < 1 || requested >= MESSAGE_ID_MODULUS) throw invalidInput('options.messageId', `must be an integer in [1, 2^32), got ${requested}`)
+      if (!Number.isInteger(requested) || requested < 1 || requested >= MESSAGE_ID_MODULUS) throw invalidInput('options.messageId', `must be an integer in [1, 2^32), got ${typeof requested === 'string' ? JSON.stringify(requested) : String(requested)}`)
       if (this.pendingAcks.has(requested)) throw invalidInput('options.messageId', `${requested} is already waiting for its acknowledgement`)
       if (this.waitingIds.has(requested)) throw invalidInput('options.messageId', `${requested} is already taken by a send waiting for a route`)
       return requested

@@ -17,7 +17,7 @@ export function checkName(field: string, name: unknown): asserts name is string 
 function checkWaitMs(field: string, value: number | undefined): void {
   if (value === undefined) return
   // setTimeout's ceiling: a longer wait would fire at once.
-  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || value > TIMER_MS_MAX) throw invalidInput(field, `must be a number of milliseconds in [0, 2^31), got ${String(value)}`)
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || value > TIMER_MS_MAX) throw invalidInput(field, `must be a number of milliseconds in [0, 2^31), got ${describe(value)}`)
 }
 
 const SEND_OPTION_KEYS = Object.keys({ ack: 1, routeWaitMs: 1, ackTimeoutMs: 1, messageId: 1, transfer: 1 } satisfies Record<keyof SendOptions, 1>)
@@ -66,6 +66,8 @@ export function checkNodeOptionShapes(options: unknown): void {
 
 /** A value as an error message shows it: short JSON, or its type. */
 function describe(value: unknown): string {
+  // A number as written (JSON says null for NaN and Infinity); a string quoted, so '100' does not read as 100.
+  if (typeof value === 'number' || typeof value === 'bigint') return String(value)
   const json = value === undefined ? 'undefined' : JSON.stringify(value)
   return json === undefined || json.length > 60 ? typeof value : json
 }

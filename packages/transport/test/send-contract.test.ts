@@ -49,6 +49,8 @@ describe('the send contract (issue 11, items 1 and 2)', () => {
       ['unpaired surrogate', a.phoenix.send('b\ud800', text('x')), 'name'],
       ['payload type', a.phoenix.send('b', 'text' as unknown as Uint8Array), 'payload'],
       ['routeWaitMs', a.phoenix.send('b', text('x'), { routeWaitMs: -1 }), 'options.routeWaitMs'],
+      ['routeWaitMs as a string', a.phoenix.send('b', text('x'), { routeWaitMs: '100' as unknown as number }), 'options.routeWaitMs'],
+      ['messageId as a string', a.phoenix.send('b', text('x'), { messageId: '5' as unknown as number }), 'options.messageId'],
       ['ackTimeoutMs', a.phoenix.send('b', text('x'), { ackTimeoutMs: Number.NaN }), 'options.ackTimeoutMs'],
       ['messageId', a.phoenix.send('b', text('x'), { messageId: 0 }), 'options.messageId'],
       // A misspelt option ran with the default (it had been ignored), in a send and in a collective.
@@ -65,6 +67,10 @@ describe('the send contract (issue 11, items 1 and 2)', () => {
       expect(error.message.split('\n'), what).toHaveLength(1)
     }
     expect((await failure(a.phoenix.send('b', text('x'), { ackTimeout: 1 } as object))).message).toBe('options.ackTimeout is not an option (did you mean options.ackTimeoutMs?)')
+    // A string is shown quoted: "got 100" read as if 100 were refused.
+    expect((await failure(a.phoenix.send('b', text('x'), { routeWaitMs: '100' as unknown as number }))).message).toBe('options.routeWaitMs must be a number of milliseconds in [0, 2^31), got "100"')
+    expect((await failure(a.phoenix.send('b', text('x'), { messageId: '5' as unknown as number }))).message).toBe('options.messageId must be an integer in [1, 2^32), got "5"')
+    expect((await failure(a.phoenix.send('b', text('x'), { ackTimeoutMs: Number.NaN }))).message).toMatch(/got NaN$/)
   })
 
   it('refuses node options of the wrong shape before building anything, naming the option and the value', async () => {
@@ -109,6 +115,13 @@ describe('the send contract (issue 11, items 1 and 2)', () => {
       ['a port range', bad({ listen: ['/ip4/127.0.0.1/tcp/0'], listenRange: '9-1' }), 'listenRange', /^listenRange: expected FIRST-LAST/],
       ['a port range as a number', bad({ listen: ['/ip4/127.0.0.1/tcp/0'], listenRange: 7000 }), 'listenRange', /^listenRange must be "FIRST-LAST" \(e\.g\. "7000-7010"\) or \{ first, last \}, got 7000$/],
       ['liveness timing', bad({ listen: [], timing: { probeAfterIdleMs: 5000 } }), 'timing.deadAfterSilenceMs', /^timing\.deadAfterSilenceMs \(6000\) must be at least twice/],
+      // Found by a new user: a node listening nowhere started; a key that is no key failed as a
+      // TypeError; a gater that is no object was taken; a string read as a number; no field.
+      ['no listen', bad({ names: ['x'] }), 'listen', /^listen is required: the addresses to listen on/],
+      ['a private key as a string', bad({ listen: [], privateKey: 'abc' }), 'privateKey', /^privateKey must be a libp2p private key .*, got "abc"$/],
+      ['a gater as a string', bad({ listen: [], connectionGater: 'x' }), 'connectionGater', /^connectionGater must be a libp2p ConnectionGater object, got string$/],
+      ['a wait as a string', bad({ listen: [], timing: { routeWaitMs: '100' } }), 'timing.routeWaitMs', /got "100"$/],
+      ['a port range with no port 0 to choose', bad({ listen: ['/ip4/127.0.0.1/tcp/7000'], listenRange: '7000-7010' }), 'listenRange', /^listenRange 7000-7010: no listen address has port 0/],
     )
     for (const [what, promise, field, message] of cases) {
       const error = await failure(promise)
@@ -116,6 +129,14 @@ describe('the send contract (issue 11, items 1 and 2)', () => {
       expect(error.field, what).toBe(field)
       expect(error.message, what).toMatch(message)
     }
+  })
+
+  it('a listen address in use: one line naming listen and the cause (libp2p said it in many lines, with stack traces)', async () => {
+    const taken = a.libp2p.getMultiaddrs()[0]!.decapsulateCode(421).toString()
+    const error = await failure(createPhoenixLibp2p({ listen: [taken] }))
+    expect([error.code, error.field]).toEqual(['INVALID_INPUT', 'listen'])
+    expect(error.message).toBe(`listen ${taken}: address already in use (another process listens there; pick another port, or /tcp/0 for any free one)`)
+    expect(String((error.cause as Error).message)).toMatch(/EADDRINUSE/)
   })
 
   it('gives every send a message id that the receiver sees, and a retry with the same id is acknowledged but delivered once', async () => {
