@@ -429,8 +429,8 @@ export class Neighbours {
    * is a control frame, and control frames go first: sent ahead of that data, it made the
    * neighbour finish writing before it could acknowledge the data it then delivered (a sender
    * stopped right after 50 acknowledged sends heard NOT_STARTED for 49 delivered ones). Frames
-   * waiting for credit were not waited for: a stop right after 300 sends of 256 KiB wrote 32 of
-   * them and bounced the rest, where the same bound wrote them all.
+   * waiting for credit were not waited for: a stop right after 40 sends of 64 KiB with a 128 KiB
+   * window wrote 5 of them and bounced the rest (test/leave.test.ts; all 40 arrive now).
    */
   async dataWritten(waitMs: number, framesWaiting: () => number): Promise<void> {
     const endsMs = performance.now() + waitMs
