@@ -62,7 +62,11 @@ export interface BroadcastResult {
   readonly members: readonly string[]
   /** With `ack`: the names whose application got it, sorted. */
   readonly delivered: readonly string[] | undefined
-  /** Names that did not get it (with `ack`), or could not be sent to, and why. */
+  /**
+   * Names not known to have got it (with `ack`), or that could not be sent to, and why. A site
+   * relay lost before it reported is `left`, though it may have handed the message to its own
+   * application first: not known, not "not delivered".
+   */
   readonly missing: readonly Missing[]
 }
 
@@ -224,7 +228,7 @@ export class Collectives {
   /** Records `value` as `name`'s contribution to the next reduce over `tag` (taken once). */
   contribute(name: string, tag: string, value: Uint8Array): void {
     checkName('tag', tag)
-    if (!this.host.ownNames().includes(name)) throw invalidInput('name', `${JSON.stringify(name)} is not a name of this node`)
+    if (!this.host.ownNames().includes(name)) throw invalidInput('name', `${JSON.stringify(name)} is not a name of this node${name.startsWith('@') ? " (names starting with '@' are reserved for the overlay)" : ''}`)
     if (!(value instanceof Uint8Array)) throw invalidInput('value', 'must be a Uint8Array')
     const key = `${name}\n${tag}`
     const waiting = this.contributionWaits.get(key)
@@ -358,7 +362,7 @@ export class Collectives {
 
 function checkWait(timeoutMs: number | undefined): number {
   if (timeoutMs === undefined) return COLLECTIVE_TIMING.timeoutMs
-  if (typeof timeoutMs !== 'number' || !Number.isFinite(timeoutMs) || timeoutMs <= 0 || timeoutMs > TIMER_MS_MAX) throw invalidInput('options.timeoutMs', `must be a number of milliseconds in (0, 2^31), got ${String(timeoutMs)}`)
+  if (typeof timeoutMs !== 'number' || !Number.isFinite(timeoutMs) || timeoutMs <= 0 || timeoutMs > TIMER_MS_MAX) throw invalidInput('options.timeoutMs', `must be a number of milliseconds in (0, 2^31), got ${typeof timeoutMs === 'string' ? JSON.stringify(timeoutMs) : String(timeoutMs)}`)
   return timeoutMs
 }
 
@@ -374,7 +378,7 @@ function checkReduceOptions(options: ReduceOptions): ReduceOp {
   if (typeof options !== 'object' || options === null) throw invalidInput('options', 'must be an object with op or combine')
   checkCallOptions(options, REDUCE_OPTION_KEYS)
   if (options.combine !== undefined && typeof options.combine !== 'function') throw invalidInput('options.combine', 'must be a function (a: Uint8Array, b: Uint8Array) => Uint8Array')
-  if ((options.op === undefined) === (options.combine === undefined)) throw invalidInput('options.op', "give exactly one of op ('sum', 'min' or 'max') and combine")
+  if ((options.op === undefined) === (options.combine === undefined)) throw invalidInput('options.op', "or options.combine: give exactly one of them (op 'sum', 'min' or 'max', or a combine function)")
   if (options.op !== undefined && !['sum', 'min', 'max'].includes(options.op)) throw invalidInput('options.op', `must be 'sum', 'min' or 'max', got ${JSON.stringify(options.op)}`)
   return options.op ?? 'gather'
 }

@@ -80,12 +80,13 @@ export class Jobs {
     session.router.routeData({ source: this.node.id, destination: to, name: '', hopLimit: session.core.limits.hopLimit, messageId, ackRequested: false, payload }, undefined)
   }
 
-  broadcast(pattern: string, payload: Uint8Array, options?: { ack?: boolean; timeoutMs?: number }): Promise<BroadcastResult> {
+  // Async, so a stopped node's NOT_STARTED is a rejection like send's and allreduce's (it was thrown at the call).
+  async broadcast(pattern: string, payload: Uint8Array, options?: { ack?: boolean; timeoutMs?: number }): Promise<BroadcastResult> {
     this.node.running('broadcast')
     return this.collectives.broadcast(pattern, payload, options)
   }
 
-  reduce(pattern: string, tag: string, options: ReduceOptions): Promise<ReduceResult> {
+  async reduce(pattern: string, tag: string, options: ReduceOptions): Promise<ReduceResult> {
     this.node.running('reduce')
     return this.collectives.reduce(pattern, tag, options)
   }

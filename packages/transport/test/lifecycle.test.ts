@@ -17,6 +17,13 @@ describe('lifecycle: start and stop are idempotent and safe in any order (issue 
     expect(fake.node.peers()).toEqual([])
     await expect(fake.node.send('x', text('x'))).rejects.toMatchObject({ code: 'NOT_STARTED' })
     expect(() => fake.node.addName('other')).toThrow(PhoenixTransportError)
+    // The collectives reject as send does: broadcast and reduce threw at the call (found by a new user).
+    const calls = [() => fake.node.broadcast('*', text('x')), () => fake.node.reduce('*', 't', { op: 'sum' }), () => fake.node.allreduce('*', 't', { op: 'sum' })]
+    for (const call of calls) {
+      let promise: Promise<unknown> | undefined
+      expect(() => (promise = call())).not.toThrow()
+      await expect(promise).rejects.toMatchObject({ code: 'NOT_STARTED' })
+    }
   })
 
   it('start twice keeps one core and one protocol handler; the node goes on routing', async () => {
