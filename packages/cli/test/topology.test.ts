@@ -30,6 +30,11 @@ describe('phoenix topology and phoenix members', () => {
     // Every site declared: no mark, so no footnote for it.
     const declared = JSON.parse((await phoenix(['topology', '--json', '--control', String(port)])).stdout) as Topology
     expect(topologyTable({ ...declared, nodes: declared.nodes.map((n) => ({ ...n, siteDeclared: true })) })).not.toContain('*')
+    // Rows by site, host, hops and names after this node's own, whatever the ids (they were by full id).
+    const node = (id: string, names: string[], site: number, host: number, nhops: number) => ({ ...declared.nodes[1]!, id, names, colors: [0, site, host] as [number, number, number], nhops })
+    const shuffled = { ...declared, nodes: [declared.nodes[0]!, node('12D3KooWzz1', ['b/2'], 1, 1, 2), node('12D3KooWaa2', ['c/1'], 0, 0, 1), node('12D3KooWmm3', ['b/1'], 1, 1, 2), node('12D3KooWbb4', ['a/1'], 1, 0, 1)] }
+    const order = topologyTable(shuffled).split('\n').slice(1, 6).map((line) => line.split(/\s+/)[line.includes('(self)') ? 2 : 1])
+    expect(order).toEqual(['master', 'c/1', 'a/1', 'b/1', 'b/2'])
     const json = JSON.parse((await phoenix(['topology', '--json', '--control', String(port)])).stdout) as { levels: string[]; nodes: unknown[] }
     expect(json.levels).toEqual(['overlay', 'site', 'host'])
     expect(json.nodes).toHaveLength(2)

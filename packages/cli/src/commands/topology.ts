@@ -13,10 +13,21 @@ async function getJson<T>(endpoint: ControlEndpoint, path: string): Promise<{ js
   return { json: JSON.parse(text) as T, text }
 }
 
-/** One row per reachable node: its site and host with their colors (MPICH-G2's depths and colors), hops, whether linked directly. */
+/**
+ * One row per reachable node: its site and host with their colors (MPICH-G2's depths and colors),
+ * hops, whether linked directly. This node first, then by site, host, hops and names: ordered by
+ * full id, as the API gives them, the shortened ids read as no order at all.
+ */
 export function topologyTable(t: Topology): string {
   const links = new Set(t.links)
-  const rows = t.nodes.map((n) => [
+  const key = (n: Topology['nodes'][number]) => [n.id === t.self ? 0 : 1, n.colors[1]!, n.colors[2]!, n.nhops] as const
+  const ordered = [...t.nodes].sort((a, b) => {
+    const [ka, kb] = [key(a), key(b)]
+    for (let i = 0; i < ka.length; i++) if (ka[i] !== kb[i]) return ka[i]! - kb[i]!
+    const [na, nb] = [a.names.join(','), b.names.join(',')]
+    return na < nb ? -1 : na > nb ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0
+  })
+  const rows = ordered.map((n) => [
     shortId(n.id) + (n.id === t.self ? ' (self)' : ''),
     clip(n.names.join(',') || '-', NAMES_WIDTH_MAX),
     `${n.site}${n.siteDeclared ? '' : '*'}`,
