@@ -71,8 +71,12 @@ export class Lifecycle {
   /** Starts (or restarts) `node` with a new process. */
   start(node: SimNode): void {
     if (node.alive) return
-    // Connections of a previous incarnation still closing (after a graceful leave) end now.
+    // Connections of a previous incarnation still closing (after a graceful leave) end now, and
+    // its pending notices of dead connections go with it: their events, due later, are the old
+    // incarnation's and are dropped, so one left here stayed pending for good (a run restarted in
+    // the millisecond its link failed never ended).
     for (const conn of [...node.links.values()]) this.network.closeConnection(conn, [conn.a, conn.b])
+    node.pendingDown.clear()
     node.alive = true
     node.everStarted = true
     node.incarnation++
