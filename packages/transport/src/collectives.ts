@@ -15,7 +15,7 @@ import type { ReceivedMessage } from './api.ts'
 import { combineNumeric, decodeEnvelope, encodeEnvelope, splitParts, type Header, type Missing, type ReduceOp, type Target } from './collective-codec.ts'
 import { Exchange, type Awaited } from './collective-exchange.ts'
 import { TIMER_MS_MAX } from './constants.ts'
-import { PhoenixTransportError, invalidInput } from './errors.ts'
+import { PhoenixTransportError, invalidInput, shown } from './errors.ts'
 import type { Member } from './groups.ts'
 import { Inbox, receivedMessage, type Delivery } from './inbox.ts'
 import type { Topology } from './topology.ts'
@@ -362,7 +362,7 @@ export class Collectives {
 
 function checkWait(timeoutMs: number | undefined): number {
   if (timeoutMs === undefined) return COLLECTIVE_TIMING.timeoutMs
-  if (typeof timeoutMs !== 'number' || !Number.isFinite(timeoutMs) || timeoutMs <= 0 || timeoutMs > TIMER_MS_MAX) throw invalidInput('options.timeoutMs', `must be a number of milliseconds in (0, 2^31), got ${typeof timeoutMs === 'string' ? JSON.stringify(timeoutMs) : String(timeoutMs)}`)
+  if (typeof timeoutMs !== 'number' || !Number.isFinite(timeoutMs) || timeoutMs <= 0 || timeoutMs > TIMER_MS_MAX) throw invalidInput('options.timeoutMs', `must be a number of milliseconds in (0, 2^31), got ${shown(timeoutMs)}`)
   return timeoutMs
 }
 

@@ -47,3 +47,10 @@ export class PhoenixTransportError extends Error {
 export function invalidInput(field: string, problem: string): PhoenixTransportError {
   return new PhoenixTransportError('INVALID_INPUT', `${field} ${problem}`, { field })
 }
+
+/** A value as an error message shows it: a number as written (JSON says null for NaN and Infinity), else short JSON (a string quoted, so '100' does not read as 100), else its type. */
+export function shown(value: unknown): string {
+  if (typeof value === 'number' || typeof value === 'bigint') return String(value)
+  const json = value === undefined ? 'undefined' : JSON.stringify(value)
+  return json === undefined || json.length > 60 ? typeof value : json
+}

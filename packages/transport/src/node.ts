@@ -10,7 +10,7 @@ import { subnetFirewallAllows, unknownKeyProblem } from '@phoenix-overlay/core'
 import type { PhoenixInit } from './api.ts'
 import { TRANSPORT_TIMING } from './constants.ts'
 import { SSH_DIAL_TIMEOUT_MS } from './dial-path.ts'
-import { PhoenixTransportError, invalidInput } from './errors.ts'
+import { PhoenixTransportError, invalidInput, shown } from './errors.ts'
 import { PHOENIX_INIT_KEYS, checkInitKeys, checkNodeOptionShapes } from './validate.ts'
 import { privateNetwork } from './pnet/protector.ts'
 import { formatPortRange, parsePortRange, withPortFromRange, type PortRange } from './port-range.ts'
@@ -280,7 +280,7 @@ async function createStarted(options: OverlayNodeOptions, listen: string[]): Pro
   const { listen: _listen, listenRange: _range, privateKey, connectionGater, privateNetworkKey, allowedPeers, strangers, ...init } = options
   const stranger = { ...STRANGER_LIMITS, ...strangers }
   for (const [key, value] of Object.entries(stranger)) {
-    if (!Number.isInteger(value) || value < 1) throw new PhoenixTransportError('INVALID_INPUT', `strangers.${key} must be a positive integer, got ${typeof value === 'string' ? JSON.stringify(value) : String(value)}`, { field: `strangers.${key}` })
+    if (!Number.isInteger(value) || value < 1) throw new PhoenixTransportError('INVALID_INPUT', `strangers.${key} must be a positive integer, got ${shown(value)}`, { field: `strangers.${key}` })
   }
   let service: PhoenixNode | undefined
   const gater = strangerGater(neighbourLimitGater(membershipGater(connectionGater, allowedPeers), () => service), stranger)

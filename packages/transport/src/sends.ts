@@ -1,7 +1,7 @@
 import { randomInt } from 'node:crypto'
 import type { UndeliverableReason } from '@phoenix-overlay/wire'
 import type { SendResult } from './api.ts'
-import { PhoenixTransportError, invalidInput } from './errors.ts'
+import { PhoenixTransportError, invalidInput, shown } from './errors.ts'
 
 const MESSAGE_ID_MODULUS = 2 ** 32
 
@@ -32,7 +32,7 @@ export class Sends {
   /** A new id, or the caller's (a retry) after checking it. */
   allocate(requested: number | undefined): number {
     if (requested !== undefined) {
-      if (!Number.isInteger(requested) || requested < 1 || requested >= MESSAGE_ID_MODULUS) throw invalidInput('options.messageId', `must be an integer in [1, 2^32), got ${typeof requested === 'string' ? JSON.stringify(requested) : String(requested)}`)
+      if (!Number.isInteger(requested) || requested < 1 || requested >= MESSAGE_ID_MODULUS) throw invalidInput('options.messageId', `must be an integer in [1, 2^32), got ${shown(requested)}`)
       if (this.pendingAcks.has(requested)) throw invalidInput('options.messageId', `${requested} is already waiting for its acknowledgement`)
       if (this.waitingIds.has(requested)) throw invalidInput('options.messageId', `${requested} is already taken by a send waiting for a route`)
       return requested

@@ -1,5 +1,5 @@
 import { PhoenixError, resolveSettings } from '@phoenix-overlay/core'
-import { PhoenixTransportError } from './errors.ts'
+import { PhoenixTransportError, shown } from './errors.ts'
 import type { PhoenixInit } from './api.ts'
 import { TIMER_MS_MAX, TRANSPORT_LIMITS, TRANSPORT_TIMING } from './constants.ts'
 import { checkLivenessTiming } from './liveness.ts'
@@ -58,6 +58,6 @@ function checkIntegers(group: string, values: Readonly<Record<string, unknown>>,
     const max = ms ? TIMER_MS_MAX : Number.MAX_SAFE_INTEGER
     if (typeof value === 'number' && Number.isSafeInteger(value) && value >= min && value <= max) continue
     const what = min === 0 ? 'a non-negative integer' : 'a positive integer'
-    throw new PhoenixTransportError('INVALID_INPUT', `${group}.${key} must be ${what}${ms ? ' of ms below 2^31 (the timers\' ceiling)' : ''}, got ${typeof value === 'string' ? JSON.stringify(value) : String(value)}`, { field: `${group}.${key}` })
+    throw new PhoenixTransportError('INVALID_INPUT', `${group}.${key} must be ${what}${ms ? ' of ms below 2^31 (the timers\' ceiling)' : ''}, got ${shown(value)}`, { field: `${group}.${key}` })
   }
 }

@@ -2,7 +2,7 @@ import { DEFAULT_LIMITS, DEFAULT_TIMING, PhoenixError, nameProblem, unknownKeyPr
 import type { PhoenixInit, SendOptions } from './api.ts'
 import type { SshInit } from './dial-path.ts'
 import { TIMER_MS_MAX, TRANSPORT_LIMITS, TRANSPORT_TIMING } from './constants.ts'
-import { PhoenixTransportError, invalidInput } from './errors.ts'
+import { PhoenixTransportError, invalidInput, shown } from './errors.ts'
 
 /**
  * A logical name as every node accepts it: a non-empty string of at most the core's
@@ -17,7 +17,7 @@ export function checkName(field: string, name: unknown): asserts name is string 
 function checkWaitMs(field: string, value: number | undefined): void {
   if (value === undefined) return
   // setTimeout's ceiling: a longer wait would fire at once.
-  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || value > TIMER_MS_MAX) throw invalidInput(field, `must be a number of milliseconds in [0, 2^31), got ${describe(value)}`)
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || value > TIMER_MS_MAX) throw invalidInput(field, `must be a number of milliseconds in [0, 2^31), got ${shown(value)}`)
 }
 
 const SEND_OPTION_KEYS = Object.keys({ ack: 1, routeWaitMs: 1, ackTimeoutMs: 1, messageId: 1, transfer: 1 } satisfies Record<keyof SendOptions, 1>)
@@ -48,29 +48,22 @@ export function checkNodeOptionShapes(options: unknown): void {
   for (const key of ['listen', 'hubs', 'names', 'allowedPeers', 'sitePrefixes']) {
     const value = o[key]
     if (value === undefined) continue
-    if (!Array.isArray(value) || value.some((item) => typeof item !== 'string')) throw invalidInput(key, `must be an array of strings, got ${describe(value)}`)
+    if (!Array.isArray(value) || value.some((item) => typeof item !== 'string')) throw invalidInput(key, `must be an array of strings, got ${shown(value)}`)
   }
   for (const key of ['limits', 'timing', 'core', 'strangers', 'ssh']) {
     const value = o[key]
-    if (value !== undefined && (typeof value !== 'object' || value === null || Array.isArray(value))) throw invalidInput(key, `must be an object, got ${describe(value)}`)
+    if (value !== undefined && (typeof value !== 'object' || value === null || Array.isArray(value))) throw invalidInput(key, `must be an object, got ${shown(value)}`)
   }
   for (const key of ['discovery', 'signRecords']) {
-    if (o[key] !== undefined && typeof o[key] !== 'boolean') throw invalidInput(key, `must be a boolean, got ${describe(o[key])}`)
+    if (o[key] !== undefined && typeof o[key] !== 'boolean') throw invalidInput(key, `must be a boolean, got ${shown(o[key])}`)
   }
-  if (o.site !== undefined && typeof o.site !== 'string') throw invalidInput('site', `must be a string, got ${describe(o.site)}`)
+  if (o.site !== undefined && typeof o.site !== 'string') throw invalidInput('site', `must be a string, got ${shown(o.site)}`)
   // Refused by the core too, but only when the node starts, and as the field "options".
-  if (o.mode !== undefined && o.mode !== 'optimized' && o.mode !== 'naive') throw invalidInput('mode', `must be 'optimized' or 'naive', got ${describe(o.mode)}`)
+  if (o.mode !== undefined && o.mode !== 'optimized' && o.mode !== 'naive') throw invalidInput('mode', `must be 'optimized' or 'naive', got ${shown(o.mode)}`)
   // A string (the key file read as text) failed in the protector as Node's ERR_INVALID_ARG_TYPE.
   if (o.privateNetworkKey !== undefined && !(o.privateNetworkKey instanceof Uint8Array)) throw invalidInput('privateNetworkKey', `must be a Uint8Array, the swarm key file's bytes (readFileSync(path) without an encoding), got ${typeof o.privateNetworkKey}`)
 }
 
-/** A value as an error message shows it: short JSON, or its type. */
-function describe(value: unknown): string {
-  // A number as written (JSON says null for NaN and Infinity); a string quoted, so '100' does not read as 100.
-  if (typeof value === 'number' || typeof value === 'bigint') return String(value)
-  const json = value === undefined ? 'undefined' : JSON.stringify(value)
-  return json === undefined || json.length > 60 ? typeof value : json
-}
 
 /** Runs a core call, turning the core's refusal (PhoenixError) into INVALID_INPUT naming `field`: no core error reaches the API. */
 export function coreErrorToTransport<T>(field: string, run: () => T): T {
