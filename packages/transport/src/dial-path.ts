@@ -14,10 +14,10 @@
 import { networkInterfaces } from 'node:os'
 import { multiaddr } from '@multiformats/multiaddr'
 import { advertisable, classifyAddress, interfaceCidrs, orderForDialing, sitePrefix, type AddressClass, type LocalView } from './address-classes.ts'
-import { invalidInput } from './errors.ts'
+import { invalidInput, PhoenixTransportError } from './errors.ts'
 import type { Metrics } from './metrics.ts'
 import { formatSshAddress, isSshAddress, parseSshAddress, type SshAddress } from './ssh-address.ts'
-import { SshTunnels, type SshTunnelLease, type SshTunnelLimits, type SshTunnelTiming } from './ssh-tunnel.ts'
+import { SshTunnelError, SshTunnels, type SshTunnelLease, type SshTunnelLimits, type SshTunnelTiming } from './ssh-tunnel.ts'
 
 /** `PhoenixInit.ssh`: reaching neighbours through the system's OpenSSH client, and being reached that way. */
 export interface SshInit {
@@ -119,7 +119,12 @@ export class DialPath {
     tunnels.addEventListener('tunnel:down', () => metrics.count('ssh_tunnels_down'))
     tunnels.addEventListener('tunnel:failed', ({ detail }) => metrics.count(`ssh_tunnel_failures_${detail.error.code.toLowerCase()}`))
     tunnels.addEventListener('forward:refused', () => metrics.count('ssh_forwards_refused'))
-    await tunnels.check()
+    await tunnels.check().catch((error: unknown) => {
+      // Every error of the node's options is a PhoenixTransportError naming the option; the
+      // supervisor's own error, with its code, is the cause.
+      if (!(error instanceof SshTunnelError)) throw error
+      throw Object.assign(new PhoenixTransportError('INVALID_INPUT', error.message, { field: `ssh.${error.field ?? 'identityFile'}` }), { cause: error })
+    })
     this.tunnels = tunnels
   }
 

@@ -32,10 +32,13 @@ export const FATAL_SSH_ERRORS: ReadonlySet<SshTunnelErrorCode> = new Set(['NOT_I
 
 export class SshTunnelError extends Error {
   readonly code: SshTunnelErrorCode
-  constructor(code: SshTunnelErrorCode, message: string) {
+  /** The `ssh` option at fault, when the check before any ssh runs found it (`sshPath`, `identityFile`, `knownHostsFile`). */
+  readonly field: string | undefined
+  constructor(code: SshTunnelErrorCode, message: string, field?: string) {
     super(message)
     this.name = 'SshTunnelError'
     this.code = code
+    this.field = field
   }
 }
 

@@ -450,20 +450,20 @@ export class SshTunnels extends TypedEventEmitter<SshTunnelEvents> {
     const names = this.env.optionNames
     const sshPath = this.env.command[0]!
     const runs = (file: string, args: string[]) => new Promise<{ ok: boolean; output: string }>((resolve) => execFile(file, args, (error, stdout, stderr) => resolve({ ok: (error as NodeJS.ErrnoException | null)?.code !== 'ENOENT', output: `${stdout}${stderr}` })))
-    if (!(await runs(sshPath, ['-V'])).ok) throw new SshTunnelError('NOT_INSTALLED', `sshPath ${JSON.stringify(sshPath)}: the OpenSSH client is not installed or not on PATH`)
+    if (!(await runs(sshPath, ['-V'])).ok) throw new SshTunnelError('NOT_INSTALLED', `sshPath ${JSON.stringify(sshPath)}: the OpenSSH client is not installed or not on PATH`, 'sshPath')
     // An ssh whose node died without stop() would keep its session open forever: where util-linux's
     // setpriv can, the kernel sends it SIGTERM when its parent dies (PR_SET_PDEATHSIG).
     const setpriv = await runs('setpriv', ['--help'])
     if (setpriv.ok && setpriv.output.includes('--pdeathsig') && this.env.command.length === 1) this.env.command.unshift('setpriv', '--pdeathsig', 'TERM')
     const key = await stat(identityFile).catch((e: NodeJS.ErrnoException) => {
-      throw new SshTunnelError('INVALID_CONFIG', `${names.identityFile} ${identityFile}: cannot read it: ${e.code ?? e.message}`)
+      throw new SshTunnelError('INVALID_CONFIG', `${names.identityFile} ${identityFile}: cannot read it: ${e.code ?? e.message}`, 'identityFile')
     })
-    if (!key.isFile()) throw new SshTunnelError('INVALID_CONFIG', `${names.identityFile} ${identityFile}: not a file`)
+    if (!key.isFile()) throw new SshTunnelError('INVALID_CONFIG', `${names.identityFile} ${identityFile}: not a file`, 'identityFile')
     if (key.uid === process.getuid?.() && (key.mode & 0o077) !== 0) {
-      throw new SshTunnelError('INVALID_CONFIG', `${names.identityFile} ${identityFile}: permissions ${(key.mode & 0o777).toString(8).padStart(4, '0')} are too open, ssh ignores such a key (chmod 600 it)`)
+      throw new SshTunnelError('INVALID_CONFIG', `${names.identityFile} ${identityFile}: permissions ${(key.mode & 0o777).toString(8).padStart(4, '0')} are too open, ssh ignores such a key (chmod 600 it)`, 'identityFile')
     }
     await stat(dirname(knownHostsFile)).catch((e: NodeJS.ErrnoException) => {
-      throw new SshTunnelError('INVALID_CONFIG', `${names.knownHostsFile} ${knownHostsFile}: its directory cannot be used: ${e.code ?? e.message}`)
+      throw new SshTunnelError('INVALID_CONFIG', `${names.knownHostsFile} ${knownHostsFile}: its directory cannot be used: ${e.code ?? e.message}`, 'knownHostsFile')
     })
   }
 

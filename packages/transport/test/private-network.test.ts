@@ -19,6 +19,7 @@ import {
   KEYSTREAM_LIMITS,
   KeystreamExhaustedError,
   phoenix,
+  PhoenixTransportError,
   PrivateNetworkProtector,
   privateNetwork,
   SwarmKeyError,
@@ -53,6 +54,11 @@ describe('swarm keys', () => {
       expect(() => decodeSwarmKey(file)).toThrow(/^privateNetworkKey: [^\n]+$/)
     }
     await expect(createPhoenixLibp2p({ listen: [], privateNetworkKey: new TextEncoder().encode('nope') })).rejects.toThrow(/^privateNetworkKey: not a swarm key/)
+    // Like every error of the node's options: a PhoenixTransportError a caller switches on by code and field.
+    const error = await createPhoenixLibp2p({ listen: [], privateNetworkKey: new TextEncoder().encode('nope') }).catch((e: unknown) => e)
+    expect(error).toBeInstanceOf(PhoenixTransportError)
+    expect(error).toBeInstanceOf(SwarmKeyError)
+    expect(error).toMatchObject({ code: 'INVALID_INPUT', field: 'privateNetworkKey', name: 'SwarmKeyError' })
   })
 })
 

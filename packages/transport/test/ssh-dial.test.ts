@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { DialPath, FAILURE_CAUSES_PER_ADDRESS_MAX, parseAdvertise } from '../src/dial-path.ts'
+import { PhoenixTransportError } from '../src/errors.ts'
 import { Metrics } from '../src/metrics.ts'
 import { TestNodes, addressOf, text, waitUntil } from './nodes.ts'
 import { sshdMissing, startSshd, type TestSshd } from './sshd.ts'
@@ -24,6 +25,16 @@ describe('the dial path: which addresses are dialled, and how', () => {
     expect(path(false, ['/ip4/127.0.0.1/tcp/1', '/ip4/198.51.100.2/tcp/1']).plan(`/ip4/127.0.0.1/tcp/2/p2p/${PEER}`, false)).toMatchObject({ kind: 'skip', class: 'loopback' })
     // A hub is the user's explicit choice: dialled whatever its class.
     expect(path(false, ['/ip4/198.51.100.2/tcp/1']).plan(`/ip4/127.0.0.1/tcp/2/p2p/${PEER}`, true).kind).toBe('direct')
+  })
+
+  it('a start that cannot use ssh fails with a PhoenixTransportError naming the ssh option, the supervisor\'s error as its cause', async () => {
+    const start = (ssh: ConstructorParameters<typeof DialPath>[0]) => new DialPath(ssh, undefined, new Metrics()).start(() => {}).then(() => undefined, (e: unknown) => e)
+    const missingClient = await start({ identityFile: '/nonexistent/key', sshPath: '/nonexistent/ssh' })
+    expect(missingClient).toBeInstanceOf(PhoenixTransportError)
+    expect(missingClient).toMatchObject({ code: 'INVALID_INPUT', field: 'ssh.sshPath', message: expect.stringMatching(/^sshPath "\/nonexistent\/ssh": the OpenSSH client is not installed/), cause: { name: 'SshTunnelError', code: 'NOT_INSTALLED' } })
+    // Any program that runs stands in for the client here: the identity is checked next.
+    const missingKey = await start({ identityFile: '/nonexistent/key', sshPath: process.execPath })
+    expect(missingKey).toMatchObject({ code: 'INVALID_INPUT', field: 'ssh.identityFile', message: 'ssh.identityFile /nonexistent/key: cannot read it: ENOENT', cause: { code: 'INVALID_CONFIG' } })
   })
 
   it('skips private addresses outside our prefixes, and SSH addresses without an identity', () => {

@@ -8,6 +8,7 @@
  * <64 hex digits: the 32-byte key>
  * ```
  */
+import { PhoenixTransportError } from '../errors.ts'
 
 /** First line of a swarm key file: what it is and its version. */
 export const SWARM_KEY_HEADER = '/key/swarm/psk/1.0.0/'
@@ -18,9 +19,16 @@ export const SWARM_KEY_BYTES = 32
 /** A generated swarm key file's length: header, encoding, 64 hex digits, two newlines (95 bytes, as in `@libp2p/pnet`). */
 export const SWARM_KEY_FILE_BYTES = SWARM_KEY_HEADER.length + 1 + SWARM_KEY_ENCODING.length + 1 + SWARM_KEY_BYTES * 2
 
-/** A swarm key that cannot be used; its message is one line naming the option and what is wrong. */
-export class SwarmKeyError extends Error {
-  override readonly name = 'SwarmKeyError'
+/**
+ * A swarm key that cannot be used; its message is one line naming the option and what is wrong.
+ * A `PhoenixTransportError` (`INVALID_INPUT`, `field: 'privateNetworkKey'`), as every error of the
+ * node's options is, so a caller switching on `code` needs no case of its own for it.
+ */
+export class SwarmKeyError extends PhoenixTransportError {
+  constructor(message: string) {
+    super('INVALID_INPUT', message, { field: 'privateNetworkKey' })
+    this.name = 'SwarmKeyError'
+  }
 }
 
 const HEX_KEY = new RegExp(`^[0-9a-fA-F]{${SWARM_KEY_BYTES * 2}}$`)
