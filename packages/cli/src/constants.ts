@@ -36,6 +36,15 @@ export const LAUNCHER_POLL_MS = 250
 export const LEAVE_TIMEOUT_MS = 4_000
 
 /**
+ * A repeat of the signal that began the leave within this long is the same signal sent twice,
+ * not a user's second Ctrl-C: GNU `timeout` signals its child and then its own process group,
+ * and `kill -- -PGID` plus a shell forwarding to its child do the same. Treated as "exit at
+ * once", it cut the leave short (found by a new-user audit, once in ~11 runs under `timeout`).
+ * A person pressing Ctrl-C twice takes longer than this.
+ */
+export const SIGNAL_ECHO_MS = 300
+
+/**
  * At a stop, how long the node keeps handing its readers (`recv`) the acknowledged messages its
  * inbox still holds, once the transport has left: a stop under load dropped up to 78 that an
  * attached `recv` loop would have taken (found by a new-user audit). Within LEAVE_TIMEOUT_MS.

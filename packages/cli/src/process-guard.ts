@@ -1,4 +1,4 @@
-import { LAUNCHER_POLL_MS, LEAVE_TIMEOUT_MS } from './constants.ts'
+import { LAUNCHER_POLL_MS, LEAVE_TIMEOUT_MS, SIGNAL_ECHO_MS } from './constants.ts'
 import { hasProc, processInfo } from './proc.ts'
 
 /** A process between the user and this Node: npm/npx, pnpm, a `sh -c`, a node_modules/.bin shim. */
@@ -58,6 +58,7 @@ export function guardProcess(options: GuardOptions): void {
   const say = options.say ?? ((line: string) => process.stderr.write(`${line}\n`))
   const leaveTimeoutMs = options.leaveTimeoutMs ?? LEAVE_TIMEOUT_MS
   let stopping = false
+  let firstSignal: { signal: NodeJS.Signals; atMs: number } | undefined
   const begin = (reason: string) => {
     if (stopping) return
     stopping = true
@@ -77,7 +78,11 @@ export function guardProcess(options: GuardOptions): void {
   }
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     process.on(signal, () => {
-      if (!stopping) return begin(`${signal} received`)
+      if (!stopping) {
+        firstSignal = { signal, atMs: Date.now() }
+        return begin(`${signal} received`)
+      }
+      if (firstSignal?.signal === signal && Date.now() - firstSignal.atMs < SIGNAL_ECHO_MS) return // the same signal again (SIGNAL_ECHO_MS)
       say(`phoenix: second ${signal}; exiting without finishing the leave`)
       process.exit(1)
     })

@@ -62,6 +62,18 @@ describe.concurrent(`phoenix node stops within STOP_GRACE_MS (${STOP_GRACE_MS} m
     expect(node.stderr).not.toMatch(/Warning/)
   })
 
+  it('the same signal twice at once (GNU timeout, kill -- -PGID) is one signal: the leave finishes', async () => {
+    const { node, tree, nodePid } = await startWay('bin')
+    // What `timeout` does: the signal to its child, then to its own process group.
+    process.kill(nodePid, 'SIGTERM')
+    process.kill(-node.pid, 'SIGTERM')
+    await waitGone(tree, STOP_GRACE_MS)
+    await node.closed
+    expect(node.stderr).not.toMatch(/second SIGTERM/)
+    expect(node.stdout).toMatch(/^left$/m)
+    expect(await node.exited).toBe(0)
+  })
+
   it('SIGHUP (its terminal or SSH session closed) makes the node leave gracefully too', async () => {
     const { node, tree } = await startWay('bin')
     process.kill(node.pid, 'SIGHUP')
