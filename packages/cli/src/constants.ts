@@ -42,7 +42,7 @@ export const LEAVE_TIMEOUT_MS = 4_000
  * once", it cut the leave short (found by a new-user audit, once in ~11 runs under `timeout`).
  * A person pressing Ctrl-C twice takes longer than this.
  */
-export const SIGNAL_ECHO_MS = 300
+export const SIGNAL_ECHO_MS = 500
 
 /**
  * At a stop, how long the node keeps handing its readers (`recv`) the acknowledged messages its

@@ -1,9 +1,9 @@
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
-import { STOP_GRACE_MS } from '../src/constants.ts'
+import { SIGNAL_ECHO_MS, STOP_GRACE_MS } from '../src/constants.ts'
 import { callControl } from '../src/control-client.ts'
 import { processInfo } from '../src/proc.ts'
-import { processTree, REPO, start, tempDir, waitGone, type Started } from './helpers.ts'
+import { processTree, REPO, sleep, start, tempDir, waitGone, type Started } from './helpers.ts'
 
 // Each way the README starts a node. For npx and `npx pnpm exec` the pid a user (or job manager)
 // holds is npm's (or, with node_modules/.bin on PATH, that of pnpm's shell shim running npm), and
@@ -64,9 +64,14 @@ describe.concurrent(`phoenix node stops within STOP_GRACE_MS (${STOP_GRACE_MS} m
 
   it('the same signal twice at once (GNU timeout, kill -- -PGID) is one signal: the leave finishes', async () => {
     const { node, tree, nodePid } = await startWay('bin')
-    // What `timeout` does: the signal to its child, then to its own process group.
+    // What `timeout` does: the signal to its child, then to its own process group. Sent back to
+    // back the kernel merges the two into one pending signal, so the second goes once the node
+    // has taken the first (its "leaving" line), well within SIGNAL_ECHO_MS.
+    const firstAtMs = Date.now()
     process.kill(nodePid, 'SIGTERM')
+    while (!/SIGTERM received; leaving/.test(node.stderr) && Date.now() - firstAtMs < SIGNAL_ECHO_MS) await sleep(2)
     process.kill(-node.pid, 'SIGTERM')
+    expect(Date.now() - firstAtMs).toBeLessThan(SIGNAL_ECHO_MS)
     await waitGone(tree, STOP_GRACE_MS)
     await node.closed
     expect(node.stderr).not.toMatch(/second SIGTERM/)
