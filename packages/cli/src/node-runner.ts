@@ -49,6 +49,7 @@ const FLAG_OF: readonly [RegExp, string][] = [
   [/\bssh\.advertise\b/g, '--ssh-advertise'],
   [/\bssh\.identityFile\b/g, '--ssh-identity'],
   [/\bssh\.knownHostsFile\b/g, '--ssh-known-hosts'],
+  [/\bssh\.configFile\b/g, '--ssh-config'],
 ]
 
 function sshInit(options: NodeOptions) {
@@ -64,7 +65,7 @@ function sshInit(options: NodeOptions) {
     ...(options.sshStrictHostKeys === true ? { strictHostKeys: true } : {}),
     ...(options.sshConfig !== undefined ? { configFile: options.sshConfig } : {}),
     ...(options.sshAdvertise !== undefined ? { advertise: options.sshAdvertise } : {}),
-    optionNames: { identityFile: '--ssh-identity', knownHostsFile: '--ssh-known-hosts', advertise: '--ssh-advertise' },
+    optionNames: { identityFile: '--ssh-identity', knownHostsFile: '--ssh-known-hosts', configFile: '--ssh-config', advertise: '--ssh-advertise' },
   }
 }
 

@@ -109,6 +109,8 @@ describe('bad site configuration: one line naming the option and the cause', () 
 
   it('malformed addresses and options exit 2 naming the option', async () => {
     const key = sshd.clientKey.privateKeyFile
+    const badSshConfig = join(dir, 'bad_ssh_config')
+    writeFileSync(badSshConfig, 'BogusOption yes\n')
     const cases: [string[], RegExp][] = [
       [['--ssh-identity', key, '--hub', `/ip4/127.0.0.1/tcp/22/ssh/-oProxyCommand=x/ip4/127.0.0.1/tcp/9`], /^phoenix: --hub "\/ip4\/127\.0\.0\.1\/tcp\/22\/ssh\/-oProxyCommand=x\/ip4\/127\.0\.0\.1\/tcp\/9" is not a multiaddr: ssh user "-oProxyCommand=x" is not a login name/],
       [['--ssh-identity', key, '--hub', `/ip4/127.0.0.1/tcp/22/ssh/${sshd.user}/tcp/9`], /^phoenix: --hub .* is not an SSH address: expected \/<ip4\|ip6\|dns\|dns4\|dns6>\//],
@@ -117,6 +119,9 @@ describe('bad site configuration: one line naming the option and the cause', () 
       [['--ssh-identity', key, '--ssh-advertise', 'nobody'], /^phoenix: --ssh-advertise "nobody": expected user@host\[:port\]/],
       [['--listen-range', '7010-7000'], /^phoenix: --listen-range: expected FIRST-LAST with 1 <= FIRST <= LAST <= 65535 \(e\.g\. 7000-7010\), got "7010-7000"$/],
       [['--ssh-config', join(dir, 'ssh_config')], /^phoenix: --ssh-config: has no effect without --ssh-identity$/],
+      // An ssh_config ssh cannot read or parse failed every dial later: it fails the start.
+      [['--ssh-identity', key, '--ssh-config', join(dir, 'no-such-config')], new RegExp(`^phoenix: --ssh-config ${join(dir, 'no-such-config')}: cannot read it: ENOENT$`)],
+      [['--ssh-identity', key, '--ssh-config', badSshConfig], new RegExp(`^phoenix: --ssh-config ${badSshConfig}: ssh rejects it: .*[Bb]ad configuration option: bogusoption`)],
       // Names: the field the core and the transport check, said as the flag; a reserved name refused, not dropped.
       [['--name', ''], /^phoenix: --name: a name must be a non-empty string of at most 256 characters, got an empty one$/],
       [['--name', 'a', '--name', 'a'], /^phoenix: --name: "a" is given twice$/],

@@ -39,7 +39,7 @@ export interface SshInit {
   limits?: Partial<SshTunnelLimits>
   timing?: Partial<SshTunnelTiming>
   /** How messages name these options (the CLI passes its flags); default `ssh.identityFile` and so on. */
-  optionNames?: { identityFile?: string; knownHostsFile?: string; advertise?: string }
+  optionNames?: { identityFile?: string; knownHostsFile?: string; configFile?: string; advertise?: string }
 }
 
 /**
@@ -111,7 +111,7 @@ export class DialPath {
       ...(ssh.sshPath !== undefined ? { sshPath: ssh.sshPath } : {}),
       ...(ssh.limits !== undefined ? { limits: ssh.limits } : {}),
       ...(ssh.timing !== undefined ? { timing: ssh.timing } : {}),
-      optionNames: { identityFile: ssh.optionNames?.identityFile ?? 'ssh.identityFile', knownHostsFile: ssh.optionNames?.knownHostsFile ?? 'ssh.knownHostsFile' },
+      optionNames: { identityFile: ssh.optionNames?.identityFile ?? 'ssh.identityFile', knownHostsFile: ssh.optionNames?.knownHostsFile ?? 'ssh.knownHostsFile', configFile: ssh.optionNames?.configFile ?? 'ssh.configFile' },
       log,
     })
     const { metrics } = this
@@ -123,7 +123,9 @@ export class DialPath {
       // Every error of the node's options is a PhoenixTransportError naming the option; the
       // supervisor's own error, with its code, is the cause.
       if (!(error instanceof SshTunnelError)) throw error
-      throw Object.assign(new PhoenixTransportError('INVALID_INPUT', error.message, { field: `ssh.${error.field ?? 'identityFile'}` }), { cause: error })
+      // Not given, the known-hosts file is ~/.ssh/known_hosts: say so, or the line names a file the user never chose.
+      const defaulted = error.field === 'knownHostsFile' && ssh.knownHostsFile === undefined ? ` (the default, as none was given: create that directory, or give ${ssh.optionNames?.knownHostsFile ?? 'ssh.knownHostsFile'})` : ''
+      throw Object.assign(new PhoenixTransportError('INVALID_INPUT', `${error.message}${defaulted}`, { field: `ssh.${error.field ?? 'identityFile'}` }), { cause: error })
     })
     this.tunnels = tunnels
   }

@@ -81,7 +81,7 @@ export interface SshTunnelsInit {
   limits?: Partial<SshTunnelLimits>
   timing?: Partial<SshTunnelTiming>
   /** How messages name the options (e.g. the CLI's `--ssh-identity`); defaults to the init field names. */
-  optionNames?: { identityFile?: string; knownHostsFile?: string }
+  optionNames?: { identityFile?: string; knownHostsFile?: string; configFile?: string }
   log?: (message: string) => void
 }
 
@@ -127,6 +127,8 @@ type TunnelState = 'starting' | 'up' | 'backing-off' | 'failed' | 'closed'
 const USER = /^[A-Za-z_][A-Za-z0-9._-]{0,31}$/
 const HOST = /^(?:[A-Za-z0-9](?:[A-Za-z0-9.-]{0,252})|[0-9a-fA-F:.]+)$/
 const seconds = (ms: number) => Math.max(1, Math.ceil(ms / 1000))
+/** `ssh -G` only reads files and prints: it answers in milliseconds; this bounds a wedged one (a `Match exec` in the config) at start. */
+const SSH_CONFIG_CHECK_TIMEOUT_MS = 5_000
 
 /** What every tunnel of one supervisor shares. */
 interface TunnelEnv {
@@ -135,7 +137,7 @@ interface TunnelEnv {
   readonly timing: SshTunnelTiming
   /** The ssh command, behind `setpriv --pdeathsig TERM` where available, so an ssh never outlives its node. */
   command: string[]
-  readonly optionNames: { identityFile: string; knownHostsFile: string }
+  readonly optionNames: { identityFile: string; knownHostsFile: string; configFile: string }
   emit<K extends keyof SshTunnelEvents>(type: K, detail: SshTunnelEvents[K]['detail']): void
   forget(tunnel: SshTunnel): void
   log(message: string): void
@@ -224,7 +226,11 @@ class SshTunnel {
     this.output = []
     this.timedOut = undefined
     const [command, ...prefix] = this.env.command
-    const child = spawn(command!, [...prefix, ...this.args()], { stdio: ['ignore', 'ignore', 'pipe'] })
+    // In a process group of its own: Ctrl-C, GNU `timeout` or `kill -- -PGID` signal the node's
+    // whole group, and an ssh in it died with the node's first breath, so the neighbours behind the
+    // tunnel saw a crash while the node printed `left`. It ends with the node all the same: stop()
+    // closes it, and the kernel's parent-death signal (setpriv, checkSetup) if the node dies.
+    const child = spawn(command!, [...prefix, ...this.args()], { stdio: ['ignore', 'ignore', 'pipe'], detached: true })
     this.child = child
     this.pid = child.pid
     createInterface({ input: child.stderr! }).on('line', (line) => this.onLine(child, line))
@@ -370,7 +376,7 @@ export class SshTunnels extends TypedEventEmitter<SshTunnelEvents> {
       limits: { ...SSH_TUNNEL_LIMITS, ...init.limits },
       timing: { ...SSH_TUNNEL_TIMING, ...init.timing },
       command: [sshPath],
-      optionNames: { identityFile: init.optionNames?.identityFile ?? 'identityFile', knownHostsFile: init.optionNames?.knownHostsFile ?? 'knownHostsFile' },
+      optionNames: { identityFile: init.optionNames?.identityFile ?? 'identityFile', knownHostsFile: init.optionNames?.knownHostsFile ?? 'knownHostsFile', configFile: init.optionNames?.configFile ?? 'configFile' },
       emit: (type, detail) => this.safeDispatchEvent(type, { detail } as never),
       forget: (tunnel) => {
         if (this.tunnels.get(tunnel.key) === tunnel) this.tunnels.delete(tunnel.key)
@@ -465,6 +471,25 @@ export class SshTunnels extends TypedEventEmitter<SshTunnelEvents> {
     await stat(dirname(knownHostsFile)).catch((e: NodeJS.ErrnoException) => {
       throw new SshTunnelError('INVALID_CONFIG', `${names.knownHostsFile} ${knownHostsFile}: its directory cannot be used: ${e.code ?? e.message}`, 'knownHostsFile')
     })
+    if (this.init.configFile !== undefined) await this.checkConfigFile(this.init.configFile)
+  }
+
+  /**
+   * An ssh_config ssh cannot read or parse failed every dial later, each with ssh's own line: it
+   * fails the start now. `ssh -G` parses the file (and prints the result) without connecting.
+   */
+  private async checkConfigFile(configFile: string): Promise<void> {
+    const name = this.env.optionNames.configFile
+    const file = await stat(configFile).catch((e: NodeJS.ErrnoException) => {
+      throw new SshTunnelError('INVALID_CONFIG', `${name} ${configFile}: cannot read it: ${e.code ?? e.message}`, 'configFile')
+    })
+    if (!file.isFile()) throw new SshTunnelError('INVALID_CONFIG', `${name} ${configFile}: not a file`, 'configFile')
+    const problem = await new Promise<string | undefined>((resolve) => {
+      execFile(this.env.command.at(-1)!, ['-G', '-F', configFile, 'phoenix-config-check.invalid'], { timeout: SSH_CONFIG_CHECK_TIMEOUT_MS }, (error, _stdout, stderr) => {
+        resolve(error === null ? undefined : (stderr.split('\n').find((line) => line.trim() !== '') ?? error.message))
+      })
+    })
+    if (problem !== undefined) throw new SshTunnelError('INVALID_CONFIG', `${name} ${configFile}: ssh rejects it: ${problem.trim()}`, 'configFile')
   }
 
   tunnelsInfo(): TunnelInfo[] {

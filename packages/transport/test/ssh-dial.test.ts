@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync } from 'node:fs'
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -35,6 +35,30 @@ describe('the dial path: which addresses are dialled, and how', () => {
     // Any program that runs stands in for the client here: the identity is checked next.
     const missingKey = await start({ identityFile: '/nonexistent/key', sshPath: process.execPath })
     expect(missingKey).toMatchObject({ code: 'INVALID_INPUT', field: 'ssh.identityFile', message: 'ssh.identityFile /nonexistent/key: cannot read it: ENOENT', cause: { code: 'INVALID_CONFIG' } })
+  })
+
+  it('a start checks the known-hosts directory (saying when it is the default) and the ssh_config, with ssh itself', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'phoenix-ssh-check-'))
+    const home = process.env.HOME
+    try {
+      const key = join(dir, 'id')
+      writeFileSync(key, 'not read: only its mode is checked here\n', { mode: 0o600 })
+      const start = (ssh: ConstructorParameters<typeof DialPath>[0]) => new DialPath(ssh, undefined, new Metrics()).start(() => {}).then(() => undefined, (e: unknown) => e)
+      process.env.HOME = join(dir, 'no-home')
+      expect(await start({ identityFile: key })).toMatchObject({ field: 'ssh.knownHostsFile', message: `ssh.knownHostsFile ${join(dir, 'no-home/.ssh/known_hosts')}: its directory cannot be used: ENOENT (the default, as none was given: create that directory, or give ssh.knownHostsFile)` })
+      const knownHostsFile = join(dir, 'known_hosts')
+      expect(await start({ identityFile: key, knownHostsFile: join(dir, 'nowhere/known_hosts') })).toMatchObject({ message: expect.stringMatching(/cannot be used: ENOENT$/) })
+      expect(await start({ identityFile: key, knownHostsFile, configFile: join(dir, 'none') })).toMatchObject({ code: 'INVALID_INPUT', field: 'ssh.configFile', message: `ssh.configFile ${join(dir, 'none')}: cannot read it: ENOENT` })
+      const bad = join(dir, 'bad_config')
+      writeFileSync(bad, 'Host *\n  BogusOption yes\n')
+      expect(await start({ identityFile: key, knownHostsFile, configFile: bad })).toMatchObject({ field: 'ssh.configFile', message: expect.stringMatching(new RegExp(`^ssh\\.configFile ${bad}: ssh rejects it: .*[Bb]ad configuration option: bogusoption`)) })
+      const good = join(dir, 'good_config')
+      writeFileSync(good, 'Host *\n  ServerAliveInterval 5\n')
+      expect(await start({ identityFile: key, knownHostsFile, configFile: good })).toBeUndefined()
+    } finally {
+      process.env.HOME = home
+      await rm(dir, { recursive: true, force: true })
+    }
   })
 
   it('skips private addresses outside our prefixes, and SSH addresses without an identity', () => {

@@ -6,6 +6,7 @@ import { tcp } from '@libp2p/tcp'
 import { multiaddr } from '@multiformats/multiaddr'
 import { createLibp2p, type Libp2p } from 'libp2p'
 import { randomBytes } from 'node:crypto'
+import { readFileSync } from 'node:fs'
 import { chmod, copyFile, mkdtemp, rm, stat, writeFile } from 'node:fs/promises'
 import { connect, createServer, type Server } from 'node:net'
 import { tmpdir } from 'node:os'
@@ -116,6 +117,17 @@ describe('SSH tunnels through the system OpenSSH client, against a real sshd', (
       await dialler.stop()
       await lease.release()
     }
+  })
+
+  it('runs ssh in a process group of its own: a signal to the node\'s group (Ctrl-C, GNU timeout) leaves the tunnel to the leave', async () => {
+    const tunnels = tunnelsWith()
+    const lease = await tunnels.open(to(echoPort))
+    // /proc/<pid>/stat: "pid (comm) state ppid pgrp …"; comm may hold spaces, so read after its ')'.
+    const groupOf = (pid: number | 'self') => Number(readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')[2])
+    const pid = tunnels.tunnelsInfo()[0]!.pid!
+    expect(groupOf(pid)).toBe(pid)
+    expect(groupOf(pid)).not.toBe(groupOf('self'))
+    await lease.release()
   })
 
   it('heals by itself when its ssh process is killed', async () => {
