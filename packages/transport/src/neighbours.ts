@@ -279,7 +279,8 @@ export class Neighbours {
         return
       }
       parts.metrics.count('streams_replaced')
-      existing.link.abort('replaced by the stream opened by the smaller peer id')
+      // Closed by us: not the neighbour refusing us (a "flap" logged at error level each time).
+      this.closeOurs(peer, 'replaced by the stream opened by the smaller peer id', existing.link)
     }
     const tap = new StreamTap(stream)
     const { limits } = parts

@@ -45,3 +45,25 @@ describe('two processes with one key (a copied key file)', () => {
     expect(counter(second, 'neighbours_up')).toBeLessThanOrEqual(4)
   }, 20_000)
 })
+
+describe('two nodes that dial each other at once (each the other\'s hub)', () => {
+  const nodes = new TestNodes()
+  afterEach(() => nodes.stopAll())
+
+  it('keep one stream; the one they replace is closed by them, not a flap (no error line, no back-off)', async () => {
+    // Found by a new-user audit: every replaced stream was logged at error level as the neighbour
+    // closing on us "N ms after it opened", blaming --no-sign or a copied key.
+    let replaced = 0
+    for (let i = 0; i < 4; i++) {
+      const [a, b] = await Promise.all([nodes.start({ names: [`a${i}`] }), nodes.start({ names: [`b${i}`] })])
+      a.phoenix.addHub(addressOf(b))
+      b.phoenix.addHub(addressOf(a))
+      await waitUntil('one link each way', () => a.phoenix.peers().length === 1 && b.phoenix.peers().length === 1)
+      await new Promise((r) => setTimeout(r, 300))
+      for (const n of [a, b]) expect(counter(n, 'neighbours_flapped')).toBe(0)
+      replaced += counter(a, 'streams_replaced') + counter(b, 'streams_replaced')
+    }
+    // The case under test happened (it did in each of 8 pairs when this test was written).
+    expect(replaced).toBeGreaterThan(0)
+  }, 60_000)
+})
