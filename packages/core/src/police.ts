@@ -3,7 +3,7 @@ import { PhoenixError, invariant } from './errors.ts'
 import { type Neighbour, type NeighbourTable, coreSlotTableLongestId } from './neighbours.ts'
 import { type RecordAuthority, bytesEqual, recordPayload } from './records.ts'
 import { NO_SIGNATURE, type RouteEntry } from './route.ts'
-import { isValidSeq } from './seq.ts'
+import { isUnreachableSeq, isValidSeq, seqNewer } from './seq.ts'
 import type { Effect, NodeId, UpdateMessage } from './types.ts'
 
 
@@ -99,8 +99,25 @@ export class Police {
    * refused when the update is applied (`mayIntroduce`).
    */
   admit(from: Neighbour, budgets: NeighbourTable, message: UpdateMessage, nowMs: number, known: (destination: NodeId) => RouteEntry | undefined): void {
-    this.chargeBucket(from, budgets, message.entries.length, nowMs)
+    // An update costs at least one entry: empty ones cost us their handling too, and were free
+    // (a new-user audit's flood of 3-byte empty updates held a hub at 100% CPU, never dropped).
+    this.chargeBucket(from, budgets, message.entries.length + 1, nowMs)
+    this.checkRelayedDistances(from.id, message)
     this.verifyRecords(from.id, message, known)
+  }
+
+  /**
+   * 0 hops is the sender's own record: a reachable route to anyone else is at least one hop away.
+   * A member replaying another node's signed record at 0 hops (the signature covers the record,
+   * not the distance) became an equal-cost next hop toward that node, even for its own direct
+   * neighbours, and took its traffic (found by an adversarial audit).
+   */
+  private checkRelayedDistances(from: NodeId, message: UpdateMessage): void {
+    for (const advert of message.entries) {
+      if (advert.nhops === 0 && advert.destination !== from && !isUnreachableSeq(advert.seq)) {
+        this.drop(from, 'INVALID_INPUT', `it advertised a route to ${advert.destination} at 0 hops (only its own record is 0 hops away)`)
+      }
+    }
   }
 
   /**
@@ -213,6 +230,10 @@ export class Police {
       const evenSeq = advert.seq - (advert.seq % 2)
       const entry = known(advert.destination)
       if (entry !== undefined && entry.seq - (entry.seq % 2) === evenSeq && bytesEqual(entry.signature, signature)) continue
+      // Older than what we hold: applying it changes nothing (apply.ts), so it is not verified.
+      // Replayed stale records were each verified again (an adversarial audit held a hub at 100%
+      // CPU with 40 frames of old records in a loop, under the entries' token bucket).
+      if (entry !== undefined && seqNewer(entry.seq, advert.seq)) continue
       const queued = this.verifiedQueued.get(advert.destination)
       if (queued !== undefined && queued.evenSeq === evenSeq && bytesEqual(queued.signature, signature)) continue
       this.counters.recordsVerified++

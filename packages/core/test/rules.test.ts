@@ -93,7 +93,7 @@ describe('receiving entries', () => {
   it('ignores an older or longer entry', () => {
     const core = coreWithNeighbours('u', ['a', 'b'])
     core.receive('a', update([advert('v', 6, 1)]), 0)
-    core.receive('b', update([advert('v', 4, 0)]), 0)
+    core.receive('b', update([advert('v', 4, 1)]), 0)
     core.receive('b', update([advert('v', 6, 3)]), 0)
     drain(core)
     expect(core.route('v')).toMatchObject({ fwd: 'a', nhops: 2, seq: 6 })
@@ -244,7 +244,7 @@ describe('receiving entries', () => {
   it('refuses to grow past destinationsMax, and keeps the neighbour that relayed the surplus', () => {
     const core = new PhoenixCore({ id: 'u', limits: { destinationsMax: 3 } })
     core.connectionUp('a', 0)
-    core.receive('a', update([advert('v1', 2, 0), advert('v2', 2, 0), advert('v3', 2, 0)]), 0)
+    core.receive('a', update([advert('v1', 2, 1), advert('v2', 2, 1), advert('v3', 2, 1)]), 0)
     drain(core)
     expect(core.destinationCount).toBe(2)
     expect(core.stats()).toMatchObject({ destinationsRefused: 1, peersDropped: 0 })
@@ -404,12 +404,12 @@ describe('a misbehaving neighbour', () => {
     const core = new PhoenixCore({ id: 'u', limits: { destinationsPerNeighbourMax: 2 } })
     core.connectionUp('a', 0)
     // One destination three times in one update, then again in a second update still queued.
-    core.receive('a', update([advert('v1', 2, 0), advert('v1', 2, 1), advert('v1', 2, 2)]), 0)
-    core.receive('a', update([advert('v1', 4, 0), advert('v2', 2, 0)]), 0)
+    core.receive('a', update([advert('v1', 2, 1), advert('v1', 2, 2), advert('v1', 2, 3)]), 0)
+    core.receive('a', update([advert('v1', 4, 1), advert('v2', 2, 1)]), 0)
     drain(core)
     expect(core.stats().introductionsRefused).toBe(0)
     // A third distinct one is over the share.
-    core.receive('a', update([advert('v3', 2, 0)]), 0)
+    core.receive('a', update([advert('v3', 2, 1)]), 0)
     drain(core)
     expect(core.route('v3')).toBeUndefined()
     expect(core.stats()).toMatchObject({ introductionsRefused: 1, peersDropped: 0 })
@@ -420,22 +420,22 @@ describe('a misbehaving neighbour', () => {
     core.connectionUp('a', 0)
     core.connectionUp('b', 0)
     // Repeated, a destination's names count once (its current record).
-    core.receive('a', update([advert('v1', 2, 0, { names: ['x'] }), advert('v1', 2, 1, { names: ['x'] })]), 0)
-    core.receive('a', update([advert('v1', 4, 0, { names: ['x', 'y'] }), advert('v2', 2, 0, { names: ['z'] })]), 0)
+    core.receive('a', update([advert('v1', 2, 1, { names: ['x'] }), advert('v1', 2, 2, { names: ['x'] })]), 0)
+    core.receive('a', update([advert('v1', 4, 1, { names: ['x', 'y'] }), advert('v2', 2, 1, { names: ['z'] })]), 0)
     drain(core)
     expect(core.stats().introductionsRefused).toBe(0)
     // v1's owner adds a name (a newer record, here via b): it still counts against a, who introduced v1.
-    core.receive('b', update([advert('v1', 6, 0, { names: ['x', 'y', 'y2'] })]), 0)
+    core.receive('b', update([advert('v1', 6, 1, { names: ['x', 'y', 'y2'] })]), 0)
     drain(core)
     expect(core.route('v1')?.names).toEqual(['x', 'y', 'y2'])
-    core.receive('a', update([advert('v3', 2, 0, { names: ['w'] })]), 0)
+    core.receive('a', update([advert('v3', 2, 1, { names: ['w'] })]), 0)
     // Growing past a's share is refused too: v1 keeps its older record.
-    core.receive('b', update([advert('v1', 8, 0, { names: ['x', 'y', 'y2', 'y3'] })]), 0)
+    core.receive('b', update([advert('v1', 8, 1, { names: ['x', 'y', 'y2', 'y3'] })]), 0)
     drain(core)
     expect(core.route('v3')).toBeUndefined()
     expect(core.route('v1')).toMatchObject({ seq: 6, names: ['x', 'y', 'y2'] })
     // b introduced nothing, so it has its own share.
-    core.receive('b', update([advert('w1', 2, 0, { names: ['p', 'q', 'r', 's'] })]), 0)
+    core.receive('b', update([advert('w1', 2, 1, { names: ['p', 'q', 'r', 's'] })]), 0)
     drain(core)
     expect(core.route('w1')).toBeDefined()
     expect(core.stats()).toMatchObject({ introductionsRefused: 2, peersDropped: 0 })
@@ -444,7 +444,7 @@ describe('a misbehaving neighbour', () => {
   it('is dropped when it floods updates faster than its token bucket refills', () => {
     const core = new PhoenixCore({ id: 'u', limits: { updateEntriesPerSecondMax: 10, updateEntriesBurstMax: 20 } })
     core.connectionUp('a', 0)
-    const ten = (t: number) => update(Array.from({ length: 10 }, (_, i) => advert(`v${i}`, t, 0)))
+    const ten = (t: number) => update(Array.from({ length: 9 }, (_, i) => advert(`v${i}`, t, 1))) // nine entries and the update itself: ten tokens
     core.receive('a', ten(2), 0)
     core.receive('a', ten(4), 0)
     // One second later ten more tokens have arrived: still within the rate.
@@ -453,9 +453,28 @@ describe('a misbehaving neighbour', () => {
     expect(core.stats().peersDropped).toBe(1)
   })
 
+  it('charges an empty update one token: a flood of them is dropped too', () => {
+    // An adversarial audit held a hub at 100% CPU with 3-byte empty updates, which cost nothing.
+    const core = new PhoenixCore({ id: 'u', limits: { updateEntriesPerSecondMax: 10, updateEntriesBurstMax: 20 } })
+    core.connectionUp('a', 0)
+    for (let i = 0; i < 20; i++) core.receive('a', update([]), 0)
+    expect(() => core.receive('a', update([]), 0)).toThrow(/updateEntriesPerSecondMax/)
+  })
+
+  it('drops a neighbour that advertises another node at 0 hops (a replayed record taking its traffic), not one relaying a retraction', () => {
+    const core = new PhoenixCore({ id: 'u' })
+    core.connectionUp('a', 0)
+    core.connectionUp('v', 0)
+    core.receive('a', update([advert('w', 3, 0)]), 0) // unreachable: a retraction carries 0 hops
+    core.receive('v', update([advert('v', 2, 0)]), 0) // its own record
+    expect(core.stats().peersDropped).toBe(0)
+    expect(() => core.receive('a', update([advert('v', 2, 0)]), 0)).toThrow(/peer a dropped: it advertised a route to v at 0 hops/)
+    expect(core.stats().peersDropped).toBe(1)
+  })
+
   it('gives each connection a full bucket of its own, also one that takes the slot of a drained one', () => {
     const core = new PhoenixCore({ id: 'u', limits: { updateEntriesPerSecondMax: 10, updateEntriesBurstMax: 20 } })
-    const ten = (t: number) => update(Array.from({ length: 10 }, (_, i) => advert(`v${i}`, t, 0)))
+    const ten = (t: number) => update(Array.from({ length: 9 }, (_, i) => advert(`v${i}`, t, 1))) // nine entries and the update itself: ten tokens
     core.connectionUp('a', 0)
     core.connectionUp('b', 0)
     core.receive('a', ten(2), 0)
@@ -570,8 +589,8 @@ describe('scheduler priorities', () => {
     const core = new PhoenixCore({ id: 'u', hubs: ['addr:h'] })
     core.connectionUp('a', 0)
     core.connectionUp('b', 0)
-    core.receive('a', update([advert('v', 2, 0, { addresses: ['addr:v'] })]), 0)
-    core.receive('b', update([advert('w', 2, 0, { addresses: ['addr:w'] })]), 0)
+    core.receive('a', update([advert('v', 2, 1, { addresses: ['addr:v'] })]), 0)
+    core.receive('b', update([advert('w', 2, 1, { addresses: ['addr:w'] })]), 0)
     const kinds: string[] = []
     const sends: Effect[] = []
     while (core.hasWork(0)) {
@@ -587,8 +606,8 @@ describe('scheduler priorities', () => {
 
   it('a naive node answers each message at once', () => {
     const core = coreWithNeighbours('u', ['a', 'b'], 'naive')
-    core.receive('a', update([advert('v', 2, 0)]), 0)
-    core.receive('b', update([advert('w', 2, 0)]), 0)
+    core.receive('a', update([advert('v', 2, 1)]), 0)
+    core.receive('b', update([advert('w', 2, 1)]), 0)
     const first = core.step(0)
     expect(first.kind).toBe('apply')
     expect(first.messagesApplied).toBe(1)
