@@ -25,6 +25,14 @@ export const TRANSPORT_LIMITS = {
    */
   receiveBufferMax: 4_096,
   /**
+   * Payload bytes buffered per `messages()` iterator, and waiting for a first consumer: the count
+   * alone let one member, sending 1 MiB messages from a new source id each (a new flow, so its own
+   * credit), grow a node's memory to 3 GiB in 44 s (an adversarial audit; 4,096 × 4 MiB is 16 GiB).
+   * A message that finds a buffer past it is refused like one past `receiveBufferMax`; one message
+   * always fits an empty buffer, whatever its size. 64 MiB is what `phoenix node`'s inbox holds.
+   */
+  receiveBufferBytesMax: 64 * 1024 * 1024,
+  /**
    * (source, message id) pairs remembered to drop a repeated message (a retry whose first copy
    * did arrive). A retry comes within the sender's ack timeout (10 s by default); 65,536 covers
    * that at 6,500 messages/s from all sources together, in 1 MiB (duplicate-window.ts: 16 bytes per pair).

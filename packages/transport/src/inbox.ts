@@ -31,6 +31,8 @@ export type Delivery = 'delivered' | 'duplicate' | 'receiver-too-slow' | 'no-con
 
 interface Consumer {
   readonly buffer: ReceivedMessage[]
+  /** The payload bytes in `buffer` (receiveBufferBytesMax). */
+  bytes: number
   /** Every `next()` waiting for a message (an application may call it again before one settles): all wake, the first takes it. */
   readonly waiters: (() => void)[]
   ended: boolean
@@ -47,10 +49,11 @@ function wake(consumer: Consumer): void {
  * "the application has it, or will be handed it when it reads":
  * - the consumers are the `messages()` iterators and the `'message'` listeners; each gets every
  *   message;
- * - a message is delivered only if every iterator has room for it (`receiveBufferMax`); if one
- *   is full, no consumer gets it and the sender hears `receiver-too-slow`;
+ * - a message is delivered only if every iterator has room for it (`receiveBufferMax` messages,
+ *   `receiveBufferBytesMax` payload bytes); if one is full, no consumer gets it and the sender
+ *   hears `receiver-too-slow`;
  * - before the application has any consumer, messages wait in the node's own receive buffer
- *   (`receiveBufferMax` too), as if an iterator had been opened at start: the first iterator
+ *   (the same two bounds), as if an iterator had been opened at start: the first iterator
  *   opened, or the first `'message'` listener added, is handed them in order. Once that buffer
  *   is full, a message is refused as `no-consumer`;
  * - a (source, message id) delivered within the last `duplicateWindowMax` messages is a retry
@@ -63,11 +66,12 @@ export class Inbox {
   private readonly seen: DuplicateWindow
   /** Messages that arrived while the application had no consumer yet (at most receiveBufferMax). */
   private unclaimed: ReceivedMessage[] = []
+  private unclaimedBytes = 0
   /** The node stopped and has not started again: an iterator opened now hands out what waits and ends (it would wait for a start that may never come). */
   private stopped = false
 
   constructor(
-    private readonly limits: { readonly receiveBufferMax: number; readonly duplicateWindowMax: number },
+    private readonly limits: { readonly receiveBufferMax: number; readonly receiveBufferBytesMax: number; readonly duplicateWindowMax: number },
     private readonly listenerCount: () => number,
     private readonly emit: (message: ReceivedMessage) => void,
   ) {
@@ -76,20 +80,28 @@ export class Inbox {
 
   accept(message: ReceivedMessage): Delivery {
     if (this.seen.has(message.from, message.messageId)) return 'duplicate'
+    const bytes = message.payloadList.byteLength
     if (this.consumers.size === 0 && this.listenerCount() === 0) {
-      if (this.unclaimed.length >= this.limits.receiveBufferMax) return 'no-consumer'
+      if (!this.hasRoom(this.unclaimed.length, this.unclaimedBytes, bytes)) return 'no-consumer'
       this.seen.remember(message.from, message.messageId)
       this.unclaimed.push(message)
+      this.unclaimedBytes += bytes
       return 'delivered'
     }
-    for (const consumer of this.consumers) if (consumer.buffer.length >= this.limits.receiveBufferMax) return 'receiver-too-slow'
+    for (const consumer of this.consumers) if (!this.hasRoom(consumer.buffer.length, consumer.bytes, bytes)) return 'receiver-too-slow'
     this.seen.remember(message.from, message.messageId)
     for (const consumer of this.consumers) {
       consumer.buffer.push(message)
+      consumer.bytes += bytes
       wake(consumer)
     }
     this.emit(message)
     return 'delivered'
+  }
+
+  /** Whether a buffer holding `count` messages of `bytes` takes one more of `adding` bytes (an empty one takes any). */
+  private hasRoom(count: number, bytes: number, adding: number): boolean {
+    return count === 0 || (count < this.limits.receiveBufferMax && bytes + adding <= this.limits.receiveBufferBytesMax)
   }
 
   /** Messages waiting for the application's first consumer. */
@@ -104,9 +116,11 @@ export class Inbox {
       if (this.listenerCount() === 0) return
       const waiting = this.unclaimed
       this.unclaimed = []
+      this.unclaimedBytes = 0
       for (const message of waiting) {
         for (const consumer of this.consumers) {
           consumer.buffer.push(message)
+          consumer.bytes += message.payloadList.byteLength
           wake(consumer)
         }
         this.emit(message)
@@ -141,15 +155,19 @@ export class Inbox {
     if (!this.consumers.delete(consumer) && (consumer.left || consumer.buffer.length === 0)) return
     consumer.left = true
     consumer.ended = true
-    if (this.consumers.size === 0 && this.listenerCount() === 0) this.unclaimed = [...consumer.buffer.splice(0), ...this.unclaimed]
-    else consumer.buffer.length = 0
+    if (this.consumers.size === 0 && this.listenerCount() === 0) {
+      this.unclaimed = [...consumer.buffer.splice(0), ...this.unclaimed]
+      this.unclaimedBytes += consumer.bytes
+    } else consumer.buffer.length = 0
+    consumer.bytes = 0
     wake(consumer)
   }
 
   messages(): AsyncIterableIterator<ReceivedMessage> {
     // The first consumer takes over what waited for one.
-    const waiting = this.consumers.size === 0 && this.listenerCount() === 0 ? this.unclaimed.splice(0) : []
-    const consumer: Consumer = { buffer: waiting, waiters: [], ended: this.stopped, left: false }
+    const first = this.consumers.size === 0 && this.listenerCount() === 0
+    const consumer: Consumer = { buffer: first ? this.unclaimed.splice(0) : [], bytes: first ? this.unclaimedBytes : 0, waiters: [], ended: this.stopped, left: false }
+    if (first) this.unclaimedBytes = 0
     if (!this.stopped) this.consumers.add(consumer)
     const leave = () => this.leave(consumer)
     return {
@@ -161,7 +179,9 @@ export class Inbox {
           if (consumer.ended) return { value: undefined, done: true }
           await new Promise<void>((resolve) => consumer.waiters.push(resolve))
         }
-        return { value: consumer.buffer.shift()!, done: false }
+        const message = consumer.buffer.shift()!
+        consumer.bytes -= message.payloadList.byteLength
+        return { value: message, done: false }
       },
       async return(): Promise<IteratorResult<ReceivedMessage>> {
         leave()

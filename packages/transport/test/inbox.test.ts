@@ -1,6 +1,7 @@
 import fc from 'fast-check'
 import { Uint8ArrayList } from 'uint8arraylist'
 import { describe, expect, it } from 'vitest'
+import type { ReceivedMessage } from '../src/api.ts'
 import { Inbox, receivedMessage, type Delivery } from '../src/inbox.ts'
 
 const message = (from: string, messageId: number) => receivedMessage({ from, name: 'app', hops: 1, messageId }, new Uint8Array([messageId & 0xff]))
@@ -12,7 +13,7 @@ describe('the inbox: duplicates within the window (fast-check seed printed at th
         fc.integer({ min: 1, max: 8 }),
         fc.array(fc.tuple(fc.constantFrom('a', 'b', 'c'), fc.integer({ min: 1, max: 12 })), { maxLength: 300 }),
         (windowMax, arrivals) => {
-          const inbox = new Inbox({ receiveBufferMax: 1_000, duplicateWindowMax: windowMax }, () => 1, () => {})
+          const inbox = new Inbox({ receiveBufferMax: 1_000, receiveBufferBytesMax: 1 << 30, duplicateWindowMax: windowMax }, () => 1, () => {})
           const delivered: string[] = [] // the model: every delivered key, in order
           for (const [from, id] of arrivals) {
             const key = `${from}/${id}`
@@ -31,7 +32,7 @@ describe('the inbox: duplicates within the window (fast-check seed printed at th
     // while it filled. Compared with the filling phase of the same run, not a wall-clock bound.
     const windowMax = 65_536
     const from = '12D3KooWQ1pGkvFZqgYHRJ1bWjvZ3p2h5pkh8n1RYx3pG7oEwNd1'
-    const inbox = new Inbox({ receiveBufferMax: 1_000, duplicateWindowMax: windowMax }, () => 1, () => {})
+    const inbox = new Inbox({ receiveBufferMax: 1_000, receiveBufferBytesMax: 1 << 30, duplicateWindowMax: windowMax }, () => 1, () => {})
     const phaseMs = (firstId: number): number => {
       const started = performance.now()
       let refused = 0
@@ -59,8 +60,43 @@ describe('the inbox: duplicates within the window (fast-check seed printed at th
   })
 })
 
+describe('the inbox: bounded in bytes as well as messages (fast-check seed printed at the start of the run)', () => {
+  it('takes a message exactly when the buffer is empty or has room for it in both counts; reads, early leaves and a first reader move the bytes with the messages', async () => {
+    // An adversarial audit grew a node to 3 GiB with 1 MiB messages, each from a new source (its
+    // own flow): the buffers were bounded in messages only.
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.oneof(fc.record({ op: fc.constant('send' as const), bytes: fc.integer({ min: 0, max: 40 }) }), fc.record({ op: fc.constantFrom('read' as const, 'open' as const, 'leave' as const) })), { maxLength: 120 }),
+        async (ops) => {
+          const countMax = 6
+          const bytesMax = 64
+          const inbox = new Inbox({ receiveBufferMax: countMax, receiveBufferBytesMax: bytesMax, duplicateWindowMax: 0 }, () => 0, () => {})
+          let reader: AsyncIterableIterator<ReceivedMessage> | undefined
+          const held: number[] = [] // the model: the sizes in the one buffer there is (the reader's, or the unclaimed one)
+          let id = 0
+          for (const step of ops) {
+            if (step.op === 'send') {
+              const fits = held.length === 0 || (held.length < countMax && held.reduce((a, b) => a + b, 0) + step.bytes <= bytesMax)
+              const got = inbox.accept(receivedMessage({ from: 'a', name: 'app', hops: 1, messageId: ++id }, new Uint8Array(step.bytes)))
+              expect(got).toBe(fits ? 'delivered' : reader === undefined ? 'no-consumer' : 'receiver-too-slow')
+              if (fits) held.push(step.bytes)
+            } else if (step.op === 'read' && reader !== undefined && held.length > 0) {
+              expect((await reader.next()).value!.payload.length).toBe(held.shift())
+            } else if (step.op === 'open' && reader === undefined) {
+              reader = inbox.messages() // the first reader takes over what waited, bytes and all
+            } else if (step.op === 'leave' && reader !== undefined) {
+              await reader.return!() // what it held goes back to wait for the next
+              reader = undefined
+            }
+          }
+        },
+      ),
+    )
+  })
+})
+
 describe('the inbox: iterators that end early or are read from twice at once', () => {
-  const inboxOf = () => new Inbox({ receiveBufferMax: 100, duplicateWindowMax: 100 }, () => 0, () => {})
+  const inboxOf = () => new Inbox({ receiveBufferMax: 100, receiveBufferBytesMax: 1 << 30, duplicateWindowMax: 100 }, () => 0, () => {})
   const settledWithin = async <T>(promise: Promise<T>, ms: number): Promise<T | 'pending'> =>
     Promise.race([promise, new Promise<'pending'>((resolve) => setTimeout(() => resolve('pending'), ms))])
 
