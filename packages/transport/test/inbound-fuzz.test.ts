@@ -79,12 +79,17 @@ const someId = fc.oneof(
   fc.string({ minLength: 1, maxLength: 12 }).map((s) => `stranger-${s}`),
 )
 
-/** A correctly signed entry from the catalogue, at its even seq or retracted (seq + 1, same signature). */
+/**
+ * A correctly signed entry from the catalogue, at its even seq or retracted (seq + 1, same
+ * signature); at 0 hops only the neighbour's own record or a retraction (anyone else at 0 hops
+ * drops the neighbour: the core README, "Distance is not signed").
+ */
 const validEntry: fc.Arbitrary<RouteAdvert> = fc
   .record({ pick: fc.nat(), retract: fc.boolean(), nhops: fc.integer({ min: 0, max: 6 }) })
   .map(({ pick, retract, nhops }) => {
     const record = catalogue.records[pick % catalogue.records.length]!
-    return { ...record, seq: record.seq + (retract ? 1 : 0), nhops }
+    const atZero = retract || record.destination === catalogue.peerId
+    return { ...record, seq: record.seq + (retract ? 1 : 0), nhops: nhops === 0 && !atZero ? 1 : nhops }
   })
 
 /** Valid updates, some with a hello claiming any number of the node's record (an unsigned claim it must not believe). */
