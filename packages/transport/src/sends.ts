@@ -1,7 +1,7 @@
-import { randomInt } from 'node:crypto'
 import type { UndeliverableReason } from '@phoenix-overlay/wire'
 import type { SendResult } from './api.ts'
 import { PhoenixTransportError, invalidInput, shown } from './errors.ts'
+import { MessageIds } from './message-ids.ts'
 
 const MESSAGE_ID_MODULUS = 2 ** 32
 
@@ -16,12 +16,13 @@ export type Route = { owner: string; nextHop: string; nhops: number }
 
 /**
  * Our sends in flight: message ids, the sends waiting for an acknowledgement, and the sends
- * waiting for a route. Message ids are uint32 (the wire's), never 0, counted up from a random
- * start: a node restarted with the same identity must not reuse recent ids, or receivers would
- * take its new messages for repeats of old ones.
+ * waiting for a route. Message ids are uint32 (the wire's), never 0, a secret permutation of a
+ * counter (message-ids.ts): no one can guess our next ids from the ones they saw, and a node
+ * restarted with the same identity (a new key for the permutation) is unlikely to reuse recent
+ * ones, which receivers would take for repeats of old messages.
  */
 export class Sends {
-  private nextId = randomInt(1, MESSAGE_ID_MODULUS - 1)
+  private readonly ids = new MessageIds()
   private readonly pendingAcks = new Map<number, PendingAck>()
   private readonly routeWaiters = new Set<() => void>()
   /** Ids of sends waiting for a route (at most pendingRouteWaitsMax): taken, though not yet waiting for an ack. */
@@ -37,9 +38,8 @@ export class Sends {
       if (this.waitingIds.has(requested)) throw invalidInput('options.messageId', `${requested} is already taken by a send waiting for a route`)
       return requested
     }
-    let id = this.nextId
-    while (this.pendingAcks.has(id) || this.waitingIds.has(id)) id = (id % (MESSAGE_ID_MODULUS - 1)) + 1
-    this.nextId = (id % (MESSAGE_ID_MODULUS - 1)) + 1
+    let id = this.ids.next()
+    while (this.pendingAcks.has(id) || this.waitingIds.has(id)) id = this.ids.next() // a retry's own id took it
     return id
   }
 
