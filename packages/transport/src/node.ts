@@ -59,7 +59,7 @@ export const STRANGER_LIMITS = {
    * is aborted. An honest handshake is under 2 KiB (24-byte nonce, protocol selection, three Noise
    * messages with the identity key); what follows it (muxer frames, the first Phoenix update) is
    * sent only once the dialler has negotiated the stream, after the handshake is accepted here.
-   * 64 KiB is 30 times what is needed and caps what one stranger reads into memory.
+   * 16 KiB is 8 times what is needed and caps what one stranger reads into memory.
    */
   strangerBytesMax: 16 * 1024,
   /**
@@ -80,7 +80,7 @@ export const STRANGER_LIMITS = {
    * Inbound handshakes in progress at once (libp2p's `maxIncomingPendingConnections`, default 10;
    * more are refused at once and the dialler retries after its back-off). A hub is dialled by every
    * node at start-up; a loopback handshake takes a few milliseconds, so 128 admits a few hundred
-   * nodes within a back-off or two, and bounds strangers' buffers to 128 × strangerBytesMax (8 MiB).
+   * nodes within a back-off or two, and bounds strangers' buffers to 128 × strangerBytesMax (2 MiB).
    */
   handshakesInProgressMax: 128,
 }

@@ -14,7 +14,7 @@ import { FakeStream, concat } from './fake-node.ts'
 
 // A fast-check fuzz of a live node's inbound handler: the bytes one neighbour sends, through the
 // real NeighbourLink framing, frame decoding and routing core, without sockets. The seed is printed;
-// replay with PHOENIX_SEED=<n>. PHOENIX_FUZZ_RUNS changes the number of cases (default 10,000).
+// replay with PHOENIX_SEED=<n>. PHOENIX_FUZZ_RUNS changes the number of cases (default 5,000, below).
 const seed = Number(process.env.PHOENIX_SEED ?? Date.now() % 2 ** 31)
 // 5,000 by default (10,000 took 92 s of a loaded full run, 55 s alone, since per-flow credit); PHOENIX_FUZZ_RUNS=100000 for a deep run.
 const numRuns = Number(process.env.PHOENIX_FUZZ_RUNS ?? 5_000)

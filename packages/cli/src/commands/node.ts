@@ -7,7 +7,7 @@ const collect = (value: string, previous: string[]) => [...previous, value]
 export function registerNodeCommand(program: Command, version: string): void {
   program
     .command('node')
-    .description('run one overlay node until SIGTERM/SIGINT or its launcher exits (then leave gracefully)')
+    .description('run one overlay node until SIGTERM, SIGINT or SIGHUP, or its launcher exits (then leave gracefully)')
     .option('--listen <multiaddr>', 'listen address (repeatable; default /ip4/127.0.0.1/tcp/0)', collect, [] as string[])
     .option('--hub <multiaddr>', 'a hub known at start (repeatable); everything else is discovered', collect, [] as string[])
     .option('--name <name>', 'a logical name of this node (repeatable)', collect, [] as string[])
