@@ -2,6 +2,8 @@ import { Uint8ArrayList } from 'uint8arraylist'
 
 /** A length prefix is at most this many bytes (what uint8-varint, and so libp2p's decoder, reads). */
 const PREFIX_BYTES_MAX = 8
+/** How the error for a prefix past PREFIX_BYTES_MAX begins. */
+export const PREFIX_TOO_LONG = 'Invalid message length: a length prefix that does not end'
 
 /** Bytes a varint of `value` takes (uint8-varint's encodingLength, for the values a frame length can have). */
 const varintWidth = (value: number): number => {
@@ -48,7 +50,12 @@ export class FrameDecoder {
     }
   }
 
-  /** The length prefix at the buffer's start; undefined while it is incomplete (or longer than PREFIX_BYTES_MAX, which libp2p's decoder also waits on). */
+  /**
+   * The length prefix at the buffer's start; undefined while it is incomplete. One that runs past
+   * PREFIX_BYTES_MAX is an error: libp2p's decoder waits on it for good, so a neighbour that sent
+   * eight continuation bytes stalled its stream and was never dropped, however long it stayed
+   * (found by an adversarial audit).
+   */
   private readPrefix(): number | undefined {
     const available = Math.min(this.buffer.byteLength, PREFIX_BYTES_MAX)
     let value = 0
@@ -57,6 +64,7 @@ export class FrameDecoder {
       value += (byte & 0x7f) * 2 ** (7 * i)
       if (byte < 0x80) return value
     }
+    if (available === PREFIX_BYTES_MAX) throw new Error(`${PREFIX_TOO_LONG} (more than ${PREFIX_BYTES_MAX} bytes)`)
     return undefined
   }
 }
