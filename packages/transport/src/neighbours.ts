@@ -242,6 +242,8 @@ export class Neighbours {
     try {
       connection = await this.open(multiaddr(target), signal, address)
     } catch (error) {
+      // Timed out through a tunnel ssh calls up, with no forward refused: the tunnel is dead.
+      if (signal.aborted && lease.forwardRefused() === undefined) lease.suspect(`a dial through it timed out after ${SSH_DIAL_TIMEOUT_MS} ms`)
       await lease.release()
       throw lease.forwardRefused() ?? error
     }

@@ -119,6 +119,13 @@ export interface SshTunnelLease {
   readonly localAddress: string
   /** The last forward the server refused through this tunnel, as an error to report with a failed dial. */
   forwardRefused(): SshTunnelError | undefined
+  /**
+   * Something through the tunnel timed out though ssh reports it up (a hung or stopped ssh, or a
+   * session whose keepalives have not yet noticed a dead path): ssh is killed, and the supervisor
+   * starts it again as after any exit. Without this a stopped ssh was never replaced (a new-user
+   * audit: SIGSTOP, 66 s, every redial into the dead tunnel timing out).
+   */
+  suspect(why: string): void
   release(): Promise<void>
 }
 
@@ -293,6 +300,13 @@ class SshTunnel {
     }, delayMs)
   }
 
+  /** lease.suspect: an up tunnel's ssh is killed; onExit restarts it with the usual back-off. */
+  suspect(why: string): void {
+    if (this.state !== 'up' || this.child === undefined) return
+    this.env.log(`${this.context.label}: ${why}; restarting ssh`)
+    this.child.kill('SIGKILL')
+  }
+
   private fail(error: SshTunnelError): void {
     this.state = 'failed'
     this.lastError = error
@@ -422,6 +436,7 @@ export class SshTunnels extends TypedEventEmitter<SshTunnelEvents> {
       localPath: tunnel.localPath,
       localAddress: `/unix/${encodeURIComponent(tunnel.localPath)}`,
       forwardRefused: () => tunnel.lastRefusal,
+      suspect: (why) => tunnel.suspect(why),
       release: async () => {
         if (released) return
         released = true

@@ -130,6 +130,22 @@ describe('SSH tunnels through the system OpenSSH client, against a real sshd', (
     await lease.release()
   })
 
+  it('replaces a stopped ssh when a lease suspects the tunnel (a dial through it timed out)', async () => {
+    // A new-user audit stopped a tunnel's ssh (SIGSTOP): it stayed "up" and was never replaced.
+    const tunnels = tunnelsWith({ timing: { restartBackoffInitialMs: 50 } })
+    const lease = await tunnels.open(to(echoPort))
+    const before = tunnels.tunnelsInfo()[0]!
+    process.kill(before.pid!, 'SIGSTOP')
+    const up = nextEvent(tunnels, 'tunnel:up', 15_000)
+    lease.suspect('a dial through it timed out')
+    const restarted = await up
+    expect(restarted.pid).not.toBe(before.pid)
+    expect(alive(before.pid)).toBe(false)
+    const bytes = randomBytes(16 * 1024)
+    expect((await roundTrip(lease.localPath, bytes)).equals(bytes)).toBe(true)
+    await lease.release()
+  })
+
   it('heals by itself when its ssh process is killed', async () => {
     const tunnels = tunnelsWith({ timing: { restartBackoffInitialMs: 50 } })
     const lease = await tunnels.open(to(echoPort))
