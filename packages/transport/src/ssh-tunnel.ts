@@ -21,7 +21,7 @@
  * (`tunnelsMax`) and shared: two leases of the same target use one ssh process.
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process'
-import { mkdtemp, rm, stat } from 'node:fs/promises'
+import { mkdtemp, readdir, rm, stat } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { createInterface } from 'node:readline'
@@ -367,6 +367,36 @@ class SshTunnel {
   }
 }
 
+/** How the tunnels' socket directories are named: `phoenix-ssh-<pid of their node>-XXXXXX`. */
+const SOCKET_DIR_PREFIX = 'phoenix-ssh-'
+
+/**
+ * A directory of our own for the tunnels' sockets (0700, made by mkdtemp). It carries our pid, so
+ * a later node removes those of nodes that died without `stop()` (SIGKILL): each left one behind
+ * with its dead socket (found by a new-user audit). Only directories named for a pid that no
+ * longer runs, and owned by our user, are removed.
+ */
+export async function socketDirectory(parent = tmpdir()): Promise<string> {
+  const names = await readdir(parent).catch(() => [] as string[])
+  for (const name of names) {
+    const pid = Number(new RegExp(`^${SOCKET_DIR_PREFIX}(\\d+)-`).exec(name)?.[1])
+    if (!Number.isInteger(pid) || pid <= 0 || processRuns(pid)) continue
+    const path = join(parent, name)
+    const info = await stat(path).catch(() => undefined)
+    if (info?.isDirectory() === true && info.uid === process.getuid?.()) await rm(path, { recursive: true, force: true }).catch(() => undefined)
+  }
+  return mkdtemp(join(parent, `${SOCKET_DIR_PREFIX}${process.pid}-`))
+}
+
+function processRuns(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM' // another user's: it runs
+  }
+}
+
 const closedError = (t: SshTunnel) => new SshTunnelError('CLOSED', `${t.context.label}: the tunnel was closed`)
 const lastLine = (lines: readonly string[]) => lines.filter((l) => !/^debug\d:/.test(l)).at(-1) ?? lines.at(-1) ?? '(nothing yet)'
 
@@ -404,7 +434,7 @@ export class SshTunnels extends TypedEventEmitter<SshTunnelEvents> {
     checkTarget(target)
     if (this.stopped) throw new SshTunnelError('CLOSED', 'the SSH tunnels are stopped')
     await this.check()
-    const dir = await (this.dir ??= mkdtemp(join(tmpdir(), 'phoenix-ssh-')))
+    const dir = await (this.dir ??= socketDirectory())
     // No await from here to the registration below: concurrent opens of one target share a tunnel.
     const key = `${target.user}@${target.host}:${target.port}>${target.targetHost}:${target.targetPort}`
     let tunnel = this.tunnels.get(key)

@@ -7,12 +7,13 @@ import { multiaddr } from '@multiformats/multiaddr'
 import { createLibp2p, type Libp2p } from 'libp2p'
 import { randomBytes } from 'node:crypto'
 import { readFileSync } from 'node:fs'
-import { chmod, copyFile, mkdtemp, rm, stat, writeFile } from 'node:fs/promises'
+import { spawnSync } from 'node:child_process'
+import { chmod, copyFile, mkdir, mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises'
 import { connect, createServer, type Server } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { SshTunnelError, SshTunnels, type SshTunnelEvents, type SshTunnelsInit, type TunnelTarget } from '../src/ssh-tunnel.ts'
+import { SshTunnelError, SshTunnels, socketDirectory, type SshTunnelEvents, type SshTunnelsInit, type TunnelTarget } from '../src/ssh-tunnel.ts'
 import { sshdMissing, startSshd, type TestSshd } from './sshd.ts'
 
 // A real sshd on a free loopback port. No skipping: without OpenSSH this fails with the reason.
@@ -287,5 +288,21 @@ describe('SSH tunnels through the system OpenSSH client, against a real sshd', (
     await expect(tunnelsWith({ sshPath: join(dir, 'no-ssh-here') }).open(to(echoPort))).rejects.toMatchObject({ code: 'NOT_INSTALLED' })
     await expect(tunnelsWith().open({ ...to(echoPort), host: '-oProxyCommand=touch pwned' })).rejects.toThrow('ssh tunnel: host "-oProxyCommand=touch pwned" is not valid')
     await expect(tunnelsWith().open({ ...to(echoPort), user: '-l' })).rejects.toMatchObject({ code: 'INVALID_CONFIG' })
+  })
+})
+
+describe('the tunnels\' socket directory', () => {
+  it('removes those of nodes that died without stop (named for a pid that no longer runs), and no other', async () => {
+    const parent = await mkdtemp(join(tmpdir(), 'phoenix-sockdir-'))
+    try {
+      const dead = spawnSync(process.execPath, ['-e', '']).pid // exited: its pid runs no more
+      for (const name of [`phoenix-ssh-${dead}-gone`, `phoenix-ssh-${process.pid}-ours`, `phoenix-ssh-${process.ppid}-parent`, 'phoenix-ssh-test-other']) await mkdir(join(parent, name))
+      await writeFile(join(parent, `phoenix-ssh-${dead}-gone`, 't1.sock'), '')
+      const made = await socketDirectory(parent)
+      expect(made.startsWith(join(parent, `phoenix-ssh-${process.pid}-`))).toBe(true)
+      expect((await readdir(parent)).sort()).toEqual([`phoenix-ssh-${process.pid}-ours`, `phoenix-ssh-${process.ppid}-parent`, 'phoenix-ssh-test-other', made.slice(parent.length + 1)].sort())
+    } finally {
+      await rm(parent, { recursive: true, force: true })
+    }
   })
 })
