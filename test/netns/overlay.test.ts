@@ -27,7 +27,9 @@ describe('phoenix node processes in real firewalled subnets', () => {
     console.log(`discovery: converged ${run.convergedMs.toFixed(0)} ms after the ${overlay.nodes.length} running processes were given the gateways; 90% reachable at ${run.reachable90Ms.toFixed(0)} ms`)
     const s = await overlay.snapshot()
     expect(s.missingLinks).toEqual([])
-    expect(s.routeFailures).toBe(0)
+    // Once in 40 clean-clone runs this read 26 right after the run had converged (no detail was
+    // kept); the detail says which routes, and what each end held, next time.
+    expect(s.routeFailures, s.detail).toBe(0)
     // A non-gateway of A reaches the IPv6-only subnet through two gateways' worth of routing: 2 hops via C0.
     const a1 = overlay.byId('A1')
     const c3 = overlay.byId('C3')
