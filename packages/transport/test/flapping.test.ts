@@ -50,7 +50,7 @@ describe('two nodes that dial each other at once (each the other\'s hub)', () =>
   const nodes = new TestNodes()
   afterEach(() => nodes.stopAll())
 
-  it('keep one stream; the one they replace is closed by them, not a flap (no error line, no back-off)', async () => {
+  it('keep one stream; the one they replace is closed by them, not a flap (no error line, no flap counted)', async () => {
     // Found by a new-user audit: every replaced stream was logged at error level as the neighbour
     // closing on us "N ms after it opened", blaming --no-sign or a copied key.
     let replaced = 0
