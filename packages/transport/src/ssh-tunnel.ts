@@ -516,21 +516,21 @@ export class SshTunnels extends TypedEventEmitter<SshTunnelEvents> {
     await stat(dirname(knownHostsFile)).catch((e: NodeJS.ErrnoException) => {
       throw new SshTunnelError('INVALID_CONFIG', `${names.knownHostsFile} ${knownHostsFile}: its directory cannot be used: ${e.code ?? e.message}`, 'knownHostsFile')
     })
-    if (this.init.configFile !== undefined) await this.checkConfigFile(this.init.configFile)
+    if (this.init.configFile !== undefined) await this.checkConfigFile(sshPath, this.init.configFile)
   }
 
   /**
    * An ssh_config ssh cannot read or parse failed every dial later, each with ssh's own line: it
    * fails the start now. `ssh -G` parses the file (and prints the result) without connecting.
    */
-  private async checkConfigFile(configFile: string): Promise<void> {
+  private async checkConfigFile(sshPath: string, configFile: string): Promise<void> {
     const name = this.env.optionNames.configFile
     const file = await stat(configFile).catch((e: NodeJS.ErrnoException) => {
       throw new SshTunnelError('INVALID_CONFIG', `${name} ${configFile}: cannot read it: ${e.code ?? e.message}`, 'configFile')
     })
     if (!file.isFile()) throw new SshTunnelError('INVALID_CONFIG', `${name} ${configFile}: not a file`, 'configFile')
     const problem = await new Promise<string | undefined>((resolve) => {
-      execFile(this.env.command.at(-1)!, ['-G', '-F', configFile, 'phoenix-config-check.invalid'], { timeout: SSH_CONFIG_CHECK_TIMEOUT_MS }, (error, _stdout, stderr) => {
+      execFile(sshPath, ['-G', '-F', configFile, 'phoenix-config-check.invalid'], { timeout: SSH_CONFIG_CHECK_TIMEOUT_MS }, (error, _stdout, stderr) => {
         resolve(error === null ? undefined : (stderr.split('\n').find((line) => line.trim() !== '') ?? error.message))
       })
     })
