@@ -418,10 +418,11 @@ export class PhoenixCore {
    * at the destination it must be one of ours, or the message is dropped as `no-such-name`.
    * `flowKey` (optional): which flow the message belongs to; where several neighbours offer the
    * destination at the same (seq, nhops), each flow keeps to one of them (alternates.ts), so its
-   * messages stay in order; without one, `fwd`.
+   * messages stay in order; without one, `fwd`. More than our `limits.hopLimit` left counts as
+   * our limit: a frame claiming 255 cannot outlive in a loop the limit every node was told.
    */
   forward(destination: NodeId, hopLimit: number, name?: string, flowKey?: string): ForwardDecision {
-    return forwardDecision(this.table, destination, hopLimit, this.neighbours.has(destination), name, flowKey)
+    return forwardDecision(this.table, destination, Math.min(hopLimit, this.limits.hopLimit), this.neighbours.has(destination), name, flowKey)
   }
 
   // ---------------------------------------------------------------- queries

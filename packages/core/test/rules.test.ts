@@ -793,6 +793,9 @@ describe('names and forwarding', () => {
     expect(core.forward('v', 5)).toEqual({ action: 'forward', nextHop: 'a', hopLimit: 4 })
     expect(core.forward('v', 0)).toEqual({ action: 'drop', reason: 'hop-limit' })
     expect(core.forward('w', 5)).toEqual({ action: 'drop', reason: 'no-route' })
+    // More left than our own hop limit (16 by default; the wire allows 255) counts as our limit.
+    expect(core.forward('v', 255)).toEqual({ action: 'forward', nextHop: 'a', hopLimit: core.limits.hopLimit - 1 })
+    expect(core.forward('v', core.limits.hopLimit)).toEqual({ action: 'forward', nextHop: 'a', hopLimit: core.limits.hopLimit - 1 })
   })
 
   it('a neighbour is one hop away as soon as its connection is up, before its record arrives', () => {

@@ -72,7 +72,10 @@ export interface ReceivedMessage {
    * this message keeps alive (up to one Noise message, 64 KiB, more than the payload per piece).
    */
   readonly payloadList: Uint8ArrayList
-  /** Hops it travelled. */
+  /**
+   * Hops it travelled: our `limits.hopLimit` less the hop limit it arrived with, so exact when
+   * the sender's limit is ours (the default, 16); never negative.
+   */
   readonly hops: number
   /** The sender's message id: the same for a retry, so (from, messageId) identifies a message. */
   readonly messageId: number

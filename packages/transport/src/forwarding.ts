@@ -200,7 +200,9 @@ export class Router implements FrameHandler {
 
   /** A message for us from another node: to the application, then the ack; or a bounce. */
   private deliver(data: DataFrame, fromPeer: string | undefined): false {
-    const hops = this.driver.core.limits.hopLimit - data.hopLimit
+    // The sender started at its own hop limit, which we take to be ours; a frame that arrived with
+    // more left than ours (the wire allows up to 255) counts as not having travelled.
+    const hops = this.driver.core.limits.hopLimit - Math.min(data.hopLimit, this.driver.core.limits.hopLimit)
     const delivery = this.parts.inbox.accept(receivedMessage({ from: data.source, name: data.name, hops, messageId: data.messageId }, data instanceof PiecesData ? data.payloadPieces : data.payload))
     if (delivery === 'receiver-too-slow' || delivery === 'no-consumer') return this.bounce(data, delivery, fromPeer)
     this.parts.metrics.count(delivery === 'delivered' ? 'messages_delivered' : 'messages_duplicate')

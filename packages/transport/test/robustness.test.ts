@@ -158,4 +158,15 @@ describe('a relay survives its traffic (issue 11, items 5 and 6)', () => {
     expect(fake.node.metricsText()).not.toMatch(/phoenix_control_dropped_total/)
     await fake.node.stop()
   })
+
+  it('a message that arrived with more hop limit left than ours reports 0 hops, never a negative count', async () => {
+    const { fake, received } = await pausedNode()
+    const relay = await fake.connect()
+    const message = (hopLimit: number, messageId: number): Frame => ({ kind: 'data', data: { source: relay.peer, destination: fake.id, name: 'mine', hopLimit, messageId, ackRequested: false, payload: new Uint8Array([1]) } })
+    relay.stream.deliver(prefixed(message(255, 1)))
+    relay.stream.deliver(prefixed(message(14, 2)))
+    await settle()
+    expect(received.map((m) => [m.messageId, m.hops])).toEqual([[1, 0], [2, 2]])
+    await fake.node.stop()
+  })
 })
