@@ -155,3 +155,11 @@ export const DRAIN_SLICE_MS = 20
 
 /** Addresses of our own advertised at most (the core's addressesPerNodeMax is larger; 16 covers every interface a host has in practice). */
 export const OWN_ADDRESSES_MAX = 16
+
+/**
+ * Message ids the application chose (`send`'s `messageId`, a retry's) remembered, so that a notice
+ * about one of them is known for ours (ids we drew are checked by inverting their permutation,
+ * message-ids.ts, with no memory). A notice comes within a round trip of its send; 4,096 retries
+ * after it, one is taken for a forgery and counted (`notices_unmatched`), not raised. 16 bytes each.
+ */
+export const CALLER_IDS_MAX = 4_096

@@ -266,6 +266,8 @@ export class Router implements FrameHandler {
     }
     const { messageId, source, reason } = frame.undeliverable
     if (sends.refused(messageId, source, reason)) return
+    // A notice for an id we never used is forged (or very late after a retry): counted, not raised.
+    if (!sends.isOurs(messageId)) return metrics.count('notices_unmatched')
     // A send without an acknowledgement was dropped on the way: say so rather than nothing.
     metrics.count('sends_undeliverable')
     this.parts.emit('undeliverable', { node: source, messageId, reason })

@@ -25,6 +25,8 @@ export class MessageIds {
   private readonly batch = new Uint32Array(IDS_PER_BATCH)
   private taken = IDS_PER_BATCH
   private readonly input = Buffer.alloc(IDS_PER_BATCH * BLOCK_BYTES)
+  /** Counter values used so far (a plain number: it does not wrap where the counter does). */
+  private used = 0
 
   constructor(key: Uint8Array = randomBytes(16)) {
     this.cipher = createCipheriv('aes-128-ecb', key, null).setAutoPadding(false)
@@ -35,8 +37,32 @@ export class MessageIds {
     for (;;) {
       if (this.taken === IDS_PER_BATCH) this.refill()
       const id = this.batch[this.taken++]!
+      this.used++
       if (id !== 0) return id
     }
+  }
+
+  /**
+   * Whether `id` is one this instance handed out: the permutation run backwards gives the counter
+   * value it came from, which must be one already used. What a notice about "our" message is
+   * checked against: a forged one for an id we never sent is refused, unless the forger guessed
+   * one of the `used` of 2^32 ids.
+   */
+  issued(id: number): boolean {
+    if (!Number.isInteger(id) || id < 1 || id >= 2 ** 32) return false
+    if (this.used >= 2 ** 32) return true
+    let left = id >>> 16
+    let right = id & 0xffff
+    const block = Buffer.alloc(BLOCK_BYTES)
+    for (let round = ROUNDS - 1; round >= 0; round--) {
+      // A round took (L, R) to (R, L ^ F(round, R)); so R = L', and L = R' ^ F(round, L').
+      block[0] = round
+      block.writeUInt16BE(left, 1)
+      const before = right ^ this.cipher.update(block).readUInt16BE(0)
+      right = left
+      left = before
+    }
+    return ((left << 16) | right) >>> 0 < this.used
   }
 
   private refill(): void {

@@ -11,7 +11,7 @@ const COUNTERS_FROM_ZERO = [
   'bytes_sent', 'bytes_received', 'updates_sent', 'updates_received', 'update_entries_sent',
   'neighbours_up', 'neighbours_down', 'neighbours_flapped', 'neighbours_unresponsive', 'dials_started', 'dials_failed',
   'dropped_no_route', 'dropped_hop_limit', 'dropped_no_such_name', 'dropped_queue_full',
-  'frames_rejected', 'peers_dropped', 'internal_errors', 'name_conflicts', 'acks_unmatched', 'twins_suspected',
+  'frames_rejected', 'peers_dropped', 'internal_errors', 'name_conflicts', 'acks_unmatched', 'notices_unmatched', 'twins_suspected',
 ] as const
 
 /**

@@ -1,6 +1,8 @@
 import type { UndeliverableReason } from '@phoenix-overlay/wire'
 import type { SendResult } from './api.ts'
 import { PhoenixTransportError, invalidInput, shown } from './errors.ts'
+import { CALLER_IDS_MAX } from './constants.ts'
+import { DuplicateWindow } from './duplicate-window.ts'
 import { MessageIds } from './message-ids.ts'
 
 const MESSAGE_ID_MODULUS = 2 ** 32
@@ -27,6 +29,8 @@ export class Sends {
   private readonly routeWaiters = new Set<() => void>()
   /** Ids of sends waiting for a route (at most pendingRouteWaitsMax): taken, though not yet waiting for an ack. */
   private readonly waitingIds = new Set<number>()
+  /** The last CALLER_IDS_MAX ids the application chose, under one empty source. */
+  private readonly callerIds = new DuplicateWindow(CALLER_IDS_MAX)
 
   constructor(private readonly limits: { readonly pendingAcksMax: number; readonly pendingRouteWaitsMax: number }) {}
 
@@ -36,11 +40,17 @@ export class Sends {
       if (!Number.isInteger(requested) || requested < 1 || requested >= MESSAGE_ID_MODULUS) throw invalidInput('options.messageId', `must be an integer in [1, 2^32), got ${shown(requested)}`)
       if (this.pendingAcks.has(requested)) throw invalidInput('options.messageId', `${requested} is already waiting for its acknowledgement`)
       if (this.waitingIds.has(requested)) throw invalidInput('options.messageId', `${requested} is already taken by a send waiting for a route`)
+      if (!this.callerIds.has('', requested)) this.callerIds.remember('', requested)
       return requested
     }
     let id = this.ids.next()
     while (this.pendingAcks.has(id) || this.waitingIds.has(id)) id = this.ids.next() // a retry's own id took it
     return id
+  }
+
+  /** Whether `messageId` is one of our sends' (drawn by us, or chosen by the application lately). */
+  isOurs(messageId: number): boolean {
+    return this.ids.issued(messageId) || this.callerIds.has('', messageId)
   }
 
   get pendingCount(): number {

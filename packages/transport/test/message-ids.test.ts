@@ -30,4 +30,26 @@ describe('message ids: a secret permutation of a counter', () => {
     const b = take(new MessageIds(new Uint8Array(16).fill(8)))
     expect(b.filter((id, i) => id === a[i]).length).toBe(0)
   })
+
+  it('knows the ids it handed out, and not others: the permutation runs backwards', () => {
+    const ids = new MessageIds()
+    const handed = Array.from({ length: 3_000 }, () => ids.next())
+    expect(handed.every((id) => ids.issued(id))).toBe(true)
+    // The ids the next 3,000 counter values will give are not issued yet.
+    const ahead = new MessageIds(new Uint8Array(16))
+    const aheadHanded = Array.from({ length: 3_000 }, () => ahead.next())
+    const fresh = new MessageIds(new Uint8Array(16))
+    expect(aheadHanded.filter((id) => fresh.issued(id))).toEqual([])
+    fresh.next()
+    expect(aheadHanded.filter((id) => fresh.issued(id))).toEqual([aheadHanded[0]])
+    // Random ids: issued with probability 3,000 / 2^32 each, so none expected among 10,000.
+    let random = 0x9e3779b9
+    let hits = 0
+    for (let i = 0; i < 10_000; i++) {
+      random = (Math.imul(random, 1_664_525) + 1_013_904_223) >>> 0
+      if (ids.issued(random || 1)) hits++
+    }
+    expect(hits).toBe(0)
+    expect([0, -1, 2 ** 32, 1.5].map((id) => ids.issued(id))).toEqual([false, false, false, false])
+  })
 })

@@ -159,6 +159,29 @@ describe('a relay survives its traffic (issue 11, items 5 and 6)', () => {
     await fake.node.stop()
   })
 
+  it('an undeliverable notice for an id this node never used is counted, not raised; one for its own send is raised', async () => {
+    const { fake } = await pausedNode()
+    const next = await fake.connect()
+    next.stream.deliver(prefixed(update(next.peer, 2)))
+    await settle()
+    const notices: number[] = []
+    fake.node.addEventListener('undeliverable', (event) => notices.push(event.detail.messageId))
+    await fake.node.send('svc-2', new Uint8Array([1]))
+    await fake.node.send('svc-2', new Uint8Array([2]), { messageId: 77 })
+    await settle()
+    const sent = framesWritten(next.stream).flatMap((f) => (f.kind === 'data' ? [f.data.messageId] : []))
+    expect(sent).toHaveLength(2)
+    const notice = (messageId: number): Frame => ({ kind: 'undeliverable', undeliverable: { source: next.peer, destination: fake.id, hopLimit: 8, messageId, reason: 'no-route' } })
+    // Forged: the ids right after and before ours (what a last + 1 counter would have used), and 1.
+    for (const forged of [sent[0]! + 1, sent[0]! - 1, 1]) next.stream.deliver(prefixed(notice(forged)))
+    next.stream.deliver(prefixed(notice(sent[0]!)))
+    next.stream.deliver(prefixed(notice(77)))
+    await settle()
+    expect(notices).toEqual([sent[0], 77])
+    expect(fake.node.metricsText()).toMatch(/phoenix_notices_unmatched_total 3\b/)
+    await fake.node.stop()
+  })
+
   it('a message that arrived with more hop limit left than ours reports 0 hops, never a negative count', async () => {
     const { fake, received } = await pausedNode()
     const relay = await fake.connect()
