@@ -31,7 +31,8 @@ export async function buildProgram(args: readonly string[] = process.argv.slice(
   // Settings the commands registered below inherit. Every failure line starts "phoenix: ", the
   // parser's too (it said "error: "); a repeatable option's empty list is no default worth
   // showing (six options said "(default: [])").
-  program.configureOutput({ outputError: (text, write) => write(`phoenix: ${text.replace(/^error: /, '')}`) })
+  // Its "(Did you mean --nodes?)" came on a line of its own: one line, as every failure here.
+  program.configureOutput({ outputError: (text, write) => write(`phoenix: ${text.replace(/^error: /, '').trimEnd().replace(/\s*\n\s*/g, ' ')}\n`) })
   program.configureHelp({ optionDescription: (option) => new Help().optionDescription(option).replace(/ \(default: \[\]\)$/, '') })
   if (commandOf(args) === 'sim') (await import('./commands/sim.ts')).registerSimCommand(program, SIM_DESCRIPTION)
   else program.command('sim').description(SIM_DESCRIPTION)

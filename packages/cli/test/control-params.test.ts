@@ -82,6 +82,7 @@ describe('the control endpoint refuses parameters it does not take', () => {
     expect(bidi.status).toBe(400)
     expect(((await bidi.json()) as { message: string }).message).toMatch(/^name must not contain control characters, format characters .*, got "w\\u202e2"$/)
     expect((await fetch(`${endpoint.base()}/messages?name=${'n'.repeat(257)}`)).status).toBe(400)
+    expect((await fetch(`${endpoint.base()}/messages?name=${encodeURIComponent('@x')}`)).status).toBe(400)
     // A path the endpoint does not serve is still answered 404 with the usage, whatever its query.
     expect((await fetch(`${endpoint.base()}/nope?x=1`)).status).toBe(404)
   })

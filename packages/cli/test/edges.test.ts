@@ -125,6 +125,8 @@ describe("the CLI's edges", () => {
       [['node', '--psk', garbage], new RegExp(`^phoenix: --psk ${garbage}: not a swarm key \\(first line is "not a key"; expected /key/swarm/psk/1\\.0\\.0/`), 2],
       [['node', '--mode', 'fast'], /^phoenix: option '--mode <mode>' argument 'fast' is invalid/, 2],
       [['node', '--no-such-flag'], "phoenix: unknown option '--no-such-flag'", 2],
+      // The parser's suggestion came on a second line (a user's audit).
+      [['node', '--hubs', 'x'], "phoenix: unknown option '--hubs' (Did you mean --hub?)", 2],
       [['node', '--allow', 'notapeer'], /^phoenix: --allow "notapeer" is not a peer id/, 2],
       [['node', '--listen', '/ip4/127.0.0.1/tcp/1', '--listen', '/ip4/127.0.0.1/tcp/1'], 'phoenix: --listen "/ip4/127.0.0.1/tcp/1" is given twice', 2],
       [['node', '--allow', '12D3KooWExve7pDCH7VePy7XJiiyMpVmfqHpRkpFDicQsBnnyW5V', '--hub', '/ip4/127.0.0.1/tcp/1/p2p/12D3KooWREypnAYc661obaej18tFo1acauwMbFyTiyA3k5vgvDSP'], /^phoenix: --hub "\/ip4\/127\.0\.0\.1\/tcp\/1\/p2p\/12D3KooWREyp\w+" is peer 12D3KooWREyp\w+, which --allow does not list: the node would never dial it \(add the peer to --allow\)$/, 2],
@@ -141,6 +143,8 @@ describe("the CLI's edges", () => {
       // recv waited for good (with a warning) for a name no node can hold.
       [['recv', '--control', nobody, '--name', 'a\tb'], `phoenix: --name: ${REFUSED_CHARACTERS_RULE}, got "a\\tb"`, 2],
       [['recv', '--control', nobody, '--name', 'ok', '--name', ''], 'phoenix: --name: must be a non-empty string', 2],
+      // A user's audit: it said the node does not hold "@x" yet, and waited for good (no node may hold it).
+      [['recv', '--control', nobody, '--name', '@x'], `phoenix: --name: "@x": names starting with '@' are reserved for the overlay, and no message is sent to one`, 2],
       // A value the node refuses (400) is a command-line error too: it exited 1.
       [['members', '--control', socket, ''], 'phoenix: INVALID_INPUT: pattern must be a non-empty string, like "worker/*"', 2],
       [['send', '--control', socket, 'n'.repeat(300), 'hi'], `phoenix: send to ${'n'.repeat(300)}: INVALID_INPUT: name is 300 characters, more than 256 (nameLengthMax)`, 2],

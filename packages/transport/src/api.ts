@@ -132,7 +132,7 @@ export interface SendOptions {
   ack?: boolean
   /** How long to wait for a route to the name to appear (default TRANSPORT_TIMING.routeWaitMs). */
   routeWaitMs?: number
-  /** How long to wait for the acknowledgement (default TRANSPORT_TIMING.ackTimeoutMs). */
+  /** How long to wait for the acknowledgement, more than 0 (default TRANSPORT_TIMING.ackTimeoutMs); without `ack` it is not used. */
   ackTimeoutMs?: number
   /**
    * The message id (an integer in [1, 2^32)). Give the id of an earlier send to retry it: the
@@ -164,7 +164,7 @@ export interface PhoenixService extends TypedEventTarget<PhoenixEvents>, Startab
   addHub(address: string): void
   /**
    * Claims `name` for this node. False when another node holds it: the claim is refused (the name
-   * stays out of `names`), `nameConflicts()` and a `name-conflict` event name the holder, and the
+   * stays out of `names`), `nameConflicts()` and a `name:conflict` event name the holder, and the
    * node claims it once the holder's entry is forgotten. True when the name is this node's.
    */
   addName(name: string): boolean

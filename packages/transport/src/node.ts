@@ -184,7 +184,8 @@ export async function createPhoenixLibp2p(options: OverlayNodeOptions): Promise<
   checkInitKeys(options, NODE_OPTION_KEYS)
   checkNodeOnlyOptions(options)
   const strangersProblem = unknownKeyProblem(options.strangers, Object.keys(STRANGER_LIMITS), 'strangers')
-  if (strangersProblem !== undefined) throw new PhoenixTransportError('INVALID_INPUT', strangersProblem, { field: 'strangers' })
+  // The problem starts with the misspelt key's path (`strangers.maxx is not an option …`): that is the field.
+  if (strangersProblem !== undefined) throw new PhoenixTransportError('INVALID_INPUT', strangersProblem, { field: strangersProblem.slice(0, strangersProblem.indexOf(' ')) })
   checkListenAddresses(options.listen ?? [])
   checkAllowedPeers(options.allowedPeers ?? [])
   checkHubsAllowed(options.hubs ?? [], options.allowedPeers, options.privateKey)

@@ -300,10 +300,20 @@ export class PhoenixNode extends TypedEventEmitter<PhoenixEvents> implements Pho
 
   /** `field`: the option (`hubs`) or the argument (`hub`, of addHub) it came from. */
   private checkHub(address: string, field = 'hub'): void {
+    let components: { name: string; value?: string }[]
     try {
-      multiaddr(address)
+      components = multiaddr(address).getComponents()
     } catch (error) {
       throw invalidInput(field, `${JSON.stringify(address)} is not a multiaddr: ${(error as Error).message}`)
+    }
+    // The multiaddr parser takes any text as a /p2p/ value; the dial then failed every time, in the log only.
+    for (const { name, value } of components) {
+      if (name !== 'p2p' || value === undefined) continue
+      try {
+        peerIdFromString(value)
+      } catch (error) {
+        throw invalidInput(field, `${JSON.stringify(address)} names ${JSON.stringify(value)}, which is not a peer id: ${(error as Error).message}`)
+      }
     }
     if (!isSshAddress(address)) return
     parseSshAddress(address, field)

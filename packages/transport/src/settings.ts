@@ -1,4 +1,5 @@
 import { PhoenixError, resolveSettings } from '@phoenix-overlay/core'
+import { WIRE_LIMITS } from '@phoenix-overlay/wire'
 import { PhoenixTransportError, shown } from './errors.ts'
 import type { PhoenixInit } from './api.ts'
 import { TIMER_MS_MAX, TRANSPORT_LIMITS, TRANSPORT_TIMING } from './constants.ts'
@@ -43,6 +44,11 @@ export function checkInitSettings(init: PhoenixInit): void {
     if (!(error instanceof PhoenixError)) throw error
     const field = /^(limits|timing)\.\w+/.exec(error.message)?.[0]
     throw new PhoenixTransportError('INVALID_INPUT', field === undefined ? `core: ${error.message}` : `core.${error.message}`, { field: field === undefined ? 'core' : `core.${field}` })
+  }
+  // Our sends carry it as their hop limit, and every node drops a neighbour whose frame claims more than the wire's bound.
+  const hopLimit = core?.limits?.hopLimit
+  if (hopLimit !== undefined && hopLimit > WIRE_LIMITS.hopLimitMax) {
+    throw new PhoenixTransportError('INVALID_INPUT', `core.limits.hopLimit must be at most ${WIRE_LIMITS.hopLimitMax} (the wire's hop limit field; a node drops a neighbour that sends more), got ${shown(hopLimit)}`, { field: 'core.limits.hopLimit' })
   }
   // multistream-select frames a protocol id as one line: it starts with '/' (as every libp2p protocol does) and has no space or control character.
   if (protocol !== undefined && (typeof protocol !== 'string' || !/^\/[^\s\p{Cc}]*$/u.test(protocol))) {

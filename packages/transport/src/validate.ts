@@ -14,10 +14,10 @@ export function checkName(field: string, name: unknown): asserts name is string 
   if (problem !== undefined) throw invalidInput(field, problem)
 }
 
-function checkWaitMs(field: string, value: number | undefined): void {
+function checkWaitMs(field: string, value: number | undefined, min = 0): void {
   if (value === undefined) return
   // setTimeout's ceiling: a longer wait would fire at once.
-  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || value > TIMER_MS_MAX) throw invalidInput(field, `must be a number of milliseconds in [0, 2^31), got ${shown(value)}`)
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < min || value > TIMER_MS_MAX) throw invalidInput(field, `must be a number of milliseconds in ${min === 0 ? '[0' : `(0`}, 2^31), got ${shown(value)}`)
 }
 
 const SEND_OPTION_KEYS = Object.keys({ ack: 1, routeWaitMs: 1, ackTimeoutMs: 1, messageId: 1, transfer: 1 } satisfies Record<keyof SendOptions, 1>)
@@ -32,7 +32,8 @@ export function checkCallOptions(options: unknown, known: readonly string[]): vo
 export function checkSendOptions(options: SendOptions): void {
   checkCallOptions(options, SEND_OPTION_KEYS)
   checkWaitMs('options.routeWaitMs', options.routeWaitMs)
-  checkWaitMs('options.ackTimeoutMs', options.ackTimeoutMs)
+  // 0 rejected every send with ACK_TIMEOUT at once, though it was delivered (a user's audit), as timing.ackTimeoutMs and the CLI refuse it.
+  checkWaitMs('options.ackTimeoutMs', options.ackTimeoutMs, Number.MIN_VALUE)
   if (options.ack !== undefined && typeof options.ack !== 'boolean') throw invalidInput('options.ack', 'must be a boolean')
   if (options.transfer !== undefined && typeof options.transfer !== 'boolean') throw invalidInput('options.transfer', 'must be a boolean')
 }

@@ -59,7 +59,7 @@ describe('options a node does not take are refused, naming them', () => {
     expect(await refused({ listen, core: { timing: { coHubWaitMS: 5 } } })).toBe('INVALID_INPUT core.timing.coHubWaitMS: core.timing.coHubWaitMS is not an option (did you mean core.timing.coHubWaitMs?)')
     expect(await refused({ listen, core: { limit: {} } })).toBe('INVALID_INPUT core.limit: core.limit is not an option (did you mean core.limits?)')
     expect(await refused({ listen, limits: { queueBytes: 1 } })).toMatch(/^INVALID_INPUT limits\.queueBytes: limits\.queueBytes is not an option; limits takes /)
-    expect(await refused({ listen, strangers: { handshakesInProgressMAX: 1 } })).toBe('INVALID_INPUT strangers: strangers.handshakesInProgressMAX is not an option (did you mean strangers.handshakesInProgressMax?)')
+    expect(await refused({ listen, strangers: { handshakesInProgressMAX: 1 } })).toBe('INVALID_INPUT strangers.handshakesInProgressMAX: strangers.handshakesInProgressMAX is not an option (did you mean strangers.handshakesInProgressMax?)')
     expect(await refused({ listen, ssh: { identity: 'id' } })).toMatch(/^INVALID_INPUT ssh\.identity: ssh\.identity is not an option; ssh takes identityFile, /)
     // The service alone (a libp2p node of the user's own) checks the same.
     expect(() => phoenix({ hubz: [] } as object)).toThrow('options.hubz is not an option (did you mean options.hubs?)')
@@ -90,6 +90,8 @@ describe('options a node does not take are refused, naming them', () => {
     // The core's limits: refused only at start before, as the core's INVALID_CONFIG naming `limits.neighboursMax`.
     expect(await refused({ core: { limits: { neighboursMax: 0 } } })).toBe('INVALID_INPUT core.limits.neighboursMax: core.limits.neighboursMax must be a positive integer, got 0')
     expect(await refused({ core: { timing: { coHubWaitMs: 1.5 } } })).toBe('INVALID_INPUT core.timing.coHubWaitMs: core.timing.coHubWaitMs must be a non-negative integer, got 1.5')
+    // Above the wire's 255 the node started, and every neighbour dropped it at its first send (a user's audit).
+    expect(await refused({ core: { limits: { hopLimit: 300 } } })).toBe("INVALID_INPUT core.limits.hopLimit: core.limits.hopLimit must be at most 255 (the wire's hop limit field; a node drops a neighbour that sends more), got 300")
     // multistream-select frames a protocol id as one line starting with '/'.
     expect(await refused({ protocol: 'phoenix' })).toMatch(/^INVALID_INPUT protocol: protocol must be a libp2p protocol id, a string starting with "\/"/)
     expect(await refused({ protocol: '/a\nb' })).toMatch(/^INVALID_INPUT protocol: /)

@@ -52,6 +52,8 @@ describe('the send contract (issue 11, items 1 and 2)', () => {
       ['routeWaitMs as a string', a.phoenix.send('b', text('x'), { routeWaitMs: '100' as unknown as number }), 'options.routeWaitMs'],
       ['messageId as a string', a.phoenix.send('b', text('x'), { messageId: '5' as unknown as number }), 'options.messageId'],
       ['ackTimeoutMs', a.phoenix.send('b', text('x'), { ackTimeoutMs: Number.NaN }), 'options.ackTimeoutMs'],
+      // 0 rejected every acknowledged send at once with ACK_TIMEOUT, though it was delivered (a user's audit).
+      ['ackTimeoutMs 0', a.phoenix.send('b', text('x'), { ack: true, ackTimeoutMs: 0 }), 'options.ackTimeoutMs'],
       ['messageId', a.phoenix.send('b', text('x'), { messageId: 0 }), 'options.messageId'],
       // A misspelt option ran with the default (it had been ignored), in a send and in a collective.
       ['a misspelt option', a.phoenix.send('b', text('x'), { ack: true, ackTimeout: 1 } as object), 'options.ackTimeout'],
@@ -111,6 +113,8 @@ describe('the send contract (issue 11, items 1 and 2)', () => {
       ['a site', bad({ listen: [], site: 5 }), 'site', /^site must be a string, got 5$/],
       // These named no field (or `hub`, the argument of addHub, for the option hubs).
       ['a hub that is no multiaddr', bad({ listen: [], hubs: ['nope'] }), 'hubs', /^hubs "nope" is not a multiaddr/],
+      // A user's audit: the node started, and every dial failed in the log only ("Please pass a multibase decoder …").
+      ['a hub whose /p2p/ is no peer id', bad({ listen: [], hubs: ['/ip4/127.0.0.1/tcp/1/p2p/notapeerid'] }), 'hubs', /^hubs "\/ip4\/127\.0\.0\.1\/tcp\/1\/p2p\/notapeerid" names "notapeerid", which is not a peer id: /],
       ['a site prefix', bad({ listen: [], sitePrefixes: ['banana'] }), 'sitePrefixes', /^sitePrefixes "banana" is not a CIDR prefix/],
       ['a port range', bad({ listen: ['/ip4/127.0.0.1/tcp/0'], listenRange: '9-1' }), 'listenRange', /^listenRange: expected FIRST-LAST/],
       ['a port range as a number', bad({ listen: ['/ip4/127.0.0.1/tcp/0'], listenRange: 7000 }), 'listenRange', /^listenRange must be "FIRST-LAST" \(e\.g\. "7000-7010"\) or \{ first, last \}, got 7000$/],
