@@ -12,13 +12,13 @@ const REDIAL_SHIFT = 1
 
 /**
  * The address book's per-address state (discovery.ts), in columns: a row per address learned, in
- * typed arrays (flags, failures, retry and dial-start times, the owner's number and the owner's
- * next address).
+ * typed arrays (flags, failures, the owner's number and the owner's next address); retry and dial-start
+ * times only for the rows that have one (see the fields).
  * An object per address cost ~90 bytes (72 for the object, 16 for the boxed dial-start time, a
  * fractional millisecond); with discovery every node learns every destination's address, so at
  * the end of a 400-process run (three subnets) the book's objects were the largest per-entry item
- * after the route table's. A row here is 35 bytes (and 4 per address number and per owner number, see the constructor)
- * and allocates nothing when it changes.
+ * after the route table's. A row here is 19 bytes (and 4 per address number and per owner number, see the constructor)
+ * and allocates nothing when it changes (a retry or dial-start time may grow its map).
  *
  * Addresses are never forgotten by the book, so rows are never freed: at most `max` rows (the
  * book's `knownAddressesMax`), grown by doubling.
@@ -33,9 +33,18 @@ export class AddressRows {
   /** QUEUED, and the redial code above REDIAL_SHIFT. */
   flags = new Uint8Array(0)
   consecutiveFailures = new Uint32Array(0)
-  retryAtMs = new Float64Array(0)
-  /** NaN: no dial in flight. */
-  dialStartedAtMs = new Float64Array(0)
+  /**
+   * Row -> earliest time a new dial may start, only for rows backed off or deferred (0, not
+   * backed off, is not kept): at most one per row, so at most the book's limit; in a simulation
+   * most rows never fail. A column cost 8 bytes a (node, destination) pair (heap snapshot at the
+   * end of a 1,000-process run, three subnets).
+   */
+  private readonly retryAtMsOfRow = new Map<number, number>()
+  /**
+   * Row -> when its dial started, only while the dial is in flight: at most the book's dials in
+   * flight (`dialsInFlightMax`), the rows of its `inFlight` set. A column cost 8 bytes a pair, as above.
+   */
+  private readonly dialStartedAtMsOfRow = new Map<number, number>()
   /** Row -> its owner's number in `owners`, -1 for an owner not known. */
   private ownerOfRow: Int32Array = new Int32Array(0)
   /** Row -> the next row of the same owner, in the order it got them; -1 after the last. */
@@ -101,12 +110,32 @@ export class AddressRows {
     this.numberOfRow[row] = number
     this.flags[row] = 0
     this.consecutiveFailures[row] = 0
-    this.retryAtMs[row] = 0
-    this.dialStartedAtMs[row] = Number.NaN
+    this.retryAtMsOfRow.delete(row)
+    this.dialStartedAtMsOfRow.delete(row)
     this.ownerOfRow[row] = -1
     this.nextOfOwner[row] = -1
     this.nearness[row] = 0
     return new AddressState(this, row)
+  }
+
+  /** Earliest time a new dial to `row` may start; 0 = not backed off. */
+  retryAtMs(row: number): number {
+    return this.retryAtMsOfRow.get(row) ?? 0
+  }
+
+  setRetryAtMs(row: number, ms: number): void {
+    if (ms === 0) this.retryAtMsOfRow.delete(row)
+    else this.retryAtMsOfRow.set(row, ms)
+  }
+
+  /** When the dial in flight to `row` started; undefined when none is. */
+  dialStartedAtMs(row: number): number | undefined {
+    return this.dialStartedAtMsOfRow.get(row)
+  }
+
+  setDialStartedAtMs(row: number, ms: number | undefined): void {
+    if (ms === undefined) this.dialStartedAtMsOfRow.delete(row)
+    else this.dialStartedAtMsOfRow.set(row, ms)
   }
 
   ownerOf(row: number): NodeId | undefined {
@@ -187,12 +216,6 @@ export class AddressRows {
     const failures = new Uint32Array(capacity)
     failures.set(this.consecutiveFailures)
     this.consecutiveFailures = failures
-    const retry = new Float64Array(capacity)
-    retry.set(this.retryAtMs)
-    this.retryAtMs = retry
-    const started = new Float64Array(capacity).fill(Number.NaN)
-    started.set(this.dialStartedAtMs)
-    this.dialStartedAtMs = started
     this.numberOfRow = grownInt32(this.numberOfRow, capacity, 0)
     const nearness = new Uint16Array(capacity)
     nearness.set(this.nearness)
@@ -254,20 +277,19 @@ export class AddressState {
 
   /** Earliest time a new dial may start; 0 = not backed off. */
   get retryAtMs(): number {
-    return this.rows.retryAtMs[this.row]!
+    return this.rows.retryAtMs(this.row)
   }
 
   set retryAtMs(ms: number) {
-    this.rows.retryAtMs[this.row] = ms
+    this.rows.setRetryAtMs(this.row, ms)
   }
 
   get dialStartedAtMs(): number | undefined {
-    const ms = this.rows.dialStartedAtMs[this.row]!
-    return Number.isNaN(ms) ? undefined : ms
+    return this.rows.dialStartedAtMs(this.row)
   }
 
   set dialStartedAtMs(ms: number | undefined) {
-    this.rows.dialStartedAtMs[this.row] = ms ?? Number.NaN
+    this.rows.setDialStartedAtMs(this.row, ms)
   }
 
   get nearness(): number {

@@ -54,9 +54,15 @@ export class RouteColumns {
   rcpt: NodeSet[] = []
   /** The neighbours on whose word (their trans sets) trans and rcpt hold others (see `RouteEntry.vouchers`). */
   vouchers: NodeSet[] = []
-  names: (readonly string[])[] = []
   addresses: (readonly PhysicalAddress[])[] = []
-  signature: Uint8Array[] = []
+  /**
+   * The records' names and signatures, allocated only once a row holds a non-empty one (read
+   * through `namesOf` / `signatureOf`: an empty one reads as the shared empty value). Nodes
+   * without names or keys, as in the paper's simulations, hold none: each list cost 8 bytes a
+   * (node, destination) pair at the end of a 1,000-process run (heap snapshot, three subnets).
+   */
+  private namesList: (readonly string[] | undefined)[] | undefined
+  private signatureList: (Uint8Array | undefined)[] | undefined
   /**
    * Rows in insertion order, NONE where a row was removed; compacted on insert once half is holes,
    * so it holds at most twice the present rows. Map iteration order was insertion order, and a
@@ -139,9 +145,31 @@ export class RouteColumns {
     this.trans[row] = EMPTY_SET
     this.rcpt[row] = EMPTY_SET
     this.vouchers[row] = EMPTY_SET
-    this.names[row] = NO_NAMES
+    if (this.namesList !== undefined) this.namesList[row] = undefined
     this.addresses[row] = NO_NAMES
-    this.signature[row] = NO_SIGNATURE
+    if (this.signatureList !== undefined) this.signatureList[row] = undefined
+  }
+
+  /** The record's names at `row` (the shared empty list when it has none). */
+  namesOf(row: number): readonly string[] {
+    return this.namesList?.[row] ?? NO_NAMES
+  }
+
+  setNames(row: number, names: readonly string[]): void {
+    if (names.length === 0 && this.namesList === undefined) return
+    this.namesList ??= new Array<readonly string[] | undefined>(this.capacity)
+    this.namesList[row] = names.length === 0 ? undefined : names
+  }
+
+  /** The record's signature at `row` (the shared empty one when unsigned). */
+  signatureOf(row: number): Uint8Array {
+    return this.signatureList?.[row] ?? NO_SIGNATURE
+  }
+
+  setSignature(row: number, signature: Uint8Array): void {
+    if (signature.length === 0 && this.signatureList === undefined) return
+    this.signatureList ??= new Array<Uint8Array | undefined>(this.capacity)
+    this.signatureList[row] = signature.length === 0 ? undefined : signature
   }
 
   /**
@@ -262,9 +290,9 @@ export class RouteColumns {
     this.trans = grownList(this.trans, capacity)
     this.rcpt = grownList(this.rcpt, capacity)
     this.vouchers = grownList(this.vouchers, capacity)
-    this.names = grownList(this.names, capacity)
+    if (this.namesList !== undefined) this.namesList = grownList(this.namesList, capacity)
     this.addresses = grownList(this.addresses, capacity)
-    this.signature = grownList(this.signature, capacity)
+    if (this.signatureList !== undefined) this.signatureList = grownList(this.signatureList, capacity)
     this.capacity = capacity
   }
 }

@@ -25,6 +25,8 @@ export function coreSlotTableLongestId(table: readonly unknown[]): number | unde
 
 /** The bit of each flag in `Neighbour.flags`. */
 const FLAG_BITS = { ownWaitsForHello: 1, helloDue: 2, needsWholeTable: 4 } as const
+/** `Neighbour.awaitingHello`'s bit in the same field (not counted by the table). */
+const AWAITING_HELLO_BIT = 8
 
 /**
  * One open connection and everything we know about the peer through it. It is created by
@@ -33,9 +35,12 @@ const FLAG_BITS = { ownWaitsForHello: 1, helloDue: 2, needsWholeTable: 4 } as co
  * stays counted against the peer, in `police.ts`, as long as those entries stay.)
  */
 export class Neighbour {
-  /** Optimized mode: its first update on this connection (carrying its hello) is not applied yet. */
-  awaitingHello: boolean
-  /** Flags the table counts (bits of `FLAG_BITS`, in the object: no second object per connection); change them through `NeighbourTable` only. */
+  /**
+   * Flags the table counts (bits of `FLAG_BITS`, in the object: no second object per connection;
+   * change them through `NeighbourTable` only), and `awaitingHello`'s bit: a field of its own was
+   * 8 of the object's 104 bytes, and there is an object per connection, ~0.43 per (node,
+   * destination) pair in a simulation of three subnets.
+   */
   private flags = 0
   /**
    * The sequence number of its own record as it last advertised it to us on this connection
@@ -67,8 +72,16 @@ export class Neighbour {
      */
     readonly upAtMs = 0,
   ) {
-    this.awaitingHello = mode === 'optimized'
-    this.flags = mode === 'optimized' ? FLAG_BITS.helloDue : FLAG_BITS.needsWholeTable
+    this.flags = mode === 'optimized' ? FLAG_BITS.helloDue | AWAITING_HELLO_BIT : FLAG_BITS.needsWholeTable
+  }
+
+  /** Optimized mode: its first update on this connection (carrying its hello) is not applied yet. */
+  get awaitingHello(): boolean {
+    return (this.flags & AWAITING_HELLO_BIT) !== 0
+  }
+
+  set awaitingHello(awaiting: boolean) {
+    this.flags = awaiting ? this.flags | AWAITING_HELLO_BIT : this.flags & ~AWAITING_HELLO_BIT
   }
 
   /** Our own record waits for its hello: it probably holds it already (see `PhoenixCore.connectionUp`). */

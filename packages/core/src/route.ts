@@ -59,11 +59,11 @@ export class RouteEntry {
   }
 
   get names(): readonly string[] {
-    return this.columns.names[this.row]!
+    return this.columns.namesOf(this.row)
   }
 
   set names(names: readonly string[]) {
-    this.columns.names[this.row] = names
+    this.columns.setNames(this.row, names)
   }
 
   get addresses(): readonly PhysicalAddress[] {
@@ -76,11 +76,11 @@ export class RouteEntry {
 
   /** The destination's signature over the record (names, addresses, even part of seq); empty when unsigned. */
   get signature(): Uint8Array {
-    return this.columns.signature[this.row]!
+    return this.columns.signatureOf(this.row)
   }
 
   set signature(signature: Uint8Array) {
-    this.columns.signature[this.row] = signature
+    this.columns.setSignature(this.row, signature)
   }
 
   /** Nodes this entry (as it is now) has been sent to, or who are known to hold it. Interned (holders.ts). */

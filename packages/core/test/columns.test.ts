@@ -104,10 +104,37 @@ describe('RouteColumns: the routing table in columns', () => {
     const columns = new RouteColumns(index)
     const row = columns.insert('n1499')!
     expect(row).toBe(1499)
-    const lengths = [columns.introducedBy, columns.trans, columns.rcpt, columns.vouchers, columns.names, columns.addresses, columns.signature].map((column) => column.length)
+    const lengths = [columns.introducedBy, columns.trans, columns.rcpt, columns.vouchers, columns.addresses].map((column) => column.length)
     expect(lengths).toEqual(lengths.map(() => columns.seq.length))
     expect(columns.seq.length).toBe(3000)
     expect(columns.view(row).vouchers.isEmpty()).toBe(true)
+  })
+
+  it('keeps names and signatures only once some row has them: an empty one reads as the shared empty value, a row inserted again as blank', () => {
+    const index = new NodeIndex(4096)
+    const columns = new RouteColumns(index)
+    const a = columns.insert('a')!
+    const own: readonly string[] = []
+    columns.setNames(a, own)
+    columns.setSignature(a, new Uint8Array(0))
+    expect(columns.namesOf(a)).toEqual([])
+    expect(columns.signatureOf(a).length).toBe(0)
+    // The first non-empty value allocates the list; rows inserted later, past the first capacity, are written inside it.
+    const names = ['x', 'y']
+    const signature = new Uint8Array([1, 2, 3])
+    columns.setNames(a, names)
+    columns.setSignature(a, signature)
+    const rows = Array.from({ length: 100 }, (_, i) => columns.insert(`n${i}`)!)
+    const last = rows.at(-1)!
+    columns.setNames(last, ['z'])
+    columns.setSignature(last, signature)
+    expect([columns.namesOf(a), columns.signatureOf(a), columns.namesOf(last), columns.namesOf(rows[0]!)]).toEqual([names, signature, ['z'], []])
+    // Emptied, and forgotten with the row.
+    columns.setNames(last, [])
+    expect(columns.namesOf(last)).toEqual([])
+    columns.remove(a)
+    expect(columns.insert('a')).toBe(a)
+    expect([columns.namesOf(a), columns.signatureOf(a).length]).toEqual([[], 0])
   })
 
   it('sizes its columns for as many nodes as its numbering expects at the first row, never past the numbering\'s bound', () => {
@@ -115,7 +142,7 @@ describe('RouteColumns: the routing table in columns', () => {
     index.expected = 2000
     const columns = new RouteColumns(index)
     columns.insert('first')
-    expect([columns.seq.length, columns.trans.length, columns.names.length]).toEqual([2000, 2000, 2000])
+    expect([columns.seq.length, columns.trans.length, columns.addresses.length]).toEqual([2000, 2000, 2000])
     // A hint past the bound is cut to the bound; without one, the columns double from a few rows.
     const bounded = new RouteColumns(Object.assign(new NodeIndex(100), { expected: 1000 }))
     bounded.insert('a')
