@@ -1,6 +1,5 @@
 import { TypedEventEmitter, serviceCapabilities, type EventHandler, type Logger, type Startable } from '@libp2p/interface'
 import { peerIdFromString } from '@libp2p/peer-id'
-import { multiaddr } from '@multiformats/multiaddr'
 import { PhoenixCore, type RecordAuthority, type RouteView } from '@phoenix-overlay/core'
 import { WIRE_LIMITS, type DataFrame } from '@phoenix-overlay/wire'
 import type { NameConflict, PhoenixComponents, PhoenixEvents, PhoenixInit, PhoenixService, ReceivedMessage, SendOptions, SendResult } from './api.ts'
@@ -19,7 +18,7 @@ import { Session } from './session.ts'
 import { isSshAddress, parseSshAddress } from './ssh-address.ts'
 import type { Member, NameChange } from './groups.ts'
 import { checkSiteLabel, isReservedName, refuseReservedName, sameSite, siteName, type Topology } from './topology.ts'
-import { checkInitKeys, checkName, checkNodeOptionShapes, checkSendOptions, coreErrorToTransport } from './validate.ts'
+import { checkHubMultiaddr, checkInitKeys, checkName, checkNodeOptionShapes, checkSendOptions, coreErrorToTransport } from './validate.ts'
 
 type State = 'stopped' | 'starting' | 'started' | 'leaving'
 
@@ -300,21 +299,7 @@ export class PhoenixNode extends TypedEventEmitter<PhoenixEvents> implements Pho
 
   /** `field`: the option (`hubs`) or the argument (`hub`, of addHub) it came from. */
   private checkHub(address: string, field = 'hub'): void {
-    let components: { name: string; value?: string }[]
-    try {
-      components = multiaddr(address).getComponents()
-    } catch (error) {
-      throw invalidInput(field, `${JSON.stringify(address)} is not a multiaddr: ${(error as Error).message}`)
-    }
-    // The multiaddr parser takes any text as a /p2p/ value; the dial then failed every time, in the log only.
-    for (const { name, value } of components) {
-      if (name !== 'p2p' || value === undefined) continue
-      try {
-        peerIdFromString(value)
-      } catch (error) {
-        throw invalidInput(field, `${JSON.stringify(address)} names ${JSON.stringify(value)}, which is not a peer id: ${(error as Error).message}`)
-      }
-    }
+    checkHubMultiaddr(address, field)
     if (!isSshAddress(address)) return
     parseSshAddress(address, field)
     if (!this.dialPath.canSsh) throw invalidInput(field, `${JSON.stringify(address)} is an SSH address, and no SSH identity is given (${this.init.ssh?.optionNames?.identityFile ?? 'ssh.identityFile'})`)

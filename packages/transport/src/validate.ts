@@ -1,3 +1,5 @@
+import { peerIdFromString } from '@libp2p/peer-id'
+import { multiaddr } from '@multiformats/multiaddr'
 import { DEFAULT_LIMITS, DEFAULT_TIMING, PhoenixError, nameProblem, unknownKeyProblem } from '@phoenix-overlay/core'
 import type { PhoenixInit, SendOptions } from './api.ts'
 import type { SshInit } from './dial-path.ts'
@@ -103,4 +105,23 @@ export function checkInitKeys(init: PhoenixInit, known: readonly string[] = PHOE
     unknownKeyProblem(init.core?.limits, Object.keys(DEFAULT_LIMITS), 'core.limits') ??
     unknownKeyProblem(init.core?.timing, Object.keys(DEFAULT_TIMING), 'core.timing')
   if (problem !== undefined) throw new PhoenixTransportError('INVALID_INPUT', problem, { field: problem.slice(0, problem.indexOf(' ')) })
+}
+
+/** A hub's address (`field`: the option or argument it came from) is a multiaddr, and its `/p2p/` part, if any, a peer id. */
+export function checkHubMultiaddr(address: string, field: string): void {
+  let components: { name: string; value?: string }[]
+  try {
+    components = multiaddr(address).getComponents()
+  } catch (error) {
+    throw invalidInput(field, `${JSON.stringify(address)} is not a multiaddr: ${(error as Error).message}`)
+  }
+  // The multiaddr parser takes any text as a /p2p/ value; the dial then failed every time, in the log only.
+  for (const { name, value } of components) {
+    if (name !== 'p2p' || value === undefined) continue
+    try {
+      peerIdFromString(value)
+    } catch (error) {
+      throw invalidInput(field, `${JSON.stringify(address)} names ${JSON.stringify(value)}, which is not a peer id: ${(error as Error).message}`)
+    }
+  }
 }
