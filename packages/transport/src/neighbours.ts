@@ -352,7 +352,7 @@ export class Neighbours {
     const livedMs = Math.round(driver.now() - neighbour.upAtMs)
     if (livedMs < CORE_CONSTANTS.connectionStableMs && !neighbour.leaving && !neighbour.closedByUs && !this.closing) {
       parts.metrics.count('neighbours_flapped')
-      parts.log.error('neighbour %s closed the connection %d ms after it opened (%s); it is dialled again with a growing back-off. If it does so each time, it refuses us and its log says why: it cannot verify our record (one node signs records, signRecords / --no-sign, and the other does not), or another process runs with this node\'s key (a copied key file)', link.peer, livedMs, reason)
+      parts.log.error('neighbour %s closed the connection %d ms after it opened (%s); it is dialled again with a growing back-off. Once is what a process that crashed or was killed does; if it does so each time, it refuses us and its log says why: it cannot verify our record (one node signs records, signRecords / --no-sign, and the other does not), or another process runs with this node\'s key (a copied key file)', link.peer, livedMs, reason)
     }
     if (!driver.core.hasLeft) {
       driver.core.connectionDown(link.peer, driver.now())
