@@ -88,6 +88,8 @@ class MessageSets implements TransSource {
   private slotMap: Int32Array | undefined
   private readonly translated: (NodeSet | undefined)[] = []
   private readonly rcptAfterChange: NodeSet[] = []
+  /** `served()` once per message: null until asked. */
+  private servedSet: NodeSet | undefined | null = null
   private readonly shared: readonly NodeSet[] | undefined
 
   constructor(
@@ -116,12 +118,36 @@ class MessageSets implements TransSource {
     return set
   }
 
-  /** rcpt after a change: the sender plus everyone it sent the same entry to; one set per trans set. */
+  /**
+   * The sender's neighbours, if it says each holds or will get every entry here
+   * (`UpdateMessage.allServed`, a hub sharing out its neighbours with co-hubs) and we take its
+   * word: not if we can have co-hubs ourselves, whose plans must rest on promises alone (two hubs
+   * each taking the other's word for a node would both leave it out). One set per slot table.
+   */
+  served(): NodeSet | undefined {
+    if (this.servedSet !== null) return this.servedSet
+    this.servedSet = undefined
+    if (this.message.allServed !== true || this.p.mode === 'naive' || this.message.neighbourSlots.length === 0 || this.p.mayHaveCoHubs()) return undefined
+    this.slotMap ??= slotMapOf(this.p, this.from, this.message.neighbourSlots)
+    const slots = this.from.senderSlots
+    invariant(slots !== undefined && slots.map === this.slotMap, 'the slot map is the sender\'s latest')
+    if (slots.served === undefined) {
+      const set = new NodeSet(this.p.nodeIndex.highWater)
+      for (const index of slots.map) if (index >= 0) set.add(index)
+      slots.served = this.p.table.holders.intern(set)
+    }
+    this.servedSet = slots.served
+    return slots.served
+  }
+
+  /** rcpt after a change: the sender plus everyone it sent the same entry to (and those it says are served); one set per trans set. */
   rcpt(transIndex: number): NodeSet {
     const key = transIndex + 1
     let set = this.rcptAfterChange[key]
     if (set === undefined) {
       set = this.p.table.holders.union(EMPTY_SET, this.from.index, this.trans(transIndex))
+      const served = this.served()
+      if (served !== undefined) set = this.p.table.holders.union(set, -1, served)
       this.rcptAfterChange[key] = set
     }
     return set
@@ -143,7 +169,48 @@ function heardConnectionsLost(p: CoreParts, from: Neighbour, lost: readonly Node
     if (p.neighbours.has(id)) neighbours.add(index)
   }
   if (!all.isEmpty()) p.table.forgetLostHolders(from.index, all, neighbours)
+  // Its word that its neighbours are served named them: void until it says it again.
+  p.neighbours.servedBy.delete(from)
 }
+
+/**
+ * A hub that said every neighbour of its is served (`UpdateMessage.allServed`) holds each of them
+ * at 1 hop (they connected to it, and each advertises itself first thing), so each of them holds
+ * or will get a route of 2 hops or fewer to every other, from the hub or a co-hub. Our route to
+ * one of them therefore cannot improve the others' (1 + 1 at best): they join rcpt, the hub
+ * vouching. Without it, a node whose hub served it late was dialled by peers served early, learned
+ * each peer's record from the peer, and told every other peer of them its direct route: 0.57·N(N−1)
+ * copies at 3,600 processes in three subnets (simulations/ANALYSIS.md). After a change of the
+ * route (adopted, or direct), which starts rcpt afresh. Not our own entry (the hellos settle it).
+ */
+function hubsServe(p: CoreParts, entry: RouteEntry): void {
+  const table = p.table
+  if (p.neighbours.servedBy.size === 0 || !entry.reachable || table.isOwn(entry)) return
+  // alternates.ts: with several next hops, holding it at exactly our offer is not covered.
+  if (!table.alternates.covers(HUB_NEIGHBOUR_HOPS, entry.nhops + 1)) return
+  for (const [hub, served] of p.neighbours.servedBy) {
+    if (!served.has(entry.row) || entry.rcpt.containsAll(served)) continue
+    entry.rcpt = table.holders.union(entry.rcpt, -1, served)
+    entry.rcptHopsMax = Math.max(entry.rcptHopsMax, HUB_NEIGHBOUR_HOPS)
+    entry.vouchers = table.holders.union(entry.vouchers, hub.index, undefined)
+  }
+}
+
+/**
+ * Whether our record waits for a new neighbour's hello (core.ts `connectionUp`): with discovery,
+ * if we hold its record (a hub broadcast both), or if a hub said its neighbours are served and it
+ * is one of them (it holds or will get ours from that hub, as we are the hub's neighbour too).
+ * The hello says whether it does; if not, ours goes then.
+ */
+export function peerProbablyHoldsOurs(p: CoreParts, peer: NodeId, index: number): boolean {
+  if (!p.discovery) return false
+  if (p.table.get(peer)?.reachable === true) return true
+  for (const served of p.neighbours.servedBy.values()) if (served.has(index)) return true
+  return false
+}
+
+/** What a hub's neighbours hold each other at: 1 hop to the hub, 1 from it. */
+const HUB_NEIGHBOUR_HOPS = 2
 
 /** Sender slot -> our node index for `table`, reusing what changed least since its last message. */
 function slotMapOf(p: CoreParts, from: Neighbour, table: readonly NodeId[]): Int32Array {
@@ -161,6 +228,9 @@ function slotMapOf(p: CoreParts, from: Neighbour, table: readonly NodeId[]): Int
 
 function applyMessage(p: CoreParts, from: Neighbour, message: UpdateMessage, nowMs: number): void {
   const sets = new MessageSets(p, from, message)
+  // A hub's word that its neighbours are served stands for its entries to come (`hubsServe`).
+  const served = sets.served()
+  if (served !== undefined) p.neighbours.servedBy.set(from, served)
   // A co-hub's update carries its plan (fanout.ts): a round waiting for it counts what came.
   if (p.mayHaveCoHubs()) p.fanout.heardFrom(from.id, message.entries.length)
   if (from.awaitingHello) {
@@ -289,6 +359,7 @@ function applyAdvert(p: CoreParts, from: Neighbour, advert: RouteAdvert, sets: M
 function adopt(p: CoreParts, entry: RouteEntry, from: Neighbour, advert: RouteAdvert, candidateHops: number, sets: MessageSets, isNew: boolean, nowMs: number): void {
   const rcpt = p.mode === 'optimized' ? sets.rcpt(advert.trans) : undefined
   const namesAdded = p.table.adopt(entry, from.id, from.index, advert, candidateHops, rcpt, isNew, nowMs)
+  if (p.mode === 'optimized') hubsServe(p, entry)
   if (entry.introducedBy !== undefined) p.police.countNames(entry.introducedBy, namesAdded)
   if (entry.reachable && p.discovery) wantDial(p, entry, nowMs)
   // A record of a neighbour relayed by someone else still routes directly to the neighbour.
@@ -301,6 +372,8 @@ export function routeDirectly(p: CoreParts, peer: NodeId, index: number, nowMs: 
   const willConnect = p.willConnect
   const staysWith = willConnect === undefined || !p.discovery ? undefined : (holder: NodeId) => willConnect(holder, peer)
   p.table.routeDirectly(peer, index, nowMs, (id) => p.neighbours.get(id)?.index, staysWith)
+  const entry = p.table.get(peer)
+  if (entry !== undefined && p.table.dirty.has(entry)) hubsServe(p, entry)
 }
 
 /**

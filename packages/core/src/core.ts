@@ -1,4 +1,4 @@
-import { Inbox, applyInbox, routeDirectly } from './apply.ts'
+import { Inbox, applyInbox, peerProbablyHoldsOurs, routeDirectly } from './apply.ts'
 import { DEFAULT_LIMITS, DEFAULT_TIMING, type CoreLimits, type CoreTiming } from './constants.ts'
 import { AddressBook } from './discovery.ts'
 import { Expiry } from './expiry.ts'
@@ -199,10 +199,10 @@ export class PhoenixCore {
     this.table.joined.add(index)
     // Our record waits for the hello only where the peer probably holds it: with discovery on,
     // connections follow the records (we dial what we learned), so if we hold the peer's record
-    // it most likely got ours the same way (a hub broadcasts both). A hub met through our
+    // it most likely got ours the same way (a hub broadcasts both, or says it serves it: apply.ts). A hub met through our
     // configuration, or a connection list given offline, would make us wait a round trip for
     // nothing, behind a peer that may be busy (measured: 10% slower offline convergence).
-    if (this.discovery && this.table.get(peer)?.reachable === true) this.neighbours.setFlag(neighbour, 'ownWaitsForHello', true)
+    if (peerProbablyHoldsOurs(this.parts, peer, index)) this.neighbours.setFlag(neighbour, 'ownWaitsForHello', true)
     routeDirectly(this.parts, peer, index, nowMs)
   }
 

@@ -8,6 +8,8 @@ import type { NodeId, RoutingMode } from './types.ts'
 export interface SenderSlots {
   readonly table: readonly NodeId[]
   readonly map: Int32Array
+  /** Every node of the table, interned, once a message with `UpdateMessage.allServed` asked (apply.ts). */
+  served?: NodeSet
 }
 
 /**
@@ -140,6 +142,12 @@ export class NeighbourTable {
   private slotOfIndexMap = new Int32Array(CORE_CONSTANTS.slotOfIndexInitial).fill(-1)
   /** Our neighbours, as node indices: the universe of every send decision. */
   readonly indexSet = new NodeSet()
+  /**
+   * Hubs that said every neighbour of theirs is served (`UpdateMessage.allServed`), and those
+   * neighbours (apply.ts, `hubsServe`). At most one per hub we are connected to: a hub's latest word,
+   * dropped with its connection or when it says it lost neighbours.
+   */
+  readonly servedBy = new Map<Neighbour, NodeSet>()
   private opened = 0
 
   /** Connections opened so far: the number of the newest (`Neighbour.connection`). */
@@ -231,6 +239,7 @@ export class NeighbourTable {
     this.freeSlots.push(neighbour.slot)
     this.freeSlotsSorted = false
     this.cachedSlotTable = undefined
+    this.servedBy.delete(neighbour)
     this.indexSet.delete(neighbour.index)
     this.setSlotOfIndex(neighbour.index, -1)
     this.countFlags(neighbour, -1)

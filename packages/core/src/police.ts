@@ -185,6 +185,7 @@ export class Police {
       for (const id of lost) this.checkNodeId(id, 'lostNeighbours entry')
     }
     if (message.planEnd !== undefined && message.planEnd !== true) malformed('planEnd is neither true nor absent')
+    if (message.allServed !== undefined && message.allServed !== true) malformed('allServed is neither true nor absent')
     const maxTransBytes = Math.ceil(message.neighbourSlots.length / 8)
     for (const set of message.transSets) if (!(set instanceof Uint8Array) || set.length > maxTransBytes) malformed('trans set wider than the neighbour slots')
   }

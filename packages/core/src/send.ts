@@ -375,12 +375,13 @@ class SendRound {
     const hello = this.helloFor(to)
     const lost = this.p.neighbours.takeLost(to)
     const planEnd = this.planEndSlots.has(to.slot)
+    const allServed = saysAllServed(this.p, this.coHubs.length > 0 ? this.coHubSet : undefined, to)
     const out: UpdateMessage[] = []
     for (let start = 0; start < entries.length || (start === 0 && (hello !== undefined || lost !== undefined || planEnd)); start += limits.entriesPerMessageMax) {
       const last = start + limits.entriesPerMessageMax >= entries.length
       // One message takes the round's own list (built for this neighbour, unused after): no copy per message.
       const chunk = start === 0 && last ? entries : entries.slice(start, start + limits.entriesPerMessageMax)
-      out.push(this.message(chunk, start === 0 ? hello : undefined, start === 0 ? lost : undefined, planEnd && last))
+      out.push(this.message(chunk, start === 0 ? hello : undefined, start === 0 ? lost : undefined, planEnd && last, allServed))
     }
     return out
   }
@@ -395,7 +396,7 @@ class SendRound {
     return { receiverSeq }
   }
 
-  private message(chunk: readonly RouteEntry[], hello: UpdateMessage['hello'], lost: readonly NodeId[] | undefined, planEnd: boolean): UpdateMessage {
+  private message(chunk: readonly RouteEntry[], hello: UpdateMessage['hello'], lost: readonly NodeId[] | undefined, planEnd: boolean, allServed: boolean): UpdateMessage {
     const transSets: Uint8Array[] = []
     // Most messages carry one or two sets: a scan finds them without a map per message; past
     // TRANS_SETS_SCANNED_MAX, a map built then keeps a long message linear.
@@ -413,7 +414,7 @@ class SendRound {
       }
       return this.advertFor(entry, index)
     })
-    const message: UpdateMessage = { neighbourSlots: transSets.length > 0 ? this.slotTable : [], transSets, entries: adverts, ...(hello !== undefined ? { hello } : {}), ...(lost !== undefined ? { lostNeighbours: lost } : {}), ...(planEnd ? { planEnd: true as const } : {}) }
+    const message: UpdateMessage = { neighbourSlots: transSets.length > 0 ? this.slotTable : [], transSets, entries: adverts, ...(hello !== undefined ? { hello } : {}), ...(lost !== undefined ? { lostNeighbours: lost } : {}), ...(planEnd ? { planEnd: true as const } : {}), ...(allServed && transSets.length > 0 ? { allServed: true as const } : {}) }
     const numbering = this.p.numbering
     if (numbering !== undefined && transSets.length > 0) {
       numbering.attach(
@@ -488,6 +489,22 @@ const JOINED_LIST_MAX = 32
  * references costs less than a map lookup, and most messages carry one or two); past it, by a map.
  */
 const TRANS_SETS_SCANNED_MAX = 8
+
+/**
+ * Whether our updates to `to` say that every neighbour of ours holds or will get each entry in
+ * them (`UpdateMessage.allServed`): we share out our neighbours with co-hubs (`coHubs`, or read
+ * now when this step did not: it continues a round), and `to` is not one of them. True of every
+ * entry we send: after a round each neighbour is in its trans or rcpt, or held back and decided
+ * again, or joined since and is decided in the next round (`joinedNeighbours`); a co-hub's promise
+ * counts only if at least as good as our offer, and we take no one's word but promises. A co-hub
+ * is not told: its plan must rest on promises (two hubs each taking the other's word for a node
+ * would both leave it out).
+ */
+function saysAllServed(p: CoreParts, coHubs: ReadonlySet<Neighbour> | undefined, to: Neighbour): boolean {
+  if (p.mode !== 'optimized' || !p.mayHaveCoHubs()) return false
+  const hubs = coHubs ?? new Set(p.coHubs())
+  return hubs.size > 0 && !hubs.has(to)
+}
 
 /** Whether one of `indices` is in neither `trans` nor `rcpt`. */
 function anyLacking(indices: readonly number[], trans: NodeSet, rcpt: NodeSet): boolean {

@@ -14,6 +14,12 @@ import type { ForwardDecision, NodeId, PhysicalAddress, RouteAdvert } from './ty
 /** The sender's trans sets of one message, in our numbering, translated on demand (apply.ts's `MessageSets`). */
 export interface TransSource {
   trans(index: number): NodeSet | undefined
+  /**
+   * The nodes the sender says hold every entry of the message at its hops + 1 or fewer, or will
+   * get that from it or a co-hub (`UpdateMessage.allServed`): for rcpt only, never trans (the word
+   * is not passed on). Undefined when it says nothing, or when we do not take its word.
+   */
+  served(): NodeSet | undefined
 }
 
 /** An entry forgotten by `RouteTable.expire`: its destination, who introduced it, and how many names its record carried. */
@@ -171,22 +177,24 @@ export class RouteTable {
     // alternates.ts: with several next hops, holding it at exactly our offer is not covered.
     const set = trans !== undefined && this.alternates.covers(senderHops + 1, entry.nhops + 1) ? trans.trans(transIndex) : undefined
     const holderCovered = this.alternates.covers(senderHops, entry.nhops + 1)
-    if (!holderCovered && set === undefined) return
+    // Nodes the sender says are served (`TransSource.served`): rcpt only, bound as its trans; not our own entry (hellos).
+    const claims = trans !== undefined && !this.isOwn(entry) && this.alternates.covers(senderHops + 1, entry.nhops + 1) ? trans.served() : undefined
+    if (!holderCovered && set === undefined && claims === undefined) return
     if (set === undefined && this.isOwn(entry)) return noteOwnHolder(entry, fromIndex, senderHops)
     const holder = holderCovered ? fromIndex : -1
     // The union is memoized (HolderSets): when it gives the very set we hold, nothing is lacking,
     // without looking at N bits; otherwise the bits decide (our set may be an equal, uninterned one).
     const transUnion = this.holders.union(entry.trans, holder, set)
-    const rcptUnion = this.holders.union(entry.rcpt, holder, set)
+    const rcptUnion = this.holders.union(claims === undefined ? entry.rcpt : this.holders.union(entry.rcpt, -1, claims), holder, set)
     const transLacks = transUnion !== entry.trans && lacksHolders(entry.trans, holder, set)
-    const rcptLacks = rcptUnion !== entry.rcpt && lacksHolders(entry.rcpt, holder, set)
+    const rcptLacks = rcptUnion !== entry.rcpt && (lacksHolders(entry.rcpt, holder, set) || (claims !== undefined && !entry.rcpt.containsAll(claims)))
     if (!transLacks && !rcptLacks) return
     if (holderCovered) entry.rcptHopsMax = Math.max(entry.rcptHopsMax, senderHops)
-    if (set !== undefined) entry.rcptHopsMax = Math.max(entry.rcptHopsMax, senderHops + 1)
+    if (set !== undefined || claims !== undefined) entry.rcptHopsMax = Math.max(entry.rcptHopsMax, senderHops + 1)
     // A set that holds them all already stays as it is.
     if (transLacks) entry.trans = transUnion
     if (rcptLacks) entry.rcpt = rcptUnion
-    if (set !== undefined && !set.isEmpty()) entry.vouchers = this.holders.union(entry.vouchers, fromIndex, undefined)
+    if ((set !== undefined && !set.isEmpty()) || (claims !== undefined && !claims.isEmpty())) entry.vouchers = this.holders.union(entry.vouchers, fromIndex, undefined)
   }
 
   /**

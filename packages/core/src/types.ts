@@ -53,6 +53,16 @@ export interface UpdateMessage {
    * may serve.
    */
   readonly planEnd?: true
+  /**
+   * Optimized mode, from a hub whose co-hubs share out its neighbours (see "A hub's word that
+   * every neighbour of its is served" in packages/core/README.md), to a node that is not one of
+   * them: every node in `neighbourSlots` holds each entry the sender holds (those of this message
+   * among them) at the sender's hops + 1 or fewer, or will get that from the sender or one of its
+   * co-hubs; so each holds the others at 2 hops or fewer. The receiver, unless it can have co-hubs
+   * itself, counts them in rcpt, never in trans: the word is not passed on, so no hub ever takes
+   * it back as a promise.
+   */
+  readonly allServed?: true
 }
 
 export type Effect =

@@ -96,7 +96,7 @@ function advertToWire(a: RouteAdvert): AdvertMessage {
 }
 
 function updateToWire(u: UpdateMessage): UpdateWire {
-  const wire: UpdateWire = { neighbourSlots: [...u.neighbourSlots], transSets: [...u.transSets] as Uint8Array<ArrayBuffer>[], entries: u.entries.map(advertToWire), lostNeighbours: [...(u.lostNeighbours ?? [])], planEnd: u.planEnd === true }
+  const wire: UpdateWire = { neighbourSlots: [...u.neighbourSlots], transSets: [...u.transSets] as Uint8Array<ArrayBuffer>[], entries: u.entries.map(advertToWire), lostNeighbours: [...(u.lostNeighbours ?? [])], planEnd: u.planEnd === true, allServed: u.allServed === true }
   if (u.hello !== undefined) wire.hello = u.hello.receiverSeq === undefined ? {} : { receiverSeq: u.hello.receiverSeq }
   return wire
 }
@@ -266,6 +266,7 @@ class Checker {
       ...(u.hello !== undefined ? { hello: { receiverSeq: u.hello.receiverSeq } } : {}),
       ...(u.lostNeighbours.length > 0 ? { lostNeighbours: u.lostNeighbours } : {}),
       ...(u.planEnd ? { planEnd: true as const } : {}),
+      ...(u.allServed ? { allServed: true as const } : {}),
     }
   }
 }

@@ -273,6 +273,7 @@ export interface Update {
   hello?: Hello
   lostNeighbours: string[]
   planEnd: boolean
+  allServed: boolean
 }
 
 export namespace Update {
@@ -323,6 +324,11 @@ export namespace Update {
           w.bool(obj.planEnd)
         }
 
+        if ((obj.allServed != null && obj.allServed !== false)) {
+          w.uint32(56)
+          w.bool(obj.allServed)
+        }
+
         if (opts.lengthDelimited !== false) {
           w.ldelim()
         }
@@ -332,7 +338,8 @@ export namespace Update {
           transSets: [],
           entries: [],
           lostNeighbours: [],
-          planEnd: false
+          planEnd: false,
+          allServed: false
         }
 
         const end = length == null ? reader.len : reader.pos + length
@@ -383,6 +390,10 @@ export namespace Update {
             }
             case 6: {
               obj.planEnd = reader.bool()
+              break
+            }
+            case 7: {
+              obj.allServed = reader.bool()
               break
             }
             default: {
@@ -484,6 +495,13 @@ export namespace Update {
               }
               break
             }
+            case 7: {
+              yield {
+                field: `${prefix}.allServed`,
+                value: reader.bool()
+              }
+              break
+            }
             default: {
               reader.skipType(tag & 7)
               break
@@ -566,6 +584,11 @@ export namespace Update {
     value: boolean
   }
 
+  export interface UpdateAllServedFieldEvent {
+    field: '$.allServed'
+    value: boolean
+  }
+
   export function encode (obj: Partial<Update>): Uint8Array<ArrayBuffer> {
     return encodeMessage(obj, Update.codec())
   }
@@ -574,7 +597,7 @@ export namespace Update {
     return decodeMessage(buf, Update.codec(), opts)
   }
 
-  export function stream (buf: Uint8Array | Uint8ArrayList, opts?: DecodeOptions<Update>): Generator<UpdateNeighbourSlotsFieldEvent | UpdateTransSetsFieldEvent | UpdateEntriesDestinationFieldEvent | UpdateEntriesSeqFieldEvent | UpdateEntriesNhopsFieldEvent | UpdateEntriesNamesFieldEvent | UpdateEntriesAddressesFieldEvent | UpdateEntriesTransPlusOneFieldEvent | UpdateEntriesSignatureFieldEvent | UpdateHelloReceiverSeqFieldEvent | UpdateLostNeighboursFieldEvent | UpdatePlanEndFieldEvent> {
+  export function stream (buf: Uint8Array | Uint8ArrayList, opts?: DecodeOptions<Update>): Generator<UpdateNeighbourSlotsFieldEvent | UpdateTransSetsFieldEvent | UpdateEntriesDestinationFieldEvent | UpdateEntriesSeqFieldEvent | UpdateEntriesNhopsFieldEvent | UpdateEntriesNamesFieldEvent | UpdateEntriesAddressesFieldEvent | UpdateEntriesTransPlusOneFieldEvent | UpdateEntriesSignatureFieldEvent | UpdateHelloReceiverSeqFieldEvent | UpdateLostNeighboursFieldEvent | UpdatePlanEndFieldEvent | UpdateAllServedFieldEvent> {
     return streamMessage(buf, Update.codec(), opts)
   }
 }
@@ -1868,6 +1891,11 @@ export namespace Frame {
     value: boolean
   }
 
+  export interface FrameUpdateAllServedFieldEvent {
+    field: '$.update.allServed'
+    value: boolean
+  }
+
   export interface FrameDataSourceFieldEvent {
     field: '$.data.source'
     value: string
@@ -1984,7 +2012,7 @@ export namespace Frame {
     return decodeMessage(buf, Frame.codec(), opts)
   }
 
-  export function stream (buf: Uint8Array | Uint8ArrayList, opts?: DecodeOptions<Frame>): Generator<FrameUpdateNeighbourSlotsFieldEvent | FrameUpdateTransSetsFieldEvent | FrameUpdateEntriesDestinationFieldEvent | FrameUpdateEntriesSeqFieldEvent | FrameUpdateEntriesNhopsFieldEvent | FrameUpdateEntriesNamesFieldEvent | FrameUpdateEntriesAddressesFieldEvent | FrameUpdateEntriesTransPlusOneFieldEvent | FrameUpdateEntriesSignatureFieldEvent | FrameUpdateHelloReceiverSeqFieldEvent | FrameUpdateLostNeighboursFieldEvent | FrameUpdatePlanEndFieldEvent | FrameDataSourceFieldEvent | FrameDataDestinationFieldEvent | FrameDataNameFieldEvent | FrameDataHopLimitFieldEvent | FrameDataMessageIdFieldEvent | FrameDataAckRequestedFieldEvent | FrameDataPayloadFieldEvent | FrameAckSourceFieldEvent | FrameAckDestinationFieldEvent | FrameAckHopLimitFieldEvent | FrameAckMessageIdFieldEvent | FrameUndeliverableSourceFieldEvent | FrameUndeliverableDestinationFieldEvent | FrameUndeliverableHopLimitFieldEvent | FrameUndeliverableMessageIdFieldEvent | FrameUndeliverableReasonFieldEvent | FrameProbeNonceFieldEvent | FrameProbeReplyFieldEvent | FrameCreditFlowsSourceFieldEvent | FrameCreditFlowsDestinationFieldEvent | FrameCreditFlowsBytesFieldEvent> {
+  export function stream (buf: Uint8Array | Uint8ArrayList, opts?: DecodeOptions<Frame>): Generator<FrameUpdateNeighbourSlotsFieldEvent | FrameUpdateTransSetsFieldEvent | FrameUpdateEntriesDestinationFieldEvent | FrameUpdateEntriesSeqFieldEvent | FrameUpdateEntriesNhopsFieldEvent | FrameUpdateEntriesNamesFieldEvent | FrameUpdateEntriesAddressesFieldEvent | FrameUpdateEntriesTransPlusOneFieldEvent | FrameUpdateEntriesSignatureFieldEvent | FrameUpdateHelloReceiverSeqFieldEvent | FrameUpdateLostNeighboursFieldEvent | FrameUpdatePlanEndFieldEvent | FrameUpdateAllServedFieldEvent | FrameDataSourceFieldEvent | FrameDataDestinationFieldEvent | FrameDataNameFieldEvent | FrameDataHopLimitFieldEvent | FrameDataMessageIdFieldEvent | FrameDataAckRequestedFieldEvent | FrameDataPayloadFieldEvent | FrameAckSourceFieldEvent | FrameAckDestinationFieldEvent | FrameAckHopLimitFieldEvent | FrameAckMessageIdFieldEvent | FrameUndeliverableSourceFieldEvent | FrameUndeliverableDestinationFieldEvent | FrameUndeliverableHopLimitFieldEvent | FrameUndeliverableMessageIdFieldEvent | FrameUndeliverableReasonFieldEvent | FrameProbeNonceFieldEvent | FrameProbeReplyFieldEvent | FrameCreditFlowsSourceFieldEvent | FrameCreditFlowsDestinationFieldEvent | FrameCreditFlowsBytesFieldEvent> {
     return streamMessage(buf, Frame.codec(), opts)
   }
 }

@@ -39,6 +39,7 @@ function updateBytes(u: UpdateMessage): number {
   if (u.hello !== undefined) size += helloFieldBytes(u.hello)
   size += lostFieldBytes(u)
   if (u.planEnd === true) size += PLAN_END_BYTES
+  if (u.allServed === true) size += ALL_SERVED_BYTES
   return size
 }
 
@@ -72,6 +73,8 @@ function idListBytes(ids: readonly string[]): number {
 
 /** `plan_end = true`: a one-byte tag and a one-byte varint. */
 const PLAN_END_BYTES = 2
+/** `all_served = true`: a one-byte tag and a one-byte varint. */
+const ALL_SERVED_BYTES = 2
 const lostFieldBytes = (u: UpdateMessage): number => (u.lostNeighbours === undefined ? 0 : idListBytes(u.lostNeighbours))
 
 const helloFieldBytes = (hello: NonNullable<UpdateMessage['hello']>): number => lengthDelimited(hello.receiverSeq === undefined ? 0 : 1 + varintBytes(hello.receiverSeq))
@@ -88,7 +91,7 @@ export function encodedUpdateSize(update: UpdateMessage): number {
 export function splitUpdate(update: UpdateMessage, frameBytesMax: number = WIRE_LIMITS.frameBytesMax): UpdateMessage[] {
   if (encodedUpdateSize(update) <= frameBytesMax) return [update]
   // Every part is measured as if it carried the plan's end, which only the last one does.
-  const base = idListBytes(update.neighbourSlots) + (update.planEnd === true ? PLAN_END_BYTES : 0)
+  const base = idListBytes(update.neighbourSlots) + (update.planEnd === true ? PLAN_END_BYTES : 0) + (update.allServed === true ? ALL_SERVED_BYTES : 0)
   // The hello and the lost neighbours ride on the first part only (each is said once).
   const helloBytes = (update.hello === undefined ? 0 : helloFieldBytes(update.hello)) + lostFieldBytes(update)
   const parts: UpdateMessage[] = []
@@ -103,6 +106,8 @@ export function splitUpdate(update: UpdateMessage, frameBytesMax: number = WIRE_
         neighbourSlots: update.neighbourSlots,
         transSets: sets,
         entries,
+        // What it says holds of every entry, so every part says it (each carries the slot table).
+        ...(update.allServed === true ? { allServed: true as const } : {}),
         ...(first && update.hello !== undefined ? { hello: update.hello } : {}),
         ...(first && update.lostNeighbours !== undefined ? { lostNeighbours: update.lostNeighbours } : {}),
       })

@@ -20,6 +20,8 @@ const updateArb: fc.Arbitrary<UpdateMessage> = fc
     lost: fc.option(fc.array(id, { minLength: 1, maxLength: 8 }), { nil: undefined }),
     // The end of a co-hub's plan (absent when false).
     planEnd: fc.boolean(),
+    // Every neighbour served (absent when false).
+    allServed: fc.boolean(),
     entries: fc.array(
       fc.record({
         destination: id,
@@ -38,6 +40,7 @@ const updateArb: fc.Arbitrary<UpdateMessage> = fc
       ...(u.hello === undefined ? {} : { hello: { receiverSeq: u.hello ?? undefined } }),
       ...(u.lost === undefined ? {} : { lostNeighbours: u.lost }),
       ...(u.planEnd ? { planEnd: true as const } : {}),
+      ...(u.allServed ? { allServed: true as const } : {}),
       neighbourSlots: u.neighbourSlots,
       transSets,
       entries: u.entries.map(({ transPick, ...e }): RouteAdvert => ({ ...e, trans: transSets.length === 0 ? -1 : (transPick % (transSets.length + 1)) - 1 })),
@@ -95,6 +98,8 @@ describe('wire codec', () => {
         expect(parts.map((p) => p.lostNeighbours)).toEqual(parts.map((_, i) => (i === 0 ? update.lostNeighbours : undefined)))
         // The plan's end, once, on the last part: it is true only once every part is out.
         expect(parts.map((p) => p.planEnd)).toEqual(parts.map((_, i) => (i === parts.length - 1 ? update.planEnd : undefined)))
+        // Every neighbour served: said of every entry, so on every part.
+        expect(parts.map((p) => p.allServed)).toEqual(parts.map(() => update.allServed))
       }),
       runs(300),
     )

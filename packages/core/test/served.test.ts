@@ -1,0 +1,114 @@
+import { describe, expect, it } from 'vitest'
+import { ownerHash } from '../src/fanout.ts'
+import { PhoenixCore, type RouteAdvert, type StepResult, type UpdateMessage } from '../src/index.ts'
+
+const record = (destination: string, nhops = 0, trans = -1): RouteAdvert => ({ destination, seq: 0, nhops, names: [], addresses: [`addr:${destination}`], trans })
+const helloWithRecord = (id: string): UpdateMessage => ({ neighbourSlots: [], transSets: [], entries: [record(id)], hello: { receiverSeq: undefined } })
+/** A trans set naming `slots` of a slot table `width` long. */
+function bitsOf(width: number, slots: readonly number[]): Uint8Array {
+  const bits = new Uint8Array(Math.ceil(width / 8))
+  for (const slot of slots) bits[slot >> 3]! |= 1 << (slot & 7)
+  return bits
+}
+const sends = (step: StepResult): { to: string; message: UpdateMessage }[] => step.effects.flatMap((e) => (e.type === 'send' ? [{ to: e.to, message: e.message }] : []))
+
+/** Runs `core` until it has nothing to do at `nowMs`; every update it sent. */
+function drain(core: PhoenixCore, nowMs: number): { to: string; message: UpdateMessage }[] {
+  const out: { to: string; message: UpdateMessage }[] = []
+  for (let i = 0; i < 100 && core.hasWork(nowMs); i++) out.push(...sends(core.step(nowMs)))
+  return out
+}
+
+/**
+ * A hub's update to a node says that every neighbour of the hub is served (`UpdateMessage.allServed`):
+ * the node then knows its peers hold what the hub relays at 2 hops, though another hub (a co-hub)
+ * serves them, and does not announce them its direct routes to each other (simulations/ANALYSIS.md:
+ * at 3,600 processes in three subnets, 0.67·N(N−1) such copies when the gateways' rounds ended apart).
+ */
+describe('a hub with co-hubs says every neighbour of its is served (allServed)', () => {
+  it('its updates to the nodes it serves say so, even when the co-hub\'s plan never came; its updates to the co-hub do not', () => {
+    const h = new PhoenixCore({ id: 'h', addresses: ['addr:h'], hubs: ['addr:h', 'addr:g'], discovery: false, timing: { coHubWaitMs: 20 }, limits: { ecmpNextHopsMax: 1 } })
+    h.step(0)
+    h.connectionUp('g', 1, 'addr:g')
+    const joiners = Array.from({ length: 12 }, (_, i) => `n${i}`)
+    for (const n of joiners) h.connectionUp(n, 1)
+    for (const n of ['g', ...joiners]) h.receive(n, helloWithRecord(n), 1)
+    h.step(1)
+    const first = sends(h.step(1))
+    expect(first.map((s) => s.to)).toEqual(['g'])
+    expect(first.every((s) => s.message.allServed === undefined)).toBe(true)
+    // The co-hub stays silent: the wait ends at 21 ms, and the hub serves its own and decides the co-hub's again.
+    const rest = drain(h, 21)
+    const ours = joiners.filter((n) => ownerHash('h', n) < ownerHash('g', n))
+    expect(ours.length).toBeGreaterThan(0)
+    for (const n of joiners) {
+      const to = rest.filter((s) => s.to === n)
+      expect(to.length).toBeGreaterThan(0)
+      for (const { message } of to) if (message.transSets.length > 0) expect(message.allServed).toBe(true)
+    }
+    // Every joiner is in the slot table the word is about.
+    const withWord = rest.find((s) => s.message.allServed === true)
+    expect(withWord?.message.neighbourSlots).toEqual(expect.arrayContaining(joiners))
+  })
+
+  it('a node takes the word into rcpt: it does not announce its direct route to a peer that the hub serves too', () => {
+    // x, served by hub h; h's neighbours are x, its peers d and z, and its co-hub g (which serves z, say).
+    const x = new PhoenixCore({ id: 'x', addresses: ['addr:x'], discovery: false, limits: { ecmpNextHopsMax: 1 } })
+    x.connectionUp('h', 0)
+    x.connectionUp('z', 0)
+    x.receive('z', helloWithRecord('z'), 0)
+    const hSlots = ['x', 'd', 'z', 'g']
+    const onlyX = bitsOf(hSlots.length, [0])
+    // h's table to x: its trans names x alone (g serves z and d, and its plan had not come), but h says all are served.
+    x.receive('h', { neighbourSlots: hSlots, transSets: [onlyX], entries: [record('h'), record('d', 1, 0), record('g', 1, 0)], hello: { receiverSeq: undefined }, allServed: true }, 0)
+    drain(x, 0)
+    expect(x.route('d')).toMatchObject({ fwd: 'h', nhops: 2 })
+    // x connects to d: a direct route, which z (holding d at 2 hops through its own hub) does not need.
+    x.connectionUp('d', 1)
+    x.receive('d', helloWithRecord('d'), 1)
+    const after = drain(x, 1)
+    expect(x.route('d')).toMatchObject({ fwd: 'd', nhops: 1 })
+    const toZ = after.filter((s) => s.to === 'z').flatMap((s) => s.message.entries.map((e) => e.destination))
+    expect(toZ).not.toContain('d')
+    expect(() => x.checkInvariants()).not.toThrow()
+  })
+
+  it('the word stands for the hub\'s neighbours later: a peer\'s record heard from the peer is not announced to the others', () => {
+    // x, held back by hub h for a co-hub that has not served it yet: h sent it only h's own record, with the word.
+    const x = new PhoenixCore({ id: 'x', addresses: ['addr:x'], limits: { ecmpNextHopsMax: 1 } })
+    x.connectionUp('h', 0, 'addr:h')
+    x.connectionUp('z', 0)
+    x.receive('z', helloWithRecord('z'), 0)
+    const hSlots = ['x', 'd', 'z', 'g']
+    x.receive('h', { neighbourSlots: hSlots, transSets: [bitsOf(hSlots.length, [0, 3])], entries: [record('h', 0, 0)], hello: { receiverSeq: undefined }, allServed: true }, 0)
+    drain(x, 0)
+    // d, served early, dials x and sends its own record: x learns d from d.
+    x.connectionUp('d', 1)
+    const beforeHello = drain(x, 1)
+    // Our record waits for d's hello: d is h's neighbour, so it holds ours or will get it from h.
+    expect(beforeHello.filter((s) => s.to === 'd').flatMap((s) => s.message.entries.map((e) => e.destination))).not.toContain('x')
+    x.receive('d', { ...helloWithRecord('d'), hello: { receiverSeq: 0 } }, 1)
+    const after = drain(x, 1)
+    expect(x.route('d')).toMatchObject({ fwd: 'd', nhops: 1 })
+    // z holds d at 2 hops or fewer (h's word): x does not tell it its direct route, nor d its own record.
+    expect(after.filter((s) => s.to === 'z').flatMap((s) => s.message.entries.map((e) => e.destination))).not.toContain('d')
+    expect(after.filter((s) => s.to === 'd').flatMap((s) => s.message.entries.map((e) => e.destination))).not.toContain('x')
+    // h loses z: its word is void until said again, and z is no longer counted as holding d.
+    x.receive('h', { neighbourSlots: [], transSets: [], entries: [], lostNeighbours: ['z'] }, 2)
+    const relearned = drain(x, 2)
+    expect(relearned.filter((s) => s.to === 'z').flatMap((s) => s.message.entries.map((e) => e.destination))).toContain('d')
+    expect(() => x.checkInvariants()).not.toThrow()
+  })
+
+  it('a hub that can have co-hubs does not take the word (its plan rests on promises alone)', () => {
+    const g = new PhoenixCore({ id: 'g', addresses: ['addr:g'], hubs: ['addr:h', 'addr:g'], discovery: false, timing: { coHubWaitMs: 20 }, limits: { ecmpNextHopsMax: 1 } })
+    g.connectionUp('h', 0, 'addr:h')
+    g.connectionUp('z', 0)
+    g.receive('z', helloWithRecord('z'), 0)
+    const hSlots = ['g', 'd', 'z']
+    g.receive('h', { neighbourSlots: hSlots, transSets: [bitsOf(hSlots.length, [0])], entries: [record('h'), record('d', 1, 0)], hello: { receiverSeq: undefined }, allServed: true }, 0)
+    const out = drain(g, 100)
+    // z lacks d as far as g knows: g sends it (the word would have left z to h, and h leaves it to g).
+    expect(out.filter((s) => s.to === 'z').flatMap((s) => s.message.entries.map((e) => e.destination))).toContain('d')
+  })
+})
