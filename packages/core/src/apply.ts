@@ -352,6 +352,12 @@ function applyAdvert(p: CoreParts, from: Neighbour, advert: RouteAdvert, sets: M
     // alternates.ts: an equal offer adds a next hop, a worse one from a next hop removes it.
     table.alternates.heardAtSameSeq(entry, from.id, candidateHops)
     if (p.mode === 'optimized') table.noteHolder(entry, from.index, senderHops, sets, advert.trans)
+  } else if (entry.hearsay) {
+    // route.ts, `hearsay`: a neighbour holds an older number of it (the destination came back at a
+    // number below its retraction): it is sent on from now, so the retraction reaches the owner,
+    // which then issues a newer one.
+    entry.hearsay = false
+    table.dirty.add(entry)
   }
 }
 
@@ -359,6 +365,8 @@ function applyAdvert(p: CoreParts, from: Neighbour, advert: RouteAdvert, sets: M
 function adopt(p: CoreParts, entry: RouteEntry, from: Neighbour, advert: RouteAdvert, candidateHops: number, sets: MessageSets, isNew: boolean, nowMs: number): void {
   const rcpt = p.mode === 'optimized' ? sets.rcpt(advert.trans) : undefined
   const namesAdded = p.table.adopt(entry, from.id, from.index, advert, candidateHops, rcpt, isNew, nowMs)
+  // route.ts, `hearsay`: a destination first heard of in a retraction stays hearsay until a route comes.
+  entry.hearsay = isNew || entry.hearsay
   if (p.mode === 'optimized') hubsServe(p, entry)
   if (entry.introducedBy !== undefined) p.police.countNames(entry.introducedBy, namesAdded)
   if (entry.reachable && p.discovery) wantDial(p, entry, nowMs)

@@ -9,6 +9,8 @@ import type { NodeId, PhysicalAddress } from './types.ts'
 const ROWS_INITIAL = 16
 const PRESENT = 1
 const DIRTY = 2
+/** Learned only as unreachable (RouteEntry.hearsay). */
+const HEARSAY = 4
 const NONE = -1
 const NO_NAMES: readonly string[] = Object.freeze([])
 
@@ -36,7 +38,7 @@ export class RouteColumns {
   private capacity = 0
   /** Present rows (the table's size). */
   private present = 0
-  /** Flags per row: PRESENT, DIRTY. */
+  /** Flags per row: PRESENT, DIRTY, HEARSAY. */
   private flags = new Uint8Array(0)
   seq = new Uint32Array(0)
   /** Hops to the destination; HOPS_NONE when unreachable. */
@@ -217,6 +219,14 @@ export class RouteColumns {
     invariant((this.flags[row]! & PRESENT) !== 0, 'a dirty entry is in the table')
     this.flags[row] = this.flags[row]! | DIRTY
     this.dirtyList.push(row)
+  }
+
+  isHearsay(row: number): boolean {
+    return (this.flags[row]! & HEARSAY) !== 0
+  }
+
+  setHearsay(row: number, hearsay: boolean): void {
+    this.flags[row] = hearsay ? this.flags[row]! | HEARSAY : this.flags[row]! & ~HEARSAY
   }
 
   isDirty(row: number): boolean {

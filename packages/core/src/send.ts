@@ -102,7 +102,7 @@ class SendRound {
     const { neighbours, table } = this.p
     for (const neighbour of neighbours.values()) {
       const entries = neighbour.needsWholeTable ? table.values() : table.dirty
-      for (const entry of entries) this.push(neighbour.slot, entry)
+      for (const entry of entries) if (!entry.hearsay || entry.destination === neighbour.id) this.push(neighbour.slot, entry)
       neighbours.setFlag(neighbour, 'needsWholeTable', false)
     }
   }
@@ -121,6 +121,11 @@ class SendRound {
     const entries = table.allDirty ? table.values() : joined !== undefined ? table.valuesWhere(this.mayConcern(joined)) : table.dirty
     for (const entry of entries) {
       const owner = neighbours.get(entry.destination)
+      if (entry.hearsay) {
+        // route.ts: never sent on, but to its owner when it holds an older number (below).
+        if (owner !== undefined && ownerNeedsOwnEntry(owner, entry.seq)) this.route(owner.slot, entry)
+        continue
+      }
       const decision = this.decisionFor(entry, joined !== undefined && !table.dirty.has(entry) && !table.isOwn(entry) ? joined : undefined, decided, decidedForJoined)
       for (const slot of decision.heldBack) if (slot !== owner?.slot) fanout.holdBack(this.neighbourAt(slot), entry)
       if (table.isOwn(entry) && neighbours.count('ownWaitsForHello') > 0) {
@@ -202,6 +207,7 @@ class SendRound {
   /** `sendSelfCheck`: an entry `mayConcern` skipped goes to nobody by a decision over every neighbour. */
   private checkSkipped(row: number): void {
     const entry = this.p.table.get(this.p.nodeIndex.id(row)!)!
+    if (entry.hearsay) return // route.ts: goes to nobody but a stale owner, whatever a decision says
     const full = this.decide(entry, undefined)
     sendSelfCheck.decisionsChecked++
     invariant(full.slots.length + full.heldBack.length === 0, `a skipped entry (${entry.destination}) goes to ${JSON.stringify([full.slots, full.heldBack])}`)

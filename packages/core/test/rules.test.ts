@@ -553,14 +553,24 @@ describe('trans and rcpt', () => {
     expect(sentTo(drain(core)).size).toBe(0)
   })
 
-  it('a new neighbour gets the whole table, including unreachable entries', () => {
+  it('a new neighbour gets the whole table, including unreachable entries, but not those only ever heard of as unreachable', () => {
     const core = coreWithNeighbours('u', ['a'])
-    core.receive('a', update([advert('v', 4, 1), advert('w', 7, 0)]), 0)
+    // v and x had routes here, then lost them; w was first heard of in a retraction (hearsay:
+    // passed on, each node that learned it kept it a retention of its own, and under churn dead
+    // entries were taught back and never expired).
+    core.receive('a', update([advert('v', 4, 1), advert('w', 7, 0), advert('x', 2, 1)]), 0)
+    drain(core)
+    core.receive('a', update([advert('x', 3, 0)]), 0)
     drain(core)
     core.connectionUp('n', 1)
     core.receive('n', hello(), 1)
     const toN = sentTo(drain(core, 1)).get('n') ?? []
-    expect(toN.map((e) => e.destination).sort()).toEqual(['u', 'v', 'w'])
+    expect(toN.map((e) => e.destination).sort()).toEqual(['u', 'v', 'x'])
+    expect(core.route('w')).toMatchObject({ reachable: false, seq: 7 })
+    // A neighbour that holds an older number of w (w came back below its retraction) is told.
+    core.receive('n', update([advert('w', 6, 1)]), 2)
+    const toNAgain = sentTo(drain(core, 2)).get('n') ?? []
+    expect(toNAgain.filter((e) => e.destination === 'w').map((e) => e.seq)).toEqual([7])
   })
 
   it("guards the paper's literal rule: a worse holder's trans does not silence a better route", () => {
