@@ -314,7 +314,15 @@ export class NeighbourLink {
     }
     this.held = []
     this.heldFrom = 0
-    if (!this.closed) this.stream.resume()
+    if (this.closed) return
+    try {
+      this.stream.resume()
+    } catch (error) {
+      // The neighbour's stream is closing (a leave) before its 'close' event reached us: the link
+      // closes, as it would at that event. Thrown on, it dropped the neighbour as an internal
+      // error (`StreamStateError`, once in 392 graceful leaves in a churn audit).
+      this.shutDown(`stream closing: ${(error as Error).message}`)
+    }
   }
 
   /** Closes gracefully once queued frames are written (a leave's farewell goes out first). */

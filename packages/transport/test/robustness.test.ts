@@ -52,6 +52,22 @@ describe('a relay survives its traffic (issue 11, items 5 and 6)', () => {
     await fake.node.stop()
   })
 
+  it('a stream that cannot resume (it is closing: a leave) closes its link; the neighbour is not dropped as an internal error', async () => {
+    // A churn audit: once in 392 graceful leaves, "dropping neighbour … (internal): … StreamStateError".
+    const { fake, dropped } = await pausedNode()
+    const { stream, peer } = await fake.connect()
+    stream.resume = () => {
+      throw new Error('StreamStateError: Cannot resume a stream that is closing/closed')
+    }
+    // Two updates at once: the second is held (the core takes one at a time) and the stream paused; taking it resumes the stream.
+    stream.deliver(concat([prefixed(update(peer, 2)), prefixed(update(peer, 4))]))
+    await settle(20)
+    expect(uncaught.map(String)).toEqual([])
+    expect(dropped).toEqual([])
+    expect(fake.node.peers()).toEqual([])
+    await fake.node.stop()
+  })
+
   it('a frame that makes the core throw closes that connection only; the node and its other neighbours go on', async () => {
     const { fake, dropped, received } = await pausedNode()
     const bad = await fake.connect()
