@@ -392,7 +392,7 @@ export class PhoenixNode extends TypedEventEmitter<PhoenixEvents> implements Pho
 
   private gauges(): Record<string, number> {
     const session = this.session
-    if (session === undefined) return { routes_reachable: 0, neighbours: 0, outbound_frames_queued: 0, outbound_bytes_queued: 0, stream_write_buffer_bytes: 0, acks_pending: this.sends.pendingCount }
+    if (session === undefined) return { routes_reachable: 0, routes_unreachable: 0, neighbours: 0, outbound_frames_queued: 0, outbound_bytes_queued: 0, stream_write_buffer_bytes: 0, acks_pending: this.sends.pendingCount }
     let queued = 0
     let queuedBytes = 0
     let streamBytes = 0
@@ -402,12 +402,16 @@ export class PhoenixNode extends TypedEventEmitter<PhoenixEvents> implements Pho
       streamBytes += link.streamBufferedBytes
     }
     const waiting = session.router.credit.waiting
+    const routes = session.core.routes()
+    const reachable = routes.filter((r) => r.reachable).length
     return {
       ...this.dialPath.gauges(),
       credit_waiting_frames: waiting.frames,
       credit_waiting_bytes: waiting.bytes,
       credit_flows: waiting.flows,
-      routes_reachable: session.core.routes().filter((r) => r.reachable).length,
+      routes_reachable: reachable,
+      // Kept after a loss for unreachableRetentionMs (a churn audit found them growing only by counting GET /routes).
+      routes_unreachable: routes.length - reachable,
       neighbours: session.neighbours.size,
       outbound_frames_queued: queued,
       outbound_bytes_queued: queuedBytes,

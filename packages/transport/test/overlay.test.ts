@@ -133,6 +133,8 @@ describe('real libp2p nodes in three firewalled subnets (loopback)', () => {
     expect(metrics).toMatch(/^# TYPE phoenix_core_entries_received_total counter\nphoenix_core_entries_received_total [1-9]\d*$/m)
     expect(metrics).toMatch(/^# TYPE phoenix_credit_flows_evicted_total counter$/m)
     expect(metrics).toMatch(/^phoenix_routes_reachable \d+$/m)
+    const unreachable = cluster.node('A0').phoenix.routes().filter((r) => !r.reachable).length
+    expect(metrics).toMatch(new RegExp(`^phoenix_routes_unreachable ${unreachable}$`, 'm'))
     expect(metrics).toMatch(/^phoenix_neighbours [1-9]\d*$/m)
   })
 })
