@@ -1,4 +1,4 @@
-import { isReservedName, type PhoenixNode } from '@phoenix-overlay/transport'
+import { undeliverableNameProblem, type PhoenixNode } from '@phoenix-overlay/transport'
 import { serveOverlayPage } from './overlay-page/page.ts'
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import { browserRefusal } from './browser-guard.ts'
@@ -261,7 +261,7 @@ interface Streams {
 function streamMessages(target: ControlTarget, req: IncomingMessage, res: ServerResponse, url: URL, streams: Streams): void {
   const names = url.searchParams.getAll('name')
   for (const name of names) {
-    const problem = nameProblem(name) ?? (isReservedName(name) ? `${JSON.stringify(name)}: names starting with '@' are reserved for the overlay, and no message is sent to one` : undefined)
+    const problem = undeliverableNameProblem(name)
     if (problem !== undefined) throw new ControlError(400, 'INVALID_INPUT', `name ${problem}`)
   }
   let remaining = integerParam(url, 'count', Number.POSITIVE_INFINITY, 1, Number.MAX_SAFE_INTEGER)!

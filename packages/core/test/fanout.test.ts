@@ -1,11 +1,8 @@
 import { describe, expect, it } from 'vitest'
 import { AddressBook } from '../src/discovery.ts'
 import { ownerHash } from '../src/fanout.ts'
-import { DEFAULT_TIMING, PhoenixCore, type RouteAdvert, type UpdateMessage } from '../src/index.ts'
-
-const record = (destination: string): RouteAdvert => ({ destination, seq: 0, nhops: 0, names: [], addresses: [`addr:${destination}`], trans: -1 })
-/** A neighbour's first update: its hello (it holds no record of us) and its own record. */
-const helloWithRecord = (id: string): UpdateMessage => ({ neighbourSlots: [], transSets: [], entries: [record(id)], hello: { receiverSeq: undefined } })
+import { DEFAULT_TIMING, PhoenixCore, type UpdateMessage } from '../src/index.ts'
+import { helloWithRecord, hubWithCoHubAndJoiners, record } from './cohub-hub.ts'
 
 /** A node `h` that three neighbours joined, each sending its record: it owes each the other two and its own. */
 function hubJoinedBy(limits: Record<string, number> = {}): PhoenixCore {
@@ -16,17 +13,6 @@ function hubJoinedBy(limits: Record<string, number> = {}): PhoenixCore {
   return h
 }
 
-/** Hub `h` (co-hub `g`, a 20 ms wait) that 12 nodes joined at 1 ms, their hellos applied: its next step begins the round. */
-function hubWithCoHubAndJoiners(): { h: PhoenixCore; joiners: string[] } {
-  const h = new PhoenixCore({ id: 'h', addresses: ['addr:h'], hubs: ['addr:h', 'addr:g'], discovery: false, timing: { coHubWaitMs: 20 }, limits: { ecmpNextHopsMax: 1 } })
-  h.step(0)
-  h.connectionUp('g', 1, 'addr:g')
-  const joiners = Array.from({ length: 12 }, (_, i) => `n${i}`)
-  for (const n of joiners) h.connectionUp(n, 1)
-  for (const n of ['g', ...joiners]) h.receive(n, helloWithRecord(n), 1)
-  h.step(1)
-  return { h, joiners }
-}
 
 describe('bounded send steps (sendStepEntriesMax, fanout.ts)', () => {
   it('a round larger than the bound goes out over several steps, a whole neighbour at a time, in slot order', () => {

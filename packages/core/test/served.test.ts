@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest'
 import { ownerHash } from '../src/fanout.ts'
+import { helloWithRecord, hubWithCoHubAndJoiners } from './cohub-hub.ts'
 import { PhoenixCore, type RouteAdvert, type StepResult, type UpdateMessage } from '../src/index.ts'
 
 const record = (destination: string, nhops = 0, trans = -1): RouteAdvert => ({ destination, seq: 0, nhops, names: [], addresses: [`addr:${destination}`], trans })
-const helloWithRecord = (id: string): UpdateMessage => ({ neighbourSlots: [], transSets: [], entries: [record(id)], hello: { receiverSeq: undefined } })
 /** A trans set naming `slots` of a slot table `width` long. */
 function bitsOf(width: number, slots: readonly number[]): Uint8Array {
   const bits = new Uint8Array(Math.ceil(width / 8))
@@ -27,13 +27,7 @@ function drain(core: PhoenixCore, nowMs: number): { to: string; message: UpdateM
  */
 describe('a hub with co-hubs says every neighbour of its is served (allServed)', () => {
   it('its updates to the nodes it serves say so, even when the co-hub\'s plan never came; its updates to the co-hub do not', () => {
-    const h = new PhoenixCore({ id: 'h', addresses: ['addr:h'], hubs: ['addr:h', 'addr:g'], discovery: false, timing: { coHubWaitMs: 20 }, limits: { ecmpNextHopsMax: 1 } })
-    h.step(0)
-    h.connectionUp('g', 1, 'addr:g')
-    const joiners = Array.from({ length: 12 }, (_, i) => `n${i}`)
-    for (const n of joiners) h.connectionUp(n, 1)
-    for (const n of ['g', ...joiners]) h.receive(n, helloWithRecord(n), 1)
-    h.step(1)
+    const { h, joiners } = hubWithCoHubAndJoiners()
     const first = sends(h.step(1))
     expect(first.map((s) => s.to)).toEqual(['g'])
     expect(first.every((s) => s.message.allServed === undefined)).toBe(true)

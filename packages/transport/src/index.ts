@@ -15,6 +15,6 @@ export { decodeSwarmKey, generateKey, generateSwarmKey, SwarmKeyError, SWARM_KEY
 export { KeystreamExhaustedError, KEYSTREAM_LIMITS } from './pnet/keystream.ts'
 export { PROTECTED_CONNECTION_LIMITS } from './pnet/protected-connection.ts'
 export { GROUP_LIMITS, GROUP_TIMING, NamePattern, checkPattern, type Member, type NameChange } from './groups.ts'
-export { SITE_ID_TAIL_CHARS, SITE_LABEL_CHARS_MAX, TOPOLOGY_LEVELS, checkSiteLabel, isReservedName, placeOf, type Topology, type TopologyNode } from './topology.ts'
+export { SITE_ID_TAIL_CHARS, SITE_LABEL_CHARS_MAX, TOPOLOGY_LEVELS, checkSiteLabel, placeOf, undeliverableNameProblem, type Topology, type TopologyNode } from './topology.ts'
 export { COLLECTIVE_LIMITS, COLLECTIVE_TIMING, type BroadcastResult, type CollectiveOptions, type ReduceOptions, type ReduceResult } from './collectives.ts'
 export { float64Bytes, float64Values, type Missing } from './collective-codec.ts'

@@ -24,7 +24,7 @@
  * node can reach (itself included), sorted. Every node that knows the same reachable set computes
  * the same colors, so colors agree everywhere once routes converge, and change on join and leave.
  */
-import { quoteEscaped, type RouteView } from '@phoenix-overlay/core'
+import { nameProblem, quoteEscaped, type RouteView } from '@phoenix-overlay/core'
 import { classifyAddress } from './address-classes.ts'
 import { invalidInput } from './errors.ts'
 
@@ -89,9 +89,16 @@ export function isReservedName(name: string): boolean {
   return name.startsWith(RESERVED_NAME_PREFIX)
 }
 
+const reservedNameProblem = (name: string): string => `${JSON.stringify(name)}: names starting with '@' are reserved for the overlay`
+
 /** Refuses a reserved name (or pattern) given by the user as `field`: it would pose as the overlay's own (a site's `@site/…`). */
 export function refuseReservedName(field: string, name: string): void {
-  if (isReservedName(name)) throw invalidInput(field, `${JSON.stringify(name)}: names starting with '@' are reserved for the overlay`)
+  if (isReservedName(name)) throw invalidInput(field, reservedNameProblem(name))
+}
+
+/** Why no message can ever be delivered to `name` (a reader waiting for one would wait for good), or undefined. */
+export function undeliverableNameProblem(name: string): string | undefined {
+  return nameProblem(name) ?? (isReservedName(name) ? `${reservedNameProblem(name)}, and no message is sent to one` : undefined)
 }
 
 /**

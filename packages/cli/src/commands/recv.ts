@@ -3,8 +3,7 @@ import { once } from 'node:events'
 import { ConfigError } from '../config-error.ts'
 import { answerError, callControl, describeFailure, openControl, readAnswer, type ControlEndpoint } from '../control-client.ts'
 import { payloadOfLine, type MessageLine } from '../message-line.ts'
-import { nameProblem } from '@phoenix-overlay/core'
-import { isReservedName } from '@phoenix-overlay/transport'
+import { undeliverableNameProblem } from '@phoenix-overlay/transport'
 import { guardProcess } from '../process-guard.ts'
 import { controlOption } from './inspect.ts'
 
@@ -91,7 +90,7 @@ export function registerRecvCommand(program: Command): void {
     .action(async (o: RecvOptions) => {
       // A name no node can hold would wait for good (exit 2 at once, as send refuses it).
       for (const name of o.name) {
-        const problem = nameProblem(name) ?? (isReservedName(name) ? `${JSON.stringify(name)}: names starting with '@' are reserved for the overlay, and no message is sent to one` : undefined)
+        const problem = undeliverableNameProblem(name)
         if (problem !== undefined) throw new ConfigError(`--name: ${problem}`)
       }
       return recv(o)
