@@ -121,13 +121,15 @@ class MessageSets implements TransSource {
   /**
    * The sender's neighbours, if it says each holds or will get every entry here
    * (`UpdateMessage.allServed`, a hub sharing out its neighbours with co-hubs) and we take its
-   * word: not if we can have co-hubs ourselves, whose plans must rest on promises alone (two hubs
+   * word: only from one of our hubs (`isOurHub`), and not if we can have co-hubs ourselves, whose plans must rest on promises alone (two hubs
    * each taking the other's word for a node would both leave it out). One set per slot table.
    */
   served(): NodeSet | undefined {
     if (this.servedSet !== null) return this.servedSet
     this.servedSet = undefined
     if (this.message.allServed !== true || this.p.mode === 'naive' || this.message.neighbourSlots.length === 0 || this.p.mayHaveCoHubs()) return undefined
+    // Only from one of our hubs: a member's word would keep our direct routes from its neighbours.
+    if (!this.p.isOurHub(this.from.id)) return undefined
     this.slotMap ??= slotMapOf(this.p, this.from, this.message.neighbourSlots)
     const slots = this.from.senderSlots
     invariant(slots !== undefined && slots.map === this.slotMap, 'the slot map is the sender\'s latest')

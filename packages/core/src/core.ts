@@ -2,7 +2,7 @@ import { Inbox, applyInbox, peerProbablyHoldsOurs, routeDirectly } from './apply
 import { DEFAULT_LIMITS, DEFAULT_TIMING, type CoreLimits, type CoreTiming } from './constants.ts'
 import { AddressBook } from './discovery.ts'
 import { Expiry } from './expiry.ts'
-import { Fanout, coHubsOf, mayHaveCoHubs } from './fanout.ts'
+import { Fanout, coHubsOf, isOurHub, mayHaveCoHubs } from './fanout.ts'
 import { checkCoreInvariants } from './invariants.ts'
 import { PhoenixError } from './errors.ts'
 import { NameHolders, reclaimNames, type NameConflict } from './names.ts'
@@ -171,7 +171,7 @@ export class PhoenixCore {
     this.table = new RouteTable(this.id, nodeIndex, initialSeq, names, addresses, config.records, this.holders, numbering?.holders, limits.ecmpNextHopsMax)
     for (const hub of this.police.checkAddresses(config.hubs ?? [], 'config.hubs', Number.POSITIVE_INFINITY)) this.learnHub(hub)
     const { book, table, neighbours, police, traffic, discovery, holders, fanout } = this
-    this.parts = { id: this.id, willConnect: config.willConnect, mode, discovery, limits, timing, table, neighbours, nodeIndex, book, police, names: holders, traffic, numbering, fanout, coHubs: () => coHubsOf(table.own.addresses, this.hubsGiven, book, neighbours, timing.coHubWaitMs), mayHaveCoHubs: () => mayHaveCoHubs(table.own.addresses, this.hubsGiven, timing.coHubWaitMs) }
+    this.parts = { id: this.id, willConnect: config.willConnect, mode, discovery, limits, timing, table, neighbours, nodeIndex, book, police, names: holders, traffic, numbering, fanout, coHubs: () => coHubsOf(table.own.addresses, this.hubsGiven, book, neighbours, timing.coHubWaitMs), mayHaveCoHubs: () => mayHaveCoHubs(table.own.addresses, this.hubsGiven, timing.coHubWaitMs), isOurHub: (peer) => isOurHub(this.hubs, book, peer) }
   }
 
   // ---------------------------------------------------------------- inputs

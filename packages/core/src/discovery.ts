@@ -80,6 +80,10 @@ export class AddressBook {
       state = this.addresses.add(address)
       state.nearness = this.nearnessOf(address)
     }
+    // A hub's address changes owner only by a dial that reached it (`dialSucceeded`): a member
+    // listing a gateway's address in its record would otherwise be taken for that gateway, a
+    // co-hub trusted with its plan (fanout.ts `coHubsOf`) or a hub whose word is taken (`isOurHub`).
+    if (owner !== undefined && state.owner !== undefined && state.redial === 'hub') return true
     if (owner !== undefined) state.owner = owner // unchanged if it is the owner already; else last of the owner's addresses
     return true
   }

@@ -227,6 +227,17 @@ export function coHubsOf(own: readonly PhysicalAddress[], hubsGiven: readonly Ph
   return out
 }
 
+/**
+ * Whether `peer` is one of our hubs: the node that answered at one of `hubs` (the addresses we were
+ * given, not our own). The book's owner of a hub address is set by a dial there, or by a record
+ * only while no owner is known (discovery.ts `learn`), so a member cannot take a hub's place by
+ * listing its address.
+ */
+export function isOurHub(hubs: readonly PhysicalAddress[], book: AddressBook, peer: NodeId): boolean {
+  for (const address of hubs) if (book.ownerOf(address) === peer) return true
+  return false
+}
+
 /** Whether a core can have co-hubs at all: it is a hub (one of the hubs it was given is its own address) and coHubWaitMs is on. */
 export function mayHaveCoHubs(own: readonly PhysicalAddress[], hubsGiven: readonly PhysicalAddress[], coHubWaitMs: number): boolean {
   if (coHubWaitMs === 0) return false

@@ -47,6 +47,8 @@ export interface CoreParts {
   readonly coHubs: () => readonly Neighbour[]
   /** Whether `coHubs()` can be non-empty at all (we are a hub and coHubWaitMs is on); cheaper than asking it. */
   readonly mayHaveCoHubs: () => boolean
+  /** Whether `peer` answered our dial at one of our hubs' addresses (fanout.ts `isOurHub`): whose word `allServed` we take. */
+  readonly isOurHub: (peer: NodeId) => boolean
   /** `CoreConfig.willConnect`. */
   readonly willConnect: ((holder: NodeId, destination: NodeId) => boolean) | undefined
 }

@@ -25,6 +25,15 @@ function drain(core: PhoenixCore, nowMs: number): { to: string; message: UpdateM
  * serves them, and does not announce them its direct routes to each other (simulations/ANALYSIS.md:
  * at 3,600 processes in three subnets, 0.67·N(N−1) such copies when the gateways' rounds ended apart).
  */
+/** x, whose hub h answered at addr:h, with a neighbour z (its record heard); discovery on (records' addresses are learned). */
+function servedByH(): PhoenixCore {
+  const x = new PhoenixCore({ id: 'x', addresses: ['addr:x'], hubs: ['addr:h'], limits: { ecmpNextHopsMax: 1 } })
+  x.connectionUp('h', 0, 'addr:h')
+  x.connectionUp('z', 0)
+  x.receive('z', helloWithRecord('z'), 0)
+  return x
+}
+
 describe('a hub with co-hubs says every neighbour of its is served (allServed)', () => {
   it('its updates to the nodes it serves say so, even when the co-hub\'s plan never came; its updates to the co-hub do not', () => {
     const { h, joiners } = hubWithCoHubAndJoiners()
@@ -47,10 +56,7 @@ describe('a hub with co-hubs says every neighbour of its is served (allServed)',
 
   it('a node takes the word into rcpt: it does not announce its direct route to a peer that the hub serves too', () => {
     // x, served by hub h; h's neighbours are x, its peers d and z, and its co-hub g (which serves z, say).
-    const x = new PhoenixCore({ id: 'x', addresses: ['addr:x'], discovery: false, limits: { ecmpNextHopsMax: 1 } })
-    x.connectionUp('h', 0)
-    x.connectionUp('z', 0)
-    x.receive('z', helloWithRecord('z'), 0)
+    const x = servedByH()
     const hSlots = ['x', 'd', 'z', 'g']
     const onlyX = bitsOf(hSlots.length, [0])
     // h's table to x: its trans names x alone (g serves z and d, and its plan had not come), but h says all are served.
@@ -69,7 +75,7 @@ describe('a hub with co-hubs says every neighbour of its is served (allServed)',
 
   it('the word stands for the hub\'s neighbours later: a peer\'s record heard from the peer is not announced to the others', () => {
     // x, held back by hub h for a co-hub that has not served it yet: h sent it only h's own record, with the word.
-    const x = new PhoenixCore({ id: 'x', addresses: ['addr:x'], limits: { ecmpNextHopsMax: 1 } })
+    const x = new PhoenixCore({ id: 'x', addresses: ['addr:x'], hubs: ['addr:h'], limits: { ecmpNextHopsMax: 1 } })
     x.connectionUp('h', 0, 'addr:h')
     x.connectionUp('z', 0)
     x.receive('z', helloWithRecord('z'), 0)
@@ -92,6 +98,44 @@ describe('a hub with co-hubs says every neighbour of its is served (allServed)',
     const relearned = drain(x, 2)
     expect(relearned.filter((s) => s.to === 'z').flatMap((s) => s.message.entries.map((e) => e.destination))).toContain('d')
     expect(() => x.checkInvariants()).not.toThrow()
+  })
+
+  it('the word of a neighbour that is not our hub is not taken, nor of one that lists our hub\'s address as its own', () => {
+    const hSlots = ['x', 'd', 'z', 'g']
+    for (const liar of ['m', 'm-claiming-addr:h']) {
+      const x = servedByH()
+      const m = liar === 'm' ? 'm' : 'm2'
+      // m's record, relayed by z, names h's address: it must not become the owner of our hub's address.
+      x.receive('z', { neighbourSlots: [], transSets: [], entries: [{ ...record(m, 1), addresses: liar === 'm' ? [`addr:${m}`] : ['addr:h'] }] }, 0)
+      drain(x, 0)
+      x.connectionUp(m, 0)
+      x.receive(m, helloWithRecord(m), 0)
+      x.receive(m, { neighbourSlots: hSlots, transSets: [bitsOf(hSlots.length, [0])], entries: [record('d', 1, 0)], allServed: true }, 0)
+      drain(x, 0)
+      x.connectionUp('d', 1)
+      x.receive('d', helloWithRecord('d'), 1)
+      const after = drain(x, 1)
+      expect(x.route('d')).toMatchObject({ fwd: 'd', nhops: 1 })
+      // Nothing says z holds d: x tells it its direct route.
+      expect(after.filter((s) => s.to === 'z').flatMap((s) => s.message.entries.map((e) => e.destination)), liar).toContain('d')
+    }
+  })
+
+  it('a member that lists a co-hub\'s address as its own does not become the hub\'s co-hub', () => {
+    // Discovery on: addresses in records are learned.
+    const h = new PhoenixCore({ id: 'h', addresses: ['addr:h'], hubs: ['addr:h', 'addr:g'], timing: { coHubWaitMs: 20 }, limits: { ecmpNextHopsMax: 1 } })
+    h.step(0)
+    h.connectionUp('g', 1, 'addr:g')
+    h.receive('g', helloWithRecord('g'), 1)
+    // m's record, relayed by n, names g's address; then m connects.
+    h.connectionUp('n', 1)
+    h.receive('n', { ...helloWithRecord('n'), entries: [record('n'), { ...record('m', 1), addresses: ['addr:g'] }] }, 1)
+    h.step(1)
+    h.connectionUp('m', 1)
+    h.receive('m', helloWithRecord('m'), 1)
+    h.step(1) // the hellos
+    // The round begins with the co-hubs' plan: to g alone, not to m.
+    expect(sends(h.step(2)).map((s) => s.to)).toEqual(['g'])
   })
 
   it('a hub that can have co-hubs does not take the word (its plan rests on promises alone)', () => {
