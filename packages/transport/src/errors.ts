@@ -51,6 +51,7 @@ export function invalidInput(field: string, problem: string): PhoenixTransportEr
 /** A value as an error message shows it: a number as written (JSON says null for NaN and Infinity), else short JSON (a string quoted, so '100' does not read as 100), else its type. */
 export function shown(value: unknown): string {
   if (typeof value === 'number' || typeof value === 'bigint') return String(value)
-  const json = value === undefined ? 'undefined' : JSON.stringify(value)
-  return json === undefined || json.length > 60 ? typeof value : json
+  // JSON says null for undefined, NaN and Infinity inside arrays and objects: `[undefined]` would read `[null]`.
+  const json = value === undefined ? 'undefined' : JSON.stringify(value, (_key, inner: unknown) => (inner === undefined || (typeof inner === 'number' && !Number.isFinite(inner)) ? `\u0000${String(inner)}\u0000` : inner))
+  return json === undefined || json.length > 60 ? typeof value : json.replaceAll(/"\\u0000([^"\\]*)\\u0000"/g, '$1')
 }

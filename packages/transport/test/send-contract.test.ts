@@ -82,6 +82,8 @@ describe('the send contract (issue 11, items 1 and 2)', () => {
       // A string was read character by character ("/" is not a multiaddr), and names as a string failed with "toJSON not set".
       ['hubs as a string', bad({ listen: [], hubs: '/ip4/10.0.0.1/tcp/7000' }), 'hubs', /^hubs must be an array of strings, got "\/ip4\/10\.0\.0\.1\/tcp\/7000"$/],
       ['names as a string', bad({ listen: [], names: 'worker' }), 'names', /^names must be an array of strings, got "worker"$/],
+      // JSON shows undefined and NaN in a list as null: it read "got [null]".
+      ['a hole in names', bad({ listen: [], names: [undefined, Number.NaN] }), 'names', /^names must be an array of strings, got \[undefined,NaN\]$/],
       ['a listen address', bad({ listen: ['/ip4/127.0.0.1/tcp/0', 'localhost:7000'] }), 'listen', /^listen "localhost:7000" is not a multiaddr: /],
       // It failed "address already in use", as if another process held the port.
       ['a listen address twice', bad({ listen: ['/ip4/127.0.0.1/tcp/7000', '/ip4/127.0.0.1/tcp/7000'] }), 'listen', /^listen "\/ip4\/127\.0\.0\.1\/tcp\/7000" is given twice$/],
