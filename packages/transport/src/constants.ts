@@ -163,3 +163,11 @@ export const OWN_ADDRESSES_MAX = 16
  * after it, one is taken for a forgery and counted (`notices_unmatched`), not raised. 16 bytes each.
  */
 export const CALLER_IDS_MAX = 4_096
+
+/**
+ * Peers whose early closes in a row are counted (flap-log.ts), the oldest forgotten first. A peer
+ * counts until one of its connections lives or is closed by either side for a known reason; under
+ * churn every killed worker is one entry. 1,024 holds far more peers than flap at once (a node
+ * has at most its neighbour limit), at ~100 bytes each.
+ */
+export const FLAPPING_PEERS_MAX = 1_024

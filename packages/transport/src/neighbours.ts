@@ -7,6 +7,7 @@ import type { CoreDriver } from './core-driver.ts'
 import { NeighbourLink, type FrameBytes } from './link.ts'
 import { StreamTap } from './stream-tap.ts'
 import { DialDeadline } from './dial-deadline.ts'
+import { FlapLog } from './flap-log.ts'
 import { SSH_DIAL_TIMEOUT_MS, type DialPlan } from './dial-path.ts'
 import { describeError, type NodeParts } from './parts.ts'
 import type { SshAddress } from './ssh-address.ts'
@@ -56,10 +57,13 @@ export class Neighbours {
   closing = false
   /** Peers reported as possibly two processes with one key (`reportTwin`). */
   private readonly twinsReported = new Set<string>()
+  private readonly flaps: FlapLog
   constructor(
     private readonly parts: NodeParts,
     private readonly driver: CoreDriver,
-  ) {}
+  ) {
+    this.flaps = new FlapLog(parts.log, parts.metrics)
+  }
 
   get(peer: string): Neighbour | undefined {
     return this.byPeer.get(peer)
@@ -350,10 +354,7 @@ export class Neighbours {
     parts.log('neighbour %s down: %s', link.peer, reason)
     parts.metrics.count('neighbours_down')
     const livedMs = Math.round(driver.now() - neighbour.upAtMs)
-    if (livedMs < CORE_CONSTANTS.connectionStableMs && !neighbour.leaving && !neighbour.closedByUs && !this.closing) {
-      parts.metrics.count('neighbours_flapped')
-      parts.log.error('neighbour %s closed the connection %d ms after it opened (%s); it is dialled again with a growing back-off. Once is what a process that crashed or was killed does; if it does so each time, it refuses us and its log says why: it cannot verify our record (one node signs records, signRecords / --no-sign, and the other does not), or another process runs with this node\'s key (a copied key file)', link.peer, livedMs, reason)
-    }
+    this.flaps.closed(link.peer, livedMs, reason, livedMs < CORE_CONSTANTS.connectionStableMs && !neighbour.leaving && !neighbour.closedByUs && !this.closing)
     if (!driver.core.hasLeft) {
       driver.core.connectionDown(link.peer, driver.now())
       driver.schedule()
