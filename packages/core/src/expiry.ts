@@ -1,4 +1,5 @@
 import { invariant } from './errors.ts'
+import { NodeSet } from './nodeset.ts'
 import type { CoreParts } from './parts.ts'
 import type { RouteTable } from './table.ts'
 
@@ -48,6 +49,13 @@ export class Expiry {
     }
     if (forgotten.length === 0) return
     table.forgetIndices(forgotten)
+    // A hub's word that its neighbours are served (apply.ts `hubsServe`) names nodes by index too:
+    // kept, a released index went back into rcpt and, reused, made another node a holder.
+    if (neighbours.servedBy.size > 0) {
+      const gone = new NodeSet()
+      for (const index of forgotten) gone.add(index)
+      for (const [hub, served] of neighbours.servedBy) neighbours.servedBy.set(hub, table.holders.withoutAll(served, gone))
+    }
     // A shared numbering is never released: other cores may still use the number.
     if (numbering === undefined) {
       for (const index of forgotten) {
