@@ -1,6 +1,7 @@
 import { invariant } from './errors.ts'
 import type { Neighbour } from './neighbours.ts'
 import { EMPTY_SET, NodeSet } from './nodeset.ts'
+import { LostInStep } from './lost.ts'
 import type { CoreParts } from './parts.ts'
 import { type RouteEntry, UNREACHABLE_HOPS, isFresher } from './route.ts'
 import { isUnreachableSeq, seqNewer } from './seq.ts'
@@ -51,6 +52,7 @@ export class Inbox {
 export function applyInbox(p: CoreParts, inbox: Inbox, maxMessages: number, nowMs: number): { messages: number; entries: number } {
   let messages = 0
   let entries = 0
+  const lost = new LostInStep()
   while (messages < maxMessages) {
     const item = inbox.take()
     if (item === undefined) break
@@ -60,9 +62,10 @@ export function applyInbox(p: CoreParts, inbox: Inbox, maxMessages: number, nowM
     // restarted): its news is then stale, and applying it could mark the new incarnation as
     // already holding entries it never got.
     const from = p.neighbours.get(item.from)
-    if (from !== undefined && from.connection === item.connection) applyMessage(p, from, item.message, nowMs)
+    if (from !== undefined && from.connection === item.connection) applyMessage(p, from, item.message, lost, nowMs)
     else applyFarewell(p, item, nowMs)
   }
+  lost.end(p)
   return { messages, entries }
 }
 
@@ -157,25 +160,6 @@ class MessageSets implements TransSource {
 }
 
 /**
- * `from` lost its connections to the nodes in `lost`: what went over them may have been lost with
- * them, while each end had told us it arrived (`RouteTable.forgetLostHolders`). A node we never
- * heard of is in no holder set; one that is not our neighbour (any more) vouched for nothing here.
- */
-function heardConnectionsLost(p: CoreParts, from: Neighbour, lost: readonly NodeId[]): void {
-  const all = new NodeSet()
-  const neighbours = new NodeSet()
-  for (const id of lost) {
-    const index = p.nodeIndex.get(id)
-    if (index === undefined) continue
-    all.add(index)
-    if (p.neighbours.has(id)) neighbours.add(index)
-  }
-  if (!all.isEmpty()) p.table.forgetLostHolders(from.index, all, neighbours)
-  // Its word that its neighbours are served named them: void until it says it again.
-  p.neighbours.servedBy.delete(from)
-}
-
-/**
  * A hub that said every neighbour of its is served (`UpdateMessage.allServed`) holds each of them
  * at 1 hop (they connected to it, and each advertises itself first thing), so each of them holds
  * or will get a route of 2 hops or fewer to every other, from the hub or a co-hub. Our route to
@@ -215,6 +199,12 @@ export function peerProbablyHoldsOurs(p: CoreParts, peer: NodeId, index: number)
 const HUB_NEIGHBOUR_HOPS = 2
 
 /** Sender slot -> our node index for `table`, reusing what changed least since its last message. */
+/** A new neighbour's number (undefined: none left), room made first (expiry.ts `makeRoom`). */
+export function numberNeighbour(p: CoreParts, peer: NodeId): number | undefined {
+  p.expiry.makeRoom(p, 1)
+  return p.nodeIndex.intern(peer)
+}
+
 function slotMapOf(p: CoreParts, from: Neighbour, table: readonly NodeId[]): Int32Array {
   const cached = from.senderSlots
   if (cached !== undefined && cached.table === table) return cached.map
@@ -228,7 +218,9 @@ function slotMapOf(p: CoreParts, from: Neighbour, table: readonly NodeId[]): Int
   return map
 }
 
-function applyMessage(p: CoreParts, from: Neighbour, message: UpdateMessage, nowMs: number): void {
+function applyMessage(p: CoreParts, from: Neighbour, message: UpdateMessage, lost: LostInStep, nowMs: number): void {
+  // Every node the message names may need a number (expiry.ts): before its sets hold any.
+  p.expiry.makeRoom(p, message.neighbourSlots.length + message.entries.length)
   const sets = new MessageSets(p, from, message)
   // A hub's word that its neighbours are served stands for its entries to come (`hubsServe`).
   const served = sets.served()
@@ -245,7 +237,7 @@ function applyMessage(p: CoreParts, from: Neighbour, message: UpdateMessage, now
     if (advert.nhops === 1 && !isUnreachableSeq(advert.seq) && p.mode === 'optimized') heardConnected(p, from, advert.destination)
     if (advert.destination === from.id && p.mode === 'optimized') heardFromOwner(p, from, advert.seq)
   }
-  if (message.lostNeighbours !== undefined && message.lostNeighbours.length > 0 && p.mode === 'optimized') heardConnectionsLost(p, from, message.lostNeighbours)
+  if (message.lostNeighbours !== undefined && message.lostNeighbours.length > 0 && p.mode === 'optimized') lost.heard(p, from, message.lostNeighbours)
   if (message.planEnd === true) p.fanout.planEnded(from.id, p.neighbours.connectionsOpened)
   // Our names claimed before we heard anyone are established now (names.ts).
   p.names.heardNetwork()

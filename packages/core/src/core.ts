@@ -1,4 +1,4 @@
-import { Inbox, applyInbox, peerProbablyHoldsOurs, routeDirectly } from './apply.ts'
+import { Inbox, applyInbox, numberNeighbour, peerProbablyHoldsOurs, routeDirectly } from './apply.ts'
 import { DEFAULT_LIMITS, DEFAULT_TIMING, type CoreLimits, type CoreTiming } from './constants.ts'
 import { AddressBook } from './discovery.ts'
 import { Expiry } from './expiry.ts'
@@ -171,7 +171,7 @@ export class PhoenixCore {
     this.table = new RouteTable(this.id, nodeIndex, initialSeq, names, addresses, config.records, this.holders, numbering?.holders, limits.ecmpNextHopsMax)
     for (const hub of this.police.checkAddresses(config.hubs ?? [], 'config.hubs', Number.POSITIVE_INFINITY)) this.learnHub(hub)
     const { book, table, neighbours, police, traffic, discovery, holders, fanout } = this
-    this.parts = { id: this.id, willConnect: config.willConnect, mode, discovery, limits, timing, table, neighbours, nodeIndex, book, police, names: holders, traffic, numbering, fanout, coHubs: () => coHubsOf(table.own.addresses, this.hubsGiven, book, neighbours, timing.coHubWaitMs), mayHaveCoHubs: () => mayHaveCoHubs(table.own.addresses, this.hubsGiven, timing.coHubWaitMs), isOurHub: (peer) => isOurHub(this.hubs, book, peer) }
+    this.parts = { id: this.id, willConnect: config.willConnect, mode, discovery, limits, timing, table, neighbours, nodeIndex, book, police, names: holders, traffic, numbering, fanout, coHubs: () => coHubsOf(table.own.addresses, this.hubsGiven, book, neighbours, timing.coHubWaitMs), mayHaveCoHubs: () => mayHaveCoHubs(table.own.addresses, this.hubsGiven, timing.coHubWaitMs), isOurHub: (peer) => isOurHub(this.hubs, book, peer), expiry: this.expiry }
   }
 
   // ---------------------------------------------------------------- inputs
@@ -186,7 +186,7 @@ export class PhoenixCore {
       return
     }
     if (this.neighbours.has(peer)) return
-    const index = this.acceptsConnection(peer) ? this.parts.nodeIndex.intern(peer) : undefined
+    const index = this.acceptsConnection(peer) ? numberNeighbour(this.parts, peer) : undefined
     if (index === undefined) {
       this.pendingCloses.push({ type: 'close', peer, reason: `neighbour limit ${this.limits.neighboursMax} reached` })
       return

@@ -34,7 +34,7 @@ export class Expiry {
     // An entry a round under way still has to send is kept, as a dirty one is: a route's loss must
     // reach its destination (it answers with a newer number) before anyone forgets it.
     if (p.fanout.pending) return
-    const { nodeIndex, numbering, table, neighbours } = p
+    const { nodeIndex, table, neighbours } = p
     const forgotten: number[] = []
     const scanAtMs = table.nextExpiryScanAtMs
     const expired = table.expire(nowMs, p.timing.unreachableRetentionMs)
@@ -47,24 +47,56 @@ export class Expiry {
       const index = nodeIndex.get(destination)
       if (index !== undefined && !neighbours.has(destination)) forgotten.push(index)
     }
-    if (forgotten.length === 0) return
-    table.forgetIndices(forgotten)
-    // A hub's word that its neighbours are served (apply.ts `hubsServe`) names nodes by index too:
-    // kept, a released index went back into rcpt and, reused, made another node a holder.
-    if (neighbours.servedBy.size > 0) {
-      const gone = new NodeSet()
-      for (const index of forgotten) gone.add(index)
-      for (const [hub, served] of neighbours.servedBy) neighbours.servedBy.set(hub, table.holders.withoutAll(served, gone))
-    }
-    // A shared numbering is never released: other cores may still use the number.
-    if (numbering === undefined) {
-      for (const index of forgotten) {
-        const id = nodeIndex.id(index)
-        invariant(id !== undefined, 'a forgotten destination was numbered')
-        nodeIndex.release(id)
-      }
-    }
-    // A cached slot map could name a released index that is later reused for another node.
-    for (const neighbour of neighbours.values()) neighbour.senderSlots = undefined
+    if (forgotten.length > 0) forgetNumbers(p, forgotten)
   }
+
+  /**
+   * Makes room for `count` more node numbers if the numbering is short of it, by freeing those of
+   * nodes we hold no entry for and are not connected to: named only in slot tables (a sender's
+   * neighbours, for its trans sets), which nothing else frees. A member naming invented ids in its
+   * slot tables filled the numbering for good in 18 updates (an adversarial audit): no new
+   * neighbour, no new destination, until a restart. Before a message is applied and before a
+   * connection is numbered, never within either (a message's sets hold numbers while it is
+   * applied); not while a round is under way (its plans name nodes by number), nor in a
+   * simulator's shared numbering (no member lies there, and other cores use the numbers).
+   */
+  makeRoom(p: CoreParts, count: number): void {
+    const { nodeIndex, table, neighbours } = p
+    if (nodeIndex.max - nodeIndex.size >= count || p.numbering !== undefined || p.fanout.pending) return
+    // A scan that found nothing to free is not repeated until the numbering changes (a table full of destinations).
+    if (nodeIndex.size === this.fruitlessScanAtSize) return
+    const unheld: number[] = []
+    for (let index = 0; index < nodeIndex.highWater; index++) {
+      const id = nodeIndex.id(index)
+      if (id !== undefined && table.get(id) === undefined && !neighbours.has(id)) unheld.push(index)
+    }
+    this.fruitlessScanAtSize = unheld.length === 0 ? nodeIndex.size : -1
+    if (unheld.length > 0) forgetNumbers(p, unheld)
+  }
+
+  private fruitlessScanAtSize = -1
+}
+
+/**
+ * Frees `forgotten` (numbers of nodes we hold no entry for and are not connected to): scrubbed
+ * from every set that names nodes by number, then released for reuse (a simulator's shared
+ * numbering is never released: other cores may still use the number).
+ */
+function forgetNumbers(p: CoreParts, forgotten: readonly number[]): void {
+  const { nodeIndex, numbering, table, neighbours } = p
+  const gone = new NodeSet()
+  for (const index of forgotten) gone.add(index)
+  table.forgetIndices(gone)
+  // A hub's word that its neighbours are served (apply.ts `hubsServe`) names nodes by index too:
+  // kept, a released index went back into rcpt and, reused, made another node a holder.
+  for (const [hub, served] of neighbours.servedBy) neighbours.servedBy.set(hub, table.holders.withoutAll(served, gone))
+  if (numbering === undefined) {
+    for (const index of forgotten) {
+      const id = nodeIndex.id(index)
+      invariant(id !== undefined, 'a forgotten node was numbered')
+      nodeIndex.release(id)
+    }
+  }
+  // A cached slot map could name a released index that is later reused for another node.
+  for (const neighbour of neighbours.values()) neighbour.senderSlots = undefined
 }

@@ -257,10 +257,10 @@ export function coHubGone(p: CoreParts, gone: Neighbour): void {
   // Every neighbour, not only those it owned by the hash: where two hubs' views of their co-hubs
   // differed it may have promised anyone, and the survivors relay each other's promises in their
   // trans sets (each believing the other serves a node only the gone hub did serve).
-  const indices: number[] = []
-  for (const n of p.neighbours.values()) if (n !== gone) indices.push(n.index)
-  if (indices.length === 0) return
-  for (const index of indices) p.fanout.orphans.add(index)
+  const indices = new NodeSet()
+  for (const n of p.neighbours.values()) if (n !== gone) indices.add(n.index)
+  if (indices.isEmpty()) return
+  indices.forEach((index) => p.fanout.orphans.add(index))
   p.table.forgetIndices(indices)
   p.table.allDirty = true
 }

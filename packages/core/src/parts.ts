@@ -7,6 +7,7 @@ import type { NodeIndex } from './nodeindex.ts'
 import type { Police } from './police.ts'
 import type { SharedNumbering } from './shared-numbering.ts'
 import type { RouteTable } from './table.ts'
+import type { Expiry } from './expiry.ts'
 import type { NodeId, RoutingMode } from './types.ts'
 
 /** Messages and entries through one core (part of `CoreStats`). */
@@ -49,6 +50,8 @@ export interface CoreParts {
   readonly mayHaveCoHubs: () => boolean
   /** Whether `peer` answered our dial at one of our hubs' addresses (fanout.ts `isOurHub`): whose word `allServed` we take. */
   readonly isOurHub: (peer: NodeId) => boolean
+  /** Expiry, and room in the node numbering (expiry.ts `makeRoom`). */
+  readonly expiry: Expiry
   /** `CoreConfig.willConnect`. */
   readonly willConnect: ((holder: NodeId, destination: NodeId) => boolean) | undefined
 }

@@ -379,12 +379,10 @@ export class RouteTable {
   }
 
   /** Scrubs node indices about to be freed from every set, so a node given a reused index is not taken to hold entries it never got. */
-  forgetIndices(indices: readonly number[]): void {
+  forgetIndices(gone: NodeSet): void {
     for (const entry of this.values()) {
-      for (const index of indices) {
-        entry.trans = this.holders.without(entry.trans, index)
-        entry.rcpt = this.holders.without(entry.rcpt, index)
-      }
+      entry.trans = this.holders.withoutAll(entry.trans, gone)
+      entry.rcpt = this.holders.withoutAll(entry.rcpt, gone)
     }
   }
 
