@@ -46,7 +46,7 @@ const CHILD_EXIT_WAIT_MS = 10_000
 
 /**
  * Starts a node in a process of its own: `process.execPath` itself (the real Node binary, so the
- * pid held is the node's, not a launcher's) with tsx's loader, and waits for it to say it is ready.
+ * pid held is the node's, not a launcher's) on Node's own TypeScript transform (`NODE_TS_FLAGS`), and waits for it to say it is ready.
  * `nodeMain` is another tree's bench/src/node-main.ts to run that tree's code (a baseline checkout).
  */
 export async function spawnNode(label: string, nodeArgs: readonly string[] = [], nodeMain = NODE_MAIN): Promise<NodeHandle> {

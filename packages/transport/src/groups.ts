@@ -6,7 +6,7 @@
  * Lateness: this node compares what it can reach with what it reported after every routing
  * change it applies, and every {@link GROUP_TIMING}.scanIntervalMs besides (a neighbour's
  * connection closing changes the table without an update). So an event comes at most
- * scanIntervalMs after the route itself appeared or went (measured in `test/groups.test.ts`).
+ * scanIntervalMs after the route itself appeared or went (measured in `test/jobs-topology.test.ts`).
  */
 import { nameProblem } from '@phoenix-overlay/core'
 import { PhoenixTransportError, invalidInput } from './errors.ts'
