@@ -1,5 +1,6 @@
 import { FLOW_CREDIT_BYTES, WIRE_LIMITS, type DataFrame, type FlowCredit } from '@phoenix-overlay/wire'
 import type { FrameBytes } from './link.ts'
+import { PairKey } from './pair-key.ts'
 
 /** Per-flow credit's bounds (TRANSPORT_LIMITS; see FLOW_CREDIT_BYTES in the wire package for the protocol's window). */
 export interface CreditLimits {
@@ -64,7 +65,8 @@ export type Admission = 'sent' | 'queued' | 'flow-full' | 'table-full'
  * the neighbour refused as malformed and dropped the link (found by the inbound fuzz test).
  */
 export const flowKeyOf = (source: string, destination: string): string => `${source.length}:${source}${destination}`
-export const flowKey = (data: DataFrame): string => flowKeyOf(data.source, data.destination)
+const lastFlowKey = new PairKey(flowKeyOf)
+export const flowKey = (data: DataFrame): string => lastFlowKey.of(data.source, data.destination)
 
 /** The flow a key names (`flowKeyOf` undone). */
 export function flowOfKey(key: string): { source: string; destination: string } {

@@ -1,11 +1,13 @@
 import { Uint8ArrayList } from 'uint8arraylist'
 import { PhoenixError, isUnreachableSeq } from '@phoenix-overlay/core'
-import { WireError, decodeDataHeader, decodeFrame, encodeDataFramePieces, encodeFrame, rewriteDataHopLimit, type AckFrame, type DataFrame, type DataHeader, type Frame, type UndeliverableFrame, type UndeliverableReason } from '@phoenix-overlay/wire'
+import { WireError, decodeFrame, encodeDataFramePieces, encodeFrame, rewriteDataHopLimit, type AckFrame, type DataFrame, type Frame, type UndeliverableFrame, type UndeliverableReason } from '@phoenix-overlay/wire'
 import type { CoreDriver } from './core-driver.ts'
 import { FlowCredits, type CreditSink } from './credit.ts'
 import { PhoenixTransportError } from './errors.ts'
 import { firstPiece, type FrameBytes, type NeighbourLink } from './link.ts'
 import { receivedMessage } from './inbox.ts'
+import { PairKey } from './pair-key.ts'
+import { PiecesData, receivedData } from './received-data.ts'
 import type { FrameHandler, Neighbours } from './neighbours.ts'
 import type { NodeParts } from './parts.ts'
 
@@ -51,7 +53,7 @@ export class Router implements FrameHandler {
     try {
       // A data frame: its header read (from its first piece, if it came in several), its payload
       // left where it is. Anything else, or a data frame that cannot be read so, is decoded whole.
-      const data = this.dataHeaderFirst(received)
+      const data = receivedData(received)
       if (data !== undefined) frame = { kind: 'data', data }
       else frame = decodeFrame(received instanceof Uint8Array ? received : received.subarray())
     } catch (error) {
@@ -92,21 +94,6 @@ export class Router implements FrameHandler {
         link.onProbe(frame.probe)
         return true
     }
-  }
-
-  /**
-   * A data frame's header decoded from its first piece (`decodeDataHeader`), the payload a view
-   * of the frame; for a frame in several pieces the payload is joined (copied) only if something
-   * reads it (delivery here, or a re-encoding). Undefined if it is not a data frame or its header
-   * is not all in the first piece (then the frame is joined and decoded whole).
-   */
-  private dataHeaderFirst(received: FrameBytes): DataFrame | undefined {
-    const first = firstPiece(received)
-    if (first === undefined) return undefined
-    const decoded = decodeDataHeader(first, received.byteLength)
-    if (decoded === undefined) return undefined
-    if (received instanceof Uint8Array) return { ...decoded.header, payload: received.subarray(decoded.payloadStart) }
-    return new PiecesData(decoded.header, received, decoded.payloadStart)
   }
 
   /** A data frame from `link`: false if it cannot be taken now (credit off, the next hop's queue full). */
@@ -281,8 +268,9 @@ export class Router implements FrameHandler {
  * senders, or different names, spread.
  */
 export function flowKeyOf(data: DataFrame): string {
-  return `${data.source}\u0000${data.name}`
+  return lastFlowKey.of(data.source, data.name)
 }
+const lastFlowKey = new PairKey((source, name) => `${source}\u0000${name}`)
 
 function withHopLimit(frame: ControlFrame, hopLimit: number): ControlFrame {
   return frame.kind === 'ack' ? { kind: 'ack', ack: { ...frame.ack, hopLimit } } : { kind: 'undeliverable', undeliverable: { ...frame.undeliverable, hopLimit } }
@@ -304,39 +292,4 @@ function dataFrameBytes(data: DataFrame, transfer: boolean): FrameBytes {
   if (!transfer) return encodeFrame({ kind: 'data', data })
   const [head, payload] = encodeDataFramePieces(data)
   return new Uint8ArrayList(head, payload)
-}
-
-/**
- * A data frame that arrived in pieces, read from its first piece: the payload is joined (copied)
- * out of the pieces only if something reads it (delivery here), never when it is passed on. A
- * class, not an object literal with a getter: V8 builds one of those in its slow dictionary mode,
- * measured at 72 ms of a relay's 3.5 s of CPU for 128 MiB of 64 KiB messages.
- */
-class PiecesData implements DataFrame {
-  readonly source: string
-  readonly destination: string
-  readonly name: string
-  readonly hopLimit: number
-  readonly messageId: number
-  readonly ackRequested: boolean
-  private joined: Uint8Array | undefined
-
-  constructor(header: DataHeader, private readonly pieces: Uint8ArrayList, private readonly payloadStart: number) {
-    this.source = header.source
-    this.destination = header.destination
-    this.name = header.name
-    this.hopLimit = header.hopLimit
-    this.messageId = header.messageId
-    this.ackRequested = header.ackRequested
-  }
-
-  get payload(): Uint8Array {
-    this.joined ??= this.pieces.subarray(this.payloadStart)
-    return this.joined
-  }
-
-  /** The payload as the pieces it arrived in (views, nothing copied). */
-  get payloadPieces(): Uint8ArrayList {
-    return this.pieces.sublist(this.payloadStart)
-  }
 }

@@ -33,8 +33,16 @@ export class FrameDecoder {
     private readonly bufferBytesMax: number,
   ) {}
 
-  /** The frames completed by `data`, each as a list of the pieces it arrived in (no copy). */
-  *decode(data: Uint8Array | Uint8ArrayList): Generator<Uint8ArrayList> {
+  /**
+   * The frames completed by `data`, each a view of the delivery it arrived in if it came in one,
+   * else a list of the pieces it arrived in (no copy either way).
+   */
+  *decode(data: Uint8Array | Uint8ArrayList): Generator<Uint8Array | Uint8ArrayList> {
+    const whole = this.buffer.byteLength === 0 ? onlyPiece(data) : undefined
+    if (whole !== undefined) {
+      yield* this.decodeWhole(whole)
+      return
+    }
     this.buffer.append(data)
     if (this.buffer.byteLength > this.bufferBytesMax) throw new Error(`Buffer length limit exceeded - ${this.buffer.byteLength}/${this.bufferBytesMax}`)
     for (;;) {
@@ -48,6 +56,26 @@ export class FrameDecoder {
       this.buffer.consume(start + length)
       if (frame.byteLength > 0) yield frame
     }
+  }
+
+  /**
+   * `decode` of a delivery in one piece with nothing buffered (a quiet link's every delivery):
+   * the same frames and errors, read off the bytes without a list; what is left of an incomplete
+   * frame is buffered for the next delivery.
+   */
+  private *decodeWhole(bytes: Uint8Array): Generator<Uint8Array> {
+    if (bytes.byteLength > this.bufferBytesMax) throw new Error(`Buffer length limit exceeded - ${bytes.byteLength}/${this.bufferBytesMax}`)
+    let at = 0
+    while (at < bytes.byteLength) {
+      const length = readPrefixAt(bytes, at)
+      if (length === undefined) break
+      if (length > this.frameBytesMax) throw new Error('Invalid message length')
+      const start = at + varintWidth(length)
+      if (bytes.byteLength < start + length) break
+      at = start + length
+      if (length > 0) yield bytes.subarray(start, at)
+    }
+    if (at < bytes.byteLength) this.buffer.append(bytes.subarray(at))
   }
 
   /**
@@ -67,4 +95,25 @@ export class FrameDecoder {
     if (available === PREFIX_BYTES_MAX) throw new Error(`${PREFIX_TOO_LONG} (more than ${PREFIX_BYTES_MAX} bytes)`)
     return undefined
   }
+}
+
+/** The delivery as one Uint8Array if it is one piece, without copying; else undefined. */
+function onlyPiece(data: Uint8Array | Uint8ArrayList): Uint8Array | undefined {
+  if (data instanceof Uint8Array) return data
+  const pieces = data[Symbol.iterator]()
+  const first = pieces.next()
+  return first.done !== true && pieces.next().done === true ? first.value : undefined
+}
+
+/** `readPrefix` of bytes in one piece, at `at`: the same value, the same error past PREFIX_BYTES_MAX. */
+function readPrefixAt(bytes: Uint8Array, at: number): number | undefined {
+  const available = Math.min(bytes.byteLength - at, PREFIX_BYTES_MAX)
+  let value = 0
+  for (let i = 0; i < available; i++) {
+    const byte = bytes[at + i]!
+    value += (byte & 0x7f) * 2 ** (7 * i)
+    if (byte < 0x80) return value
+  }
+  if (available === PREFIX_BYTES_MAX) throw new Error(`${PREFIX_TOO_LONG} (more than ${PREFIX_BYTES_MAX} bytes)`)
+  return undefined
 }

@@ -90,13 +90,16 @@ export class NeighbourLink {
     private readonly onDrained: () => void = () => {},
     /** Probe the neighbour when it is silent and close the link when it stops answering (liveness.ts); absent = never. */
     liveness?: LinkLiveness,
+    /** Holds the neighbour's end-of-stream back from the link while a leave needs it held (StreamTap); absent = never. */
+    remoteClose?: { gate(listener: (event: Event) => void): (event: Event) => void },
   ) {
     // One delivery can carry a whole flow-control window; the decoder keeps that plus a partial frame.
     this.decoder = new FrameDecoder(WIRE_LIMITS.frameBytesMax, limits.inboundBytesMax + WIRE_LIMITS.frameBytesMax)
     stream.maxReadBufferLength = limits.inboundBytesMax
     stream.addEventListener('message', (event) => this.receive(event.data))
     stream.addEventListener('close', (event) => this.shutDown(event.error?.message ?? 'stream closed'))
-    stream.addEventListener('remoteCloseWrite', () => this.shutDown('neighbour closed its side'))
+    const remoteClosed = () => this.shutDown('neighbour closed its side')
+    stream.addEventListener('remoteCloseWrite', remoteClose === undefined ? remoteClosed : remoteClose.gate(remoteClosed))
     if (liveness !== undefined) {
       const alive = new Liveness(liveness.timing, performance.now())
       this.liveness = alive
@@ -213,7 +216,16 @@ export class NeighbourLink {
    * smaller ones are copied into one buffer with their prefixes, since the cipher and the socket
    * cost per piece of a write (a piece each for every prefix and frame otherwise).
    */
-  private takeBatch(): { bytes: Uint8ArrayList; tags: unknown[] } {
+  private takeBatch(): { bytes: FrameBytes; tags: unknown[] } {
+    // One small frame (a quiet link: a lone message, a probe, an ack) is one buffer with its prefix, no list.
+    if (this.queuedFrames === 1) {
+      const queue = this.control.length === 1 ? this.control : this.data
+      const frame = queue.peek()
+      if (frame.byteLength < COPY_BELOW_BYTES) {
+        const bytes = withPrefixes([frame], varint.encodingLength(frame.byteLength) + frame.byteLength)
+        return { bytes, tags: [queue.shift()] }
+      }
+    }
     const bytes = new Uint8ArrayList()
     const tags: unknown[] = []
     let small: FrameBytes[] = []
@@ -272,8 +284,15 @@ export class NeighbourLink {
     return this.liveness?.probesSent ?? 0
   }
 
+  /** A delivery from the stream, corked as `corkedWhile` does (without a closure per delivery). */
   private receive(data: Uint8Array | Uint8ArrayList): void {
-    corkedWhile(() => this.deliver(data))
+    deliveryDepth++
+    try {
+      this.deliver(data)
+    } finally {
+      deliveryDepth--
+      if (deliveryDepth === 0) uncork()
+    }
   }
 
   private deliver(data: Uint8Array | Uint8ArrayList): void {

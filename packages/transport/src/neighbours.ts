@@ -30,8 +30,6 @@ export interface Neighbour {
 }
 
 
-/** Peers `reportTwin` remembers having reported (and counted): a few in practice; past this, no more are said. */
-const TWINS_REPORTED_MAX = 64
 
 /** How frames from a neighbour are handled (forwarding.ts). */
 export interface FrameHandler {
@@ -55,8 +53,6 @@ export class Neighbours {
   handler: FrameHandler | undefined
   /** Set while leaving: streams opened to us are refused. */
   closing = false
-  /** Peers reported as possibly two processes with one key (`reportTwin`). */
-  private readonly twinsReported = new Set<string>()
   private readonly flaps: FlapLog
   constructor(
     private readonly parts: NodeParts,
@@ -279,7 +275,7 @@ export class Neighbours {
       const existingOpener = existing.link.stream.direction === 'outbound' ? parts.id : peer
       if (opener !== smaller || existingOpener === smaller) {
         parts.metrics.count('streams_duplicate')
-        if (opener === peer && existingOpener === peer && connection !== existing.connection) this.reportTwin(peer, existing.connection, connection)
+        if (opener === peer && existingOpener === peer && connection !== existing.connection) this.flaps.twin(peer, existing.connection.remoteAddr.toString(), connection.remoteAddr.toString())
         stream.abort(new Error('duplicate Phoenix stream'))
         if (dialledAddress !== undefined) driver.core.connectionUp(peer, driver.now(), dialledAddress)
         return
@@ -295,7 +291,14 @@ export class Neighbours {
       tap.stream,
       { outboundBytesMax: limits.outboundBytesMaxPerNeighbour, outboundFramesMax: limits.outboundFramesMaxPerNeighbour, inboundBytesMax: limits.inboundBytesMaxPerNeighbour },
       parts.log,
-      (bytes): boolean => this.guard(link, () => this.handler?.onFrame(link, bytes) ?? true, true),
+      // Guarded as guard() does, without a closure per frame.
+      (bytes): boolean => {
+        try {
+          return this.handler?.onFrame(link, bytes) ?? true
+        } catch (error) {
+          return this.failed(link, error, true)
+        }
+      },
       (closed, reason) => this.guard(undefined, () => this.onLinkClosed(closed, reason), undefined),
       (bad, reason) => this.drop(bad, 'wire', reason),
       () => {
@@ -309,23 +312,12 @@ export class Neighbours {
           connection.abort(new Error(reason))
         },
       },
+      tap,
     )
     this.byPeer.set(peer, { link, tap, connection, leaving: false, upAtMs: driver.now(), closedByUs: false })
     driver.core.connectionUp(peer, driver.now(), dialledAddress)
     parts.metrics.count('neighbours_up')
     driver.schedule()
-  }
-
-  /**
-   * A peer opened a second stream, on another connection, while its first is open: one node
-   * keeps one stream per neighbour, so two processes run with one key (a copied key file), or it
-   * restarted with its key and its old connection is not known dead yet. Said once per peer.
-   */
-  private reportTwin(peer: string, first: Connection, second: Connection): void {
-    if (this.twinsReported.has(peer) || this.twinsReported.size >= TWINS_REPORTED_MAX) return
-    this.twinsReported.add(peer)
-    this.parts.metrics.count('twins_suspected')
-    this.parts.log.error('peer %s connected again from %s while its connection from %s is open: two processes may run with one key (each needs its own --key / privateKey; a copied key file is the same node), or it restarted and its old connection is not known dead yet. The second is refused', peer, second.remoteAddr.toString(), first.remoteAddr.toString())
   }
 
   /**
@@ -337,11 +329,15 @@ export class Neighbours {
     try {
       return run()
     } catch (error) {
-      this.parts.metrics.count('internal_errors')
-      if (link !== undefined) this.drop(link, 'internal', `handling its frame failed: ${describeError(error)}`)
-      else this.parts.log.error('internal error: %s', describeError(error))
-      return fallback
+      return this.failed(link, error, fallback)
     }
+  }
+
+  private failed<T>(link: NeighbourLink | undefined, error: unknown, fallback: T): T {
+    this.parts.metrics.count('internal_errors')
+    if (link !== undefined) this.drop(link, 'internal', `handling its frame failed: ${describeError(error)}`)
+    else this.parts.log.error('internal error: %s', describeError(error))
+    return fallback
   }
 
   private onLinkClosed(link: NeighbourLink, reason: string): void {

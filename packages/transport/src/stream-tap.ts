@@ -3,37 +3,32 @@ import type { Stream } from '@libp2p/interface'
 type Listener = (event: Event) => void
 
 /**
- * The stream as the link sees it: the same object, with the half-close a leave needs added from
- * outside the link. Closing our side (`finishWriting`) sends what the stream holds,
- *   then end-of-stream, while we keep reading. While `holding`, the neighbour's end-of-stream is
- *   noted (`remoteDone`) but kept from the link, which would otherwise stop at once and drop what
- *   it still has to write (the bounces and acks a leaving node owes); `release` hands it over.
+ * What a leave needs of a neighbour's stream, beside the link: the half-close. Closing our side
+ * (`finishWriting`) sends what the stream holds, then end-of-stream, while we keep reading. While
+ * `holding`, the neighbour's end-of-stream is noted (`remoteDone`) but kept from the link (whose
+ * 'remoteCloseWrite' listener goes through `gate`), which would otherwise stop at once and drop
+ * what it still has to write (the bounces and acks a leaving node owes); `release` hands it over.
+ *
+ * The link holds the stream itself. It held a Proxy of it once, whose `get` trap bound a new
+ * function on every method read: every `stream.send` of every forwarded frame went through the
+ * trap and a fresh bound function, on the path a relay's latency is measured on (issue 19).
  */
 export class StreamTap {
-  readonly stream: Stream
   holding = false
   remoteDone = false
   writeClosed = false
   private readonly held: { listener: Listener; event: Event }[] = []
 
-  constructor(private readonly raw: Stream) {
-    raw.addEventListener('remoteCloseWrite', () => (this.remoteDone = true))
-    this.stream = new Proxy(raw, {
-      get: (target, property) => {
-        if (property === 'addEventListener') return (type: string, listener: Listener, options?: unknown) => this.listen(type, listener, options)
-        const value: unknown = Reflect.get(target, property, target)
-        return typeof value === 'function' ? value.bind(target) : value
-      },
-      set: (target, property, value) => Reflect.set(target, property, value, target),
-    })
+  constructor(readonly stream: Stream) {
+    stream.addEventListener('remoteCloseWrite', () => (this.remoteDone = true))
   }
 
-  private listen(type: string, listener: Listener, options: unknown): void {
-    if (type !== 'remoteCloseWrite') return this.raw.addEventListener(type as 'close', listener, options as never)
-    this.raw.addEventListener('remoteCloseWrite', (event: Event) => {
+  /** `listener` for the stream's 'remoteCloseWrite', held back while `holding`. */
+  gate(listener: Listener): Listener {
+    return (event: Event) => {
       if (this.holding) this.held.push({ listener, event })
       else listener(event)
-    })
+    }
   }
 
   /** Hands the link the end-of-stream held back. */
@@ -46,6 +41,6 @@ export class StreamTap {
   async finishWriting(): Promise<void> {
     if (this.writeClosed) return
     this.writeClosed = true
-    await this.raw.close().catch(() => undefined)
+    await this.stream.close().catch(() => undefined)
   }
 }

@@ -1,6 +1,7 @@
 import type { RouteAdvert, UpdateMessage } from '@phoenix-overlay/core'
 import { WIRE_LIMITS, type WireLimits } from './constants.ts'
 import { utf8Bytes } from './utf8.ts'
+import { readCanonicalDataHeader } from './data-header.ts'
 import { Data as DataMessage, Frame as FrameMessage, Undeliverable as UndeliverableMessage, type RouteAdvert as AdvertMessage, type Update as UpdateWire } from './frames.generated.ts'
 
 export interface DataFrame {
@@ -82,6 +83,8 @@ const REASONS: Record<UndeliverableReason, UndeliverableMessage.Reason> = {
 }
 const REASON_OF = new Map(Object.entries(REASONS).map(([k, v]) => [v, k as UndeliverableReason]))
 const EMPTY = new Uint8Array(0)
+/** `decodeDataHeader`'s default: no limit overridden (WIRE_LIMITS as they are, no copy per call). */
+const NO_OVERRIDES: Partial<WireLimits> = Object.freeze({})
 
 function advertToWire(a: RouteAdvert): AdvertMessage {
   return {
@@ -285,14 +288,19 @@ const PAYLOAD_TAG = 0x3a
  * frame, a header longer than `head`, fields in another order): then decode the joined frame
  * with `decodeFrame`. Throws WireError as `decodeFrame` does for a header it can read.
  */
-export function decodeDataHeader(head: Uint8Array, frameBytes: number, overrides: Partial<WireLimits> = {}): { header: DataHeader; payloadStart: number } | undefined {
-  const limits: WireLimits = { ...WIRE_LIMITS, ...overrides }
+export function decodeDataHeader(head: Uint8Array, frameBytes: number, overrides: Partial<WireLimits> = NO_OVERRIDES): { header: DataHeader; payloadStart: number } | undefined {
+  const limits: WireLimits = overrides === NO_OVERRIDES ? WIRE_LIMITS : { ...WIRE_LIMITS, ...overrides }
   if (frameBytes > limits.frameBytesMax) throw new WireError('FRAME_TOO_LARGE', `frame is ${frameBytes} bytes, more than frameBytesMax (${limits.frameBytesMax})`)
   if (head[0] !== FRAME_DATA_TAG) return undefined
   const length = readVarint(head, 1)
   if (length === undefined) return undefined
   const dataStart = 1 + length.width
   if (dataStart + length.value !== frameBytes) return undefined
+  return readCanonicalDataHeader(head, dataStart, frameBytes, limits) ?? decodeDataHeaderFields(head, dataStart, frameBytes, limits)
+}
+
+/** `decodeDataHeader` past the frame's tag and length, with protons and the Checker: any encoding, every error naming its field. */
+export function decodeDataHeaderFields(head: Uint8Array, dataStart: number, frameBytes: number, limits: WireLimits): { header: DataHeader; payloadStart: number } | undefined {
   for (let at = dataStart; at < head.length; ) {
     const tag = readVarint(head, at)
     if (tag === undefined) return undefined

@@ -13,15 +13,21 @@ const HOP_LIMIT_TAG = 0x20
 /** Longest varint a 32-bit field takes. */
 const VARINT_BYTES_MAX = 5
 
-/** Reads a varint at `at`: its value and width, or undefined when it runs past `end` or past 5 bytes. */
-function readVarint(bytes: Uint8Array, at: number, end: number): { value: number; width: number } | undefined {
+/** Where the last varint read ended (readVarint): a scratch slot, so reading one allocates nothing (a relay reads a few per frame). */
+let varintEnd = 0
+
+/** Reads a varint at `at`: its value (its end in `varintEnd`), or -1 when it runs past `end` or past 5 bytes. */
+function readVarint(bytes: Uint8Array, at: number, end: number): number {
   let value = 0
   for (let i = 0; i < VARINT_BYTES_MAX && at + i < end; i++) {
     const byte = bytes[at + i]!
     value += (byte & 0x7f) * 2 ** (7 * i)
-    if ((byte & 0x80) === 0) return { value, width: i + 1 }
+    if ((byte & 0x80) === 0) {
+      varintEnd = at + i + 1
+      return value
+    }
   }
-  return undefined
+  return -1
 }
 
 const varintWidth = (value: number): number => (value < 0x80 ? 1 : value < 0x4000 ? 2 : value < 0x200000 ? 3 : value < 0x10000000 ? 4 : 5)
@@ -29,18 +35,14 @@ const varintWidth = (value: number): number => (value < 0x80 ? 1 : value < 0x400
 /** Skips the field whose tag is at `at`; the offset after it, or undefined if it is malformed. */
 function skipField(bytes: Uint8Array, at: number, end: number): number | undefined {
   const tag = readVarint(bytes, at, end)
-  if (tag === undefined) return undefined
-  let next = at + tag.width
-  const wireType = tag.value & 7
-  if (wireType === 0) {
-    const v = readVarint(bytes, next, end)
-    return v === undefined ? undefined : next + v.width
-  }
+  if (tag < 0) return undefined
+  const next = varintEnd
+  const wireType = tag & 7
+  if (wireType === 0) return readVarint(bytes, next, end) < 0 ? undefined : varintEnd
   if (wireType === 2) {
     const length = readVarint(bytes, next, end)
-    if (length === undefined) return undefined
-    next += length.width + length.value
-    return next <= end ? next : undefined
+    if (length < 0) return undefined
+    return varintEnd + length <= end ? varintEnd + length : undefined
   }
   if (wireType === 1) return next + 8 <= end ? next + 8 : undefined
   if (wireType === 5) return next + 4 <= end ? next + 4 : undefined
@@ -60,18 +62,19 @@ export function rewriteDataHopLimit(frame: Uint8Array, hopLimit: number, frameBy
   if (!Number.isInteger(hopLimit) || hopLimit < 1 || hopLimit > 0xffffffff) return undefined
   if (frame[0] !== FRAME_DATA_TAG) return undefined
   const length = readVarint(frame, 1, frame.length)
-  if (length === undefined) return undefined
-  const start = 1 + length.width
-  if (start + length.value !== frameBytes) return undefined
+  if (length < 0) return undefined
+  const start = varintEnd
+  if (start + length !== frameBytes) return undefined
   // `frame` may be the first piece of a longer frame (`frameBytes`): only its bytes are read.
-  const end = Math.min(start + length.value, frame.length)
+  const end = Math.min(start + length, frame.length)
   for (let at = start; at < end; ) {
     if (frame[at] === HOP_LIMIT_TAG) {
-      const old = readVarint(frame, at + 1, end)
-      if (old === undefined || varintWidth(hopLimit) !== old.width) return undefined
+      if (readVarint(frame, at + 1, end) < 0) return undefined
+      const width = varintEnd - (at + 1)
+      if (varintWidth(hopLimit) !== width) return undefined
       let value = hopLimit
-      for (let i = 0; i < old.width; i++) {
-        frame[at + 1 + i] = (value & 0x7f) | (i < old.width - 1 ? 0x80 : 0)
+      for (let i = 0; i < width; i++) {
+        frame[at + 1 + i] = (value & 0x7f) | (i < width - 1 ? 0x80 : 0)
         value = Math.floor(value / 128)
       }
       return frame

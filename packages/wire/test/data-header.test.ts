@@ -1,5 +1,8 @@
+import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { WireError, decodeDataHeader, decodeFrame, encodeDataFramePieces, encodeFrame, rewriteDataHopLimit, type DataFrame } from '../src/index.ts'
+import { decodeDataHeaderFields } from '../src/codec.ts'
+import { readCanonicalDataHeader } from '../src/data-header.ts'
+import { WIRE_LIMITS, WireError, decodeDataHeader, decodeFrame, encodeDataFramePieces, encodeFrame, rewriteDataHopLimit, type DataFrame } from '../src/index.ts'
 
 const seed = Number(process.env.PHOENIX_SEED ?? Date.now() % 1_000_000)
 let state = seed
@@ -85,5 +88,84 @@ describe('encodeDataFramePieces: a data frame as its header and the payload itse
     const data = { ...randomData(), payload: new Uint8Array(1_000) }
     expect(() => encodeDataFramePieces(data, 900)).toThrowError(WireError)
     expect(() => encodeDataFramePieces(data, 900)).toThrowError(/frameBytesMax \(900\)/)
+  })
+})
+
+describe('readCanonicalDataHeader: the header of a frame as encodeFrame writes it, without protons', () => {
+  const smallLimits = fc.record({
+    nodeIdBytesMax: fc.integer({ min: 0, max: 60 }),
+    nameBytesMax: fc.integer({ min: 0, max: 30 }),
+    hopLimitMax: fc.integer({ min: 0, max: 300 }),
+    payloadBytesMax: fc.integer({ min: 0, max: 40 }),
+  }).map((small) => ({ ...WIRE_LIMITS, ...small }))
+  const limitsArb = fc.oneof(fc.constant(WIRE_LIMITS), smallLimits)
+  const textArb = fc.oneof(fc.string({ maxLength: 70 }), fc.string({ maxLength: 12 }), fc.string({ unit: 'binary', maxLength: 20 }), fc.constantFrom('', 'a', '12D3KooWabc', 'x'.repeat(60)))
+  const uint32 = fc.oneof(fc.constantFrom(0, 1, 127, 128, 255, 256, 2 ** 28 - 1, 2 ** 28, 2 ** 32 - 1), fc.nat({ max: 2 ** 32 - 1 }))
+  const dataArb = fc.record({ source: textArb, destination: textArb, name: textArb, hopLimit: uint32, messageId: uint32, ackRequested: fc.boolean(), payload: fc.uint8Array({ minLength: 1, maxLength: 50 }) })
+  /** A frame as encodeFrame writes it, or with its bytes changed: flipped, inserted, deleted, or extra fields before the payload. */
+  const mutation = fc.oneof(
+    fc.constant((b: number[]) => b),
+    fc.tuple(fc.nat(), fc.nat({ max: 255 })).map(([i, v]) => (b: number[]) => b.map((x, j) => (j === 2 + (i % Math.max(1, b.length - 2)) ? v : x))),
+    fc.tuple(fc.nat(), fc.array(fc.nat({ max: 255 }), { minLength: 1, maxLength: 6 })).map(([i, vs]) => (b: number[]) => [...b.slice(0, 2 + (i % b.length)), ...vs, ...b.slice(2 + (i % b.length))]),
+    fc.nat().map((i) => (b: number[]) => b.filter((_, j) => j !== 2 + (i % Math.max(1, b.length - 2)))),
+  )
+  /** The frame's Data with the outer tag and length recomputed, so the frame's length is right whatever the mutation did. */
+  const frameOf = (inner: number[]): Uint8Array => {
+    const length: number[] = []
+    for (let v = inner.length; ; v >>>= 7) {
+      if (v < 0x80) { length.push(v); break }
+      length.push((v & 0x7f) | 0x80)
+    }
+    return Uint8Array.from([0x12, ...length, ...inner])
+  }
+
+  it('gives exactly what protons and the Checker give whenever it gives a header, and reads every canonical ASCII frame', () => {
+    let read = 0
+    fc.assert(
+      fc.property(dataArb, limitsArb, mutation, fc.oneof(fc.constant(-1), fc.nat()), (data, limits, mutate, cut) => {
+        const encoded = encodeFrame({ kind: 'data', data })
+        const dataStart = encoded[1]! < 0x80 ? 2 : encoded[2]! < 0x80 ? 3 : 4
+        const frame = frameOf(mutate([...encoded.subarray(dataStart)]))
+        const start = frame[1]! < 0x80 ? 2 : frame[2]! < 0x80 ? 3 : 4
+        const head = cut < 0 ? frame : frame.subarray(0, cut % (frame.length + 1))
+        const fast = readCanonicalDataHeader(head, start, frame.length, limits)
+        let generic: unknown
+        try {
+          generic = decodeDataHeaderFields(head, start, frame.length, limits)
+        } catch (error) {
+          expect(error).toBeInstanceOf(WireError)
+          expect(fast).toBeUndefined()
+          return
+        }
+        if (fast !== undefined) {
+          read++
+          expect(fast).toEqual(generic)
+        }
+      }),
+      { seed, numRuns: 20_000 },
+    )
+    expect(read).toBeGreaterThan(200)
+    // Every canonical frame of ASCII strings within the limits is read here, not left to protons.
+    const data = { source: '12D3KooWsource', destination: '12D3KooWdestination', name: 'rank-7', hopLimit: 200, messageId: 2 ** 32 - 1, ackRequested: true, payload: new Uint8Array(300) }
+    const frame = encodeFrame({ kind: 'data', data })
+    const { payload, ...header } = data
+    expect(readCanonicalDataHeader(frame, 3, frame.length, WIRE_LIMITS)).toEqual({ header, payloadStart: frame.length - payload.length })
+    // A name's length in five bytes: protons keeps 32 bits of it (0 here), the generic path reads 2^32 and gives up.
+    const odd = frameOf([0x0a, 1, 0x73, 0x12, 1, 0x64, 0x1a, 0x80, 0x80, 0x80, 0x80, 0x10, 0x3a, 1, 0])
+    expect(decodeDataHeaderFields(odd, 2, odd.length, WIRE_LIMITS)).toBeUndefined()
+    expect(readCanonicalDataHeader(odd, 2, odd.length, WIRE_LIMITS)).toBeUndefined()
+  })
+
+  it('hands out one string instance per id, so a relay makes no new string per frame', () => {
+    const data = { source: '12D3KooWsame-source', destination: '12D3KooWsame-destination', name: 'n', hopLimit: 9, messageId: 1, ackRequested: false, payload: new Uint8Array(4) }
+    const first = encodeFrame({ kind: 'data', data })
+    const second = encodeFrame({ kind: 'data', data: { ...data, messageId: 2 } })
+    const a = readCanonicalDataHeader(first, 2, first.length, WIRE_LIMITS)!.header
+    const b = readCanonicalDataHeader(second, 2, second.length, WIRE_LIMITS)!.header
+    expect(b).toEqual({ ...a, messageId: 2 })
+    expect(b.source).toBe(a.source)
+    // A string of the same length that differs in one byte is not mistaken for a recent one.
+    const other = encodeFrame({ kind: 'data', data: { ...data, source: '12D3KooWsame-sourcf' } })
+    expect(readCanonicalDataHeader(other, 2, other.length, WIRE_LIMITS)!.header.source).toBe('12D3KooWsame-sourcf')
   })
 })

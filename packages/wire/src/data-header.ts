@@ -1,0 +1,129 @@
+/**
+ * A data frame's header read without the generic protobuf decoder, for the frames a relay passes
+ * on (issue 19: a relay's added latency is about how much code and memory it touches per frame,
+ * since latency probes reach processes that slept 1-5 ms). It reads only the encoding `encodeFrame`
+ * writes: fields 1-6, each with its own wire type (so a one-byte tag), strings of ASCII
+ * characters, then the payload as the last field. Anything else (an unknown field or wire type, a
+ * non-ASCII string, a length protons reads differently, a limit exceeded) is left to the generic path (`decodeDataHeader` in codec.ts: protons
+ * and its Checker), which decodes it or refuses it with the error naming the field: whenever this
+ * reader gives a header, the generic path gives the same one (property-tested in
+ * test/data-header.test.ts), so no frame is accepted here that the generic path would refuse.
+ */
+import type { WireLimits } from './constants.ts'
+import type { DataHeader } from './codec.ts'
+
+/** The tags of `Data`'s fields (field number << 3 | wire type), as `encodeFrame` writes them. */
+const SOURCE_TAG = 0x0a
+const DESTINATION_TAG = 0x12
+const NAME_TAG = 0x1a
+const HOP_LIMIT_TAG = 0x20
+const MESSAGE_ID_TAG = 0x28
+const ACK_REQUESTED_TAG = 0x30
+const PAYLOAD_TAG = 0x3a
+
+/** Where the last varint read ended (readUint32, readLength): a scratch slot, so reading one allocates nothing. */
+let varintEnd = 0
+
+/**
+ * A varint at `at`, before `end`, as protons' `uint32()` reads it (the fifth byte's low 4 bits
+ * only); -1 if it runs past `end` or past 5 bytes (protons would skip 5 more bytes: left to it).
+ */
+function readUint32(bytes: Uint8Array, at: number, end: number): number {
+  let value = 0
+  for (let i = 0; i < 5; i++) {
+    if (at + i >= end) return -1
+    const byte = bytes[at + i]!
+    // A 32-bit shift drops what a fifth byte holds beyond 32 bits, as protons' mask of it does.
+    value = (value | ((byte & 0x7f) << (7 * i))) >>> 0
+    if (byte < 0x80) {
+      varintEnd = at + i + 1
+      return value
+    }
+  }
+  return -1
+}
+
+/**
+ * A length (of a string, of the payload) at `at`, before `end`: at most 4 bytes, where protons'
+ * truncation of a fifth byte and the generic path's reading of it cannot differ; -1 otherwise.
+ */
+function readLength(bytes: Uint8Array, at: number, end: number): number {
+  const value = readUint32(bytes, at, end)
+  return value >= 0 && varintEnd - at <= 4 ? value : -1
+}
+
+/**
+ * Recently read strings (peer ids, names), handed out again for the same bytes: a relay sees the
+ * same few sources, destinations and names frame after frame, and one string instance per id
+ * means no new string per frame and its hash computed once for every Map it is looked up in.
+ * Strings only, compared character by character with the bytes: no bytes are kept.
+ */
+const RECENT_STRINGS = 16
+const recent: string[] = Array.from({ length: RECENT_STRINGS }, () => '')
+let recentNext = 0
+
+/** The ASCII string of `bytes[at, at + length)`, from `recent` if it is there; undefined if a byte is not ASCII. */
+function asciiString(bytes: Uint8Array, at: number, length: number): string | undefined {
+  if (length === 0) return ''
+  for (let i = 0; i < RECENT_STRINGS; i++) {
+    const s = recent[i]!
+    if (s.length === length && sameAscii(s, bytes, at)) return s
+  }
+  for (let i = at; i < at + length; i++) if (bytes[i]! >= 0x80) return undefined
+  const s = String.fromCharCode.apply(null, bytes.subarray(at, at + length) as unknown as number[])
+  recent[recentNext] = s
+  recentNext = (recentNext + 1) % RECENT_STRINGS
+  return s
+}
+
+/** Whether `s` is the bytes at `at` (`s` is ASCII and as long): from the end, where peer ids differ. */
+function sameAscii(s: string, bytes: Uint8Array, at: number): boolean {
+  for (let i = s.length - 1; i >= 0; i--) if (s.charCodeAt(i) !== bytes[at + i]) return false
+  return true
+}
+
+/**
+ * The header of a canonically encoded data frame whose `Data` starts at `dataStart` in `head` (the
+ * frame's first piece; the frame is `frameBytes` long), and where its payload starts; undefined
+ * if the header is not canonical, not all in `head`, or breaks a limit (the generic path decides).
+ */
+export function readCanonicalDataHeader(head: Uint8Array, dataStart: number, frameBytes: number, limits: WireLimits): { header: DataHeader; payloadStart: number } | undefined {
+  let source = ''
+  let destination = ''
+  let name = ''
+  let hopLimit = 0
+  let messageId = 0
+  let ackRequested = false
+  const end = head.length
+  for (let at = dataStart; at < end; ) {
+    const tag = head[at++]!
+    // A field repeated or out of order is read as protons reads it (the last one counts).
+    if (tag === PAYLOAD_TAG) {
+      const payloadBytes = readLength(head, at, end)
+      if (payloadBytes < 0 || varintEnd + payloadBytes !== frameBytes || payloadBytes > limits.payloadBytesMax) return undefined
+      // The Checker's limits: ids not empty, ids and name within their bytes (ASCII: a byte a character).
+      if (source.length === 0 || source.length > limits.nodeIdBytesMax || destination.length === 0 || destination.length > limits.nodeIdBytesMax) return undefined
+      if (name.length > limits.nameBytesMax || hopLimit > limits.hopLimitMax) return undefined
+      return { header: { source, destination, name, hopLimit, messageId, ackRequested }, payloadStart: varintEnd }
+    }
+    if (tag === HOP_LIMIT_TAG || tag === MESSAGE_ID_TAG || tag === ACK_REQUESTED_TAG) {
+      const value = readUint32(head, at, end)
+      if (value < 0) return undefined
+      at = varintEnd
+      if (tag === HOP_LIMIT_TAG) hopLimit = value
+      else if (tag === MESSAGE_ID_TAG) messageId = value
+      else ackRequested = value !== 0
+      continue
+    }
+    if (tag !== SOURCE_TAG && tag !== DESTINATION_TAG && tag !== NAME_TAG) return undefined
+    const length = readLength(head, at, end)
+    if (length < 0 || varintEnd + length > end) return undefined
+    const value = asciiString(head, varintEnd, length)
+    if (value === undefined) return undefined
+    at = varintEnd + length
+    if (tag === SOURCE_TAG) source = value
+    else if (tag === DESTINATION_TAG) destination = value
+    else name = value
+  }
+  return undefined
+}
