@@ -5,6 +5,7 @@ import type { DataFrame } from '@phoenix-overlay/wire'
 import type { PeerDropped } from './api.ts'
 import type { CoreDriver } from './core-driver.ts'
 import { NeighbourLink, type FrameBytes } from './link.ts'
+import { SecondStreams } from './second-streams.ts'
 import { StreamTap } from './stream-tap.ts'
 import { DialDeadline } from './dial-deadline.ts'
 import { FlapLog } from './flap-log.ts'
@@ -27,11 +28,14 @@ export interface Neighbour {
   readonly upAtMs: number
   /** We closed it (`drop`, or the core's `close`: its neighbour limit, itself): not the peer's refusal. */
   closedByUs: boolean
+  /**
+   * A new stream to the same peer took its place (`attach`): the core hears `connectionReplaced`
+   * with the new link, not a down and an up (which withdrew the peer's route, see the core's
+   * connections.ts), so its close tells the core nothing.
+   */
+  replaced: boolean
 }
 
-
-/** Peers `reportTwin` remembers having reported (and counted): a few in practice; past this, no more are said. */
-const TWINS_REPORTED_MAX = 64
 
 /** How frames from a neighbour are handled (forwarding.ts). */
 export interface FrameHandler {
@@ -55,14 +59,15 @@ export class Neighbours {
   handler: FrameHandler | undefined
   /** Set while leaving: streams opened to us are refused. */
   closing = false
-  /** Peers reported as possibly two processes with one key (`reportTwin`). */
-  private readonly twinsReported = new Set<string>()
   private readonly flaps: FlapLog
+  /** Second streams to a peer: twins reported, closes held while our own stream is being opened. */
+  private readonly second: SecondStreams
   constructor(
     private readonly parts: NodeParts,
     private readonly driver: CoreDriver,
   ) {
     this.flaps = new FlapLog(parts.log, parts.metrics)
+    this.second = new SecondStreams(parts)
   }
 
   get(peer: string): Neighbour | undefined {
@@ -142,9 +147,18 @@ export class Neighbours {
       return
     }
     parts.metrics.count('dials_started')
+    const ended = this.second.dialStarted(remote)
     const opened = plan.kind === 'ssh' ? this.openThroughSsh(address, plan.ssh) : this.openDirect(address)
     // Guarded as every link callback is: an error in handling a failed dial is logged and counted, never the end of the process.
-    opened.catch((thrown: unknown) => this.guard(undefined, () => this.dialFailed(address, plan, thrown), undefined))
+    void opened.catch((thrown: unknown) => this.guard(undefined, () => this.dialFailed(address, plan, thrown), undefined)).finally(() => this.guard(undefined, () => ended() && this.heldCloseIsLoss(remote!), undefined))
+  }
+
+  /** A link closed while our dial to its peer was under way (second-streams.ts), and the dial ended with no stream of ours: the loss it was. */
+  private heldCloseIsLoss(peer: string): void {
+    if (this.closing || this.driver.core.hasLeft || this.byPeer.has(peer)) return
+    this.parts.log('neighbour %s down: its link closed while we dialled it, and our dial brought no stream', peer)
+    this.driver.core.connectionDown(peer, this.driver.now())
+    this.driver.schedule()
   }
 
   /** A dial failed: counted, said at error level once per new cause for a hub or an SSH address, and backed off. */
@@ -272,20 +286,21 @@ export class Neighbours {
     const existing = this.byPeer.get(peer)
     if (existing !== undefined && existing.link.isOpen) {
       // Both sides opened a stream at once: keep the one opened by the smaller peer id, the
-      // same choice on both sides. Replacing a link is a connection down and up for the core,
-      // so nothing sent on the old one can be lost unnoticed.
+      // same choice on both sides. Replacing a link is `connectionReplaced` for the core (below),
+      // so nothing sent on the old one can be lost unnoticed, and no route through the peer goes.
       const opener = stream.direction === 'outbound' ? parts.id : peer
       const smaller = parts.id < peer ? parts.id : peer
       const existingOpener = existing.link.stream.direction === 'outbound' ? parts.id : peer
       if (opener !== smaller || existingOpener === smaller) {
         parts.metrics.count('streams_duplicate')
-        if (opener === peer && existingOpener === peer && connection !== existing.connection) this.reportTwin(peer, existing.connection, connection)
+        if (opener === peer && existingOpener === peer && connection !== existing.connection) this.second.reportTwin(peer, existing.connection, connection)
         stream.abort(new Error('duplicate Phoenix stream'))
         if (dialledAddress !== undefined) driver.core.connectionUp(peer, driver.now(), dialledAddress)
         return
       }
       parts.metrics.count('streams_replaced')
       // Closed by us: not the neighbour refusing us (a "flap" logged at error level each time).
+      existing.replaced = true
       this.closeOurs(peer, 'replaced by the stream opened by the smaller peer id', existing.link)
     }
     const tap = new StreamTap(stream)
@@ -310,22 +325,11 @@ export class Neighbours {
         },
       },
     )
-    this.byPeer.set(peer, { link, tap, connection, leaving: false, upAtMs: driver.now(), closedByUs: false })
-    driver.core.connectionUp(peer, driver.now(), dialledAddress)
+    this.byPeer.set(peer, { link, tap, connection, leaving: false, upAtMs: driver.now(), closedByUs: false, replaced: false })
+    if (existing?.replaced === true || this.second.takeHeld(peer)) driver.core.connectionReplaced(peer, driver.now(), dialledAddress)
+    else driver.core.connectionUp(peer, driver.now(), dialledAddress)
     parts.metrics.count('neighbours_up')
     driver.schedule()
-  }
-
-  /**
-   * A peer opened a second stream, on another connection, while its first is open: one node
-   * keeps one stream per neighbour, so two processes run with one key (a copied key file), or it
-   * restarted with its key and its old connection is not known dead yet. Said once per peer.
-   */
-  private reportTwin(peer: string, first: Connection, second: Connection): void {
-    if (this.twinsReported.has(peer) || this.twinsReported.size >= TWINS_REPORTED_MAX) return
-    this.twinsReported.add(peer)
-    this.parts.metrics.count('twins_suspected')
-    this.parts.log.error('peer %s connected again from %s while its connection from %s is open: two processes may run with one key (each needs its own --key / privateKey; a copied key file is the same node), or it restarted and its old connection is not known dead yet. The second is refused', peer, second.remoteAddr.toString(), first.remoteAddr.toString())
   }
 
   /**
@@ -354,8 +358,10 @@ export class Neighbours {
     parts.log('neighbour %s down: %s', link.peer, reason)
     parts.metrics.count('neighbours_down')
     const livedMs = Math.round(driver.now() - neighbour.upAtMs)
-    this.flaps.closed(link.peer, livedMs, reason, livedMs < CORE_CONSTANTS.connectionStableMs && !neighbour.leaving && !neighbour.closedByUs && !this.closing)
-    if (!driver.core.hasLeft) {
+    // Closed by the peer while our own stream to it is being opened: most likely replaced by it (second-streams.ts).
+    const held = !neighbour.closedByUs && !neighbour.leaving && !this.closing && !neighbour.replaced && this.second.holdClose(link.peer, neighbour.link.stream.direction)
+    this.flaps.closed(link.peer, livedMs, reason, livedMs < CORE_CONSTANTS.connectionStableMs && !neighbour.leaving && !neighbour.closedByUs && !this.closing && !held)
+    if (!driver.core.hasLeft && !neighbour.replaced && !held) {
       driver.core.connectionDown(link.peer, driver.now())
       driver.schedule()
     }
