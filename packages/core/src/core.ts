@@ -1,4 +1,5 @@
-import { Inbox, applyInbox, numberNeighbour, peerProbablyHoldsOurs, routeDirectly } from './apply.ts'
+import { Inbox, applyInbox, numberNeighbour } from './apply.ts'
+import { neighbourClosed, neighbourOpened } from './connections.ts'
 import { DEFAULT_LIMITS, DEFAULT_TIMING, type CoreLimits, type CoreTiming } from './constants.ts'
 import { AddressBook } from './discovery.ts'
 import { Expiry } from './expiry.ts'
@@ -114,8 +115,8 @@ export function resolveSettings(config: CoreConfig): { limits: Readonly<CoreLimi
  * façade (configuration, inputs, `step`, queries); the protocol's nouns live in their own modules
  * (the layout table in packages/core/README.md).
  *
- * Inputs: `connectionUp`, `connectionDown`, `dialFailed`, `receive`, name and address changes.
- * The driver then calls `step(nowMs)` whenever the node is free; each step serves the highest of
+ * Inputs: `connectionUp`, `connectionDown`, `connectionReplaced`, `dialFailed`, `receive`, name and
+ * address changes. The driver then calls `step(nowMs)` whenever the node is free; each step serves the highest of
  * the paper's priorities that has work: (1) dial known-but-unconnected nodes, (2) apply every
  * received update, (3) send one merged update per neighbour. Effects come out of `step` (and of
  * `leave`); the core never performs I/O, reads a clock or draws a random number.
@@ -191,34 +192,26 @@ export class PhoenixCore {
       this.pendingCloses.push({ type: 'close', peer, reason: `neighbour limit ${this.limits.neighboursMax} reached` })
       return
     }
-    const neighbour = this.neighbours.add(peer, index, this.mode, nowMs)
-    if (this.mode === 'naive') return
-    // Every entry may have to go to the new neighbour, except those it is already known to hold
-    // (it was named in a trans set we received, e.g. a hub's broadcast): that is where indexing
-    // all known nodes, not only neighbours, saves a full table per connection.
-    this.table.joined.add(index)
-    // Our record waits for the hello only where the peer probably holds it: with discovery on,
-    // connections follow the records (we dial what we learned), so if we hold the peer's record
-    // it most likely got ours the same way (a hub broadcasts both, or says it serves it: apply.ts). A hub met through our
-    // configuration, or a connection list given offline, would make us wait a round trip for
-    // nothing, behind a peer that may be busy (measured: 10% slower offline convergence).
-    if (peerProbablyHoldsOurs(this.parts, peer, index)) this.neighbours.setFlag(neighbour, 'ownWaitsForHello', true)
-    routeDirectly(this.parts, peer, index, nowMs)
+    neighbourOpened(this.parts, this.neighbours.add(peer, index, this.mode, nowMs), nowMs)
   }
 
   /** The connection to `peer` closed (crash, leave, network). Routes through it become unreachable. */
   connectionDown(peer: NodeId, nowMs: number): void {
     this.enter(nowMs)
-    const coHub = this.parts.coHubs().find((n) => n.id === peer)
-    const gone = this.neighbours.remove(peer)
-    if (gone === undefined) return
-    this.fanout.neighbourGone(gone, coHub === gone ? this.parts : undefined) // fanout.ts: the round, a co-hub's promises
-    // Dial it again until it answers: a hub always, another neighbour while remembered (the
-    // addresses of its record, read before the table forgets where it was; discovery on only).
-    this.book.connectionLost(peer, this.discovery ? (this.table.get(peer)?.addresses ?? []) : undefined, nowMs, nowMs - gone.upAtMs)
-    this.table.neighbourGone(peer, gone.index, nowMs)
-    if (this.parts.mode === 'optimized') this.neighbours.noteLost(peer, this.parts.limits.neighboursMax)
+    if (neighbourClosed(this.parts, peer, nowMs, false) === undefined) return
     if (this.neighbours.size === 0) for (const hub of this.hubs) this.book.want(hub) // cut off from everyone: start again from the hubs
+  }
+
+  /**
+   * The connection to `peer` was replaced by a new one (both ends opened one at once, and the
+   * driver keeps one): as `connectionDown` then `connectionUp`, what went over the old connection
+   * may be lost, but the peer stays one hop away, so no route through it is withdrawn
+   * (connections.ts). Not a neighbour: as `connectionUp`.
+   */
+  connectionReplaced(peer: NodeId, nowMs: number, dialledAddress?: PhysicalAddress): void {
+    this.enter(nowMs)
+    neighbourClosed(this.parts, peer, nowMs, true)
+    this.connectionUp(peer, nowMs, dialledAddress)
   }
 
   /** A dial we asked for failed: refused, timed out, or forbidden by a firewall. */

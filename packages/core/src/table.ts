@@ -234,9 +234,10 @@ export class RouteTable {
 
   /**
    * The neighbour `peer` (node index `index`) is gone: nothing counts as held by it any more (it
-   * may come back with an empty table, a restart), and routes through it are lost.
+   * may come back with an empty table, a restart), and routes through it are lost. `stays`: its
+   * connection was replaced by a new one (connections.ts): it is still one hop away, routes stay.
    */
-  neighbourGone(peer: NodeId, index: number, nowMs: number): void {
+  neighbourGone(peer: NodeId, index: number, nowMs: number, stays = false): void {
     for (const entry of this.values()) {
       if (entry.vouchers.has(index)) {
         // Holders we believed on its word: it may have crashed before its messages to them left
@@ -249,7 +250,7 @@ export class RouteTable {
       entry.trans = this.holders.without(entry.trans, index)
       entry.rcpt = this.holders.without(entry.rcpt, index)
       // alternates.ts: a surviving alternate takes over with no change of (seq, nhops).
-      if (this.alternates.neighbourGone(entry, peer)) continue
+      if (stays || this.alternates.neighbourGone(entry, peer)) continue
       if (entry.fwd === peer && entry.reachable && !this.isOwn(entry)) this.invalidate(entry, nowMs)
     }
   }

@@ -20,9 +20,6 @@ export class FlapLog {
   /** Early closes in a row, by peer (at most FLAPPING_PEERS_MAX; a Map keeps insertion order, the oldest first). */
   private readonly inARow = new Map<string, number>()
 
-  /** Peers reported as possibly two processes with one key (`twin`). */
-  private readonly twinsReported = new Set<string>()
-
   constructor(
     private readonly log: Logger,
     private readonly metrics: Metrics,
@@ -46,20 +43,5 @@ export class FlapLog {
   get size(): number {
     return this.inARow.size
   }
-
-  /**
-   * A peer opened a second stream, on another connection (from `second`), while its first (from
-   * `first`) is open: one node keeps one stream per neighbour, so two processes run with one key
-   * (a copied key file), or it restarted with its key and its old connection is not known dead
-   * yet. Said once per peer.
-   */
-  twin(peer: string, first: string, second: string): void {
-    if (this.twinsReported.has(peer) || this.twinsReported.size >= TWINS_REPORTED_MAX) return
-    this.twinsReported.add(peer)
-    this.metrics.count('twins_suspected')
-    this.log.error('peer %s connected again from %s while its connection from %s is open: two processes may run with one key (each needs its own --key / privateKey; a copied key file is the same node), or it restarted and its old connection is not known dead yet. The second is refused', peer, second, first)
-  }
 }
 
-/** Peers `twin` remembers having reported (and counted): a few in practice; past this, no more are said. */
-const TWINS_REPORTED_MAX = 64

@@ -5,9 +5,11 @@ import type { DataFrame } from '@phoenix-overlay/wire'
 import type { PeerDropped } from './api.ts'
 import type { CoreDriver } from './core-driver.ts'
 import { NeighbourLink, type FrameBytes } from './link.ts'
+import { SecondStreams } from './second-streams.ts'
 import { StreamTap } from './stream-tap.ts'
 import { DialDeadline } from './dial-deadline.ts'
 import { FlapLog } from './flap-log.ts'
+import { dialReachedSelf } from './own-key.ts'
 import { SSH_DIAL_TIMEOUT_MS, type DialPlan } from './dial-path.ts'
 import { describeError, type NodeParts } from './parts.ts'
 import type { SshAddress } from './ssh-address.ts'
@@ -27,8 +29,13 @@ export interface Neighbour {
   readonly upAtMs: number
   /** We closed it (`drop`, or the core's `close`: its neighbour limit, itself): not the peer's refusal. */
   closedByUs: boolean
+  /**
+   * A new stream to the same peer took its place (`attach`): the core hears `connectionReplaced`
+   * with the new link, not a down and an up (which withdrew the peer's route, see the core's
+   * connections.ts), so its close tells the core nothing.
+   */
+  replaced: boolean
 }
-
 
 
 /** How frames from a neighbour are handled (forwarding.ts). */
@@ -54,11 +61,14 @@ export class Neighbours {
   /** Set while leaving: streams opened to us are refused. */
   closing = false
   private readonly flaps: FlapLog
+  /** Second streams to a peer: twins reported, closes held while our own stream is being opened. */
+  private readonly second: SecondStreams
   constructor(
     private readonly parts: NodeParts,
     private readonly driver: CoreDriver,
   ) {
     this.flaps = new FlapLog(parts.log, parts.metrics)
+    this.second = new SecondStreams(parts)
   }
 
   get(peer: string): Neighbour | undefined {
@@ -138,9 +148,18 @@ export class Neighbours {
       return
     }
     parts.metrics.count('dials_started')
+    const ended = this.second.dialStarted(remote)
     const opened = plan.kind === 'ssh' ? this.openThroughSsh(address, plan.ssh) : this.openDirect(address)
     // Guarded as every link callback is: an error in handling a failed dial is logged and counted, never the end of the process.
-    opened.catch((thrown: unknown) => this.guard(undefined, () => this.dialFailed(address, plan, thrown), undefined))
+    void opened.catch((thrown: unknown) => this.guard(undefined, () => this.dialFailed(address, plan, thrown), undefined)).finally(() => this.guard(undefined, () => ended() && this.heldCloseIsLoss(remote!), undefined))
+  }
+
+  /** A link closed while our dial to its peer was under way (second-streams.ts), and the dial ended with no stream of ours: the loss it was. */
+  private heldCloseIsLoss(peer: string): void {
+    if (this.closing || this.driver.core.hasLeft || this.byPeer.has(peer)) return
+    this.parts.log('neighbour %s down: its link closed while we dialled it, and our dial brought no stream', peer)
+    this.driver.core.connectionDown(peer, this.driver.now())
+    this.driver.schedule()
   }
 
   /** A dial failed: counted, said at error level once per new cause for a hub or an SSH address, and backed off. */
@@ -150,7 +169,7 @@ export class Neighbours {
     // Not always an Error with a message: one without took workers down when their hub stopped
     // (found by a new-user audit: `failureIsNew` read `undefined.replace`).
     const error = thrown instanceof Error && typeof thrown.message === 'string' ? thrown : new Error(describeError(thrown))
-    if (reachedSelf(error)) return this.reachedSelf(address)
+    if (reachedSelf(error)) return dialReachedSelf(this.parts, this.driver, address, this.closing)
     parts.metrics.count('dials_failed')
     // A tunnel failure is worth a line at error level (it names the SSH option or server at
     // fault), once per cause: the redials of a hub that stays unreachable go to debug. So is a
@@ -171,36 +190,6 @@ export class Neighbours {
     } catch (failure) {
       parts.log.error('dial %s: %s', address, describeError(failure))
     }
-  }
-
-  /**
-   * A dial of `address` met this node itself: a hub list that names us too, by an address our
-   * record does not carry (every process of a job given the same list; libp2p finds out after the
-   * handshake, or before it when the address ends in our peer id). It was logged as an error and
-   * redialled every few seconds for as long as the node ran. The core now counts the address as
-   * ours (`connectionUp` with our own id: its dials skip an address whose owner is us), so it is
-   * never dialled again.
-   */
-  private reachedSelf(address: string): void {
-    const { driver, parts } = this
-    parts.metrics.count('dials_reached_self')
-    parts.log('dial %s reached this node itself: not dialled again', address)
-    // A hub with our peer id on a port we do not listen on is another process run with our key
-    // (a copied key file): the two cannot reach each other, and this node sat alone without a word.
-    if (driver.core.isHub(address) && !this.listensOnPortOf(address)) {
-      parts.metrics.count('hubs_with_own_key')
-      parts.log.error('hub %s has this node\'s own peer id, but this node does not listen there: another process runs with the same key, and neither can reach the other (give each process its own --key / privateKey); not dialled again', address)
-    }
-    if (this.closing || driver.core.hasLeft) return
-    driver.core.connectionUp(parts.id, driver.now(), address)
-    driver.schedule()
-  }
-
-  /** Whether we listen on `address`'s TCP port (on any interface): then it is most likely us. */
-  private listensOnPortOf(address: string): boolean {
-    const port = (ma: Multiaddr) => ma.getComponents().find((c) => c.name === 'tcp')?.value
-    const wanted = port(multiaddr(address))
-    return wanted === undefined || this.parts.components.addressManager.getAddresses().some((ma) => port(ma) === wanted)
   }
 
   /**
@@ -268,20 +257,21 @@ export class Neighbours {
     const existing = this.byPeer.get(peer)
     if (existing !== undefined && existing.link.isOpen) {
       // Both sides opened a stream at once: keep the one opened by the smaller peer id, the
-      // same choice on both sides. Replacing a link is a connection down and up for the core,
-      // so nothing sent on the old one can be lost unnoticed.
+      // same choice on both sides. Replacing a link is `connectionReplaced` for the core (below),
+      // so nothing sent on the old one can be lost unnoticed, and no route through the peer goes.
       const opener = stream.direction === 'outbound' ? parts.id : peer
       const smaller = parts.id < peer ? parts.id : peer
       const existingOpener = existing.link.stream.direction === 'outbound' ? parts.id : peer
       if (opener !== smaller || existingOpener === smaller) {
         parts.metrics.count('streams_duplicate')
-        if (opener === peer && existingOpener === peer && connection !== existing.connection) this.flaps.twin(peer, existing.connection.remoteAddr.toString(), connection.remoteAddr.toString())
+        if (opener === peer && existingOpener === peer && connection !== existing.connection) this.second.reportTwin(peer, existing.connection, connection)
         stream.abort(new Error('duplicate Phoenix stream'))
         if (dialledAddress !== undefined) driver.core.connectionUp(peer, driver.now(), dialledAddress)
         return
       }
       parts.metrics.count('streams_replaced')
       // Closed by us: not the neighbour refusing us (a "flap" logged at error level each time).
+      existing.replaced = true
       this.closeOurs(peer, 'replaced by the stream opened by the smaller peer id', existing.link)
     }
     const tap = new StreamTap(stream)
@@ -314,8 +304,9 @@ export class Neighbours {
       },
       tap,
     )
-    this.byPeer.set(peer, { link, tap, connection, leaving: false, upAtMs: driver.now(), closedByUs: false })
-    driver.core.connectionUp(peer, driver.now(), dialledAddress)
+    this.byPeer.set(peer, { link, tap, connection, leaving: false, upAtMs: driver.now(), closedByUs: false, replaced: false })
+    if (existing?.replaced === true || this.second.takeHeld(peer)) driver.core.connectionReplaced(peer, driver.now(), dialledAddress)
+    else driver.core.connectionUp(peer, driver.now(), dialledAddress)
     parts.metrics.count('neighbours_up')
     driver.schedule()
   }
@@ -350,8 +341,10 @@ export class Neighbours {
     parts.log('neighbour %s down: %s', link.peer, reason)
     parts.metrics.count('neighbours_down')
     const livedMs = Math.round(driver.now() - neighbour.upAtMs)
-    this.flaps.closed(link.peer, livedMs, reason, livedMs < CORE_CONSTANTS.connectionStableMs && !neighbour.leaving && !neighbour.closedByUs && !this.closing)
-    if (!driver.core.hasLeft) {
+    // Closed by the peer while our own stream to it is being opened: most likely replaced by it (second-streams.ts).
+    const held = !neighbour.closedByUs && !neighbour.leaving && !this.closing && !neighbour.replaced && this.second.holdClose(link.peer, neighbour.link.stream.direction)
+    this.flaps.closed(link.peer, livedMs, reason, livedMs < CORE_CONSTANTS.connectionStableMs && !neighbour.leaving && !neighbour.closedByUs && !this.closing && !held)
+    if (!driver.core.hasLeft && !neighbour.replaced && !held) {
       driver.core.connectionDown(link.peer, driver.now())
       driver.schedule()
     }

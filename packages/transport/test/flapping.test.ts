@@ -50,7 +50,7 @@ describe('two nodes that dial each other at once (each the other\'s hub)', () =>
   const nodes = new TestNodes()
   afterEach(() => nodes.stopAll())
 
-  it('keep one stream; the one they replace is closed by them, not a flap (no error line, no flap counted)', async () => {
+  it('keep one stream; the one they replace is closed by them, not a flap (no error line, no flap counted), and no route is withdrawn', async () => {
     // Found by a new-user audit: every replaced stream was logged at error level as the neighbour
     // closing on us "N ms after it opened", blaming --no-sign or a copied key.
     let replaced = 0
@@ -61,6 +61,10 @@ describe('two nodes that dial each other at once (each the other\'s hub)', () =>
       await waitUntil('one link each way', () => a.phoenix.peers().length === 1 && b.phoenix.peers().length === 1)
       await new Promise((r) => setTimeout(r, 300))
       for (const n of [a, b]) expect(counter(n, 'neighbours_flapped')).toBe(0)
+      // A replaced link withdrew nothing: each holds the other one hop away at its first number.
+      // It was a connection down and up for the core: the peer's route withdrawn (seq 1) until the
+      // peer heard it and issued seq 2, and every other node of an overlay lost both ends meanwhile.
+      for (const [n, other] of [[a, b], [b, a]] as const) expect(n.phoenix.routes().map((r) => [r.destination, r.seq, r.nhops])).toEqual([[other.libp2p.peerId.toString(), 0, 1]])
       replaced += counter(a, 'streams_replaced') + counter(b, 'streams_replaced')
     }
     // The case under test happened (it did in each of 8 pairs when this test was written).

@@ -115,6 +115,24 @@ export class TestNet {
     this.log(`down ${a} ${b}`)
   }
 
+  /**
+   * The connection between `a` and `b` is replaced by a new one, as a transport does when both
+   * ends dialled at once and each keeps the stream the smaller id opened: what was in flight on
+   * the old one is lost, and each end hears `connectionReplaced`.
+   */
+  replace(a: NodeId, b: NodeId): void {
+    if (!this.connections.has(TestNet.key(a, b))) return
+    this.links.delete(`${a}>${b}`)
+    this.links.delete(`${b}>${a}`)
+    for (const [self, peer] of [[a, b], [b, a]] as const) {
+      const core = this.cores.get(self)
+      core?.connectionReplaced(peer, this.nowMs)
+      if (core !== undefined) this.touched.add(core)
+    }
+    this.log(`replace ${a} ${b}`)
+    this.eventDone()
+  }
+
   private deliverNow(from: NodeId, to: NodeId, message: UpdateMessage): void {
     const core = this.cores.get(to)
     core?.receive(from, message, this.nowMs)
