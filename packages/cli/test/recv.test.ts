@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto'
+import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { callControl } from '../src/control-client.ts'
@@ -152,7 +153,10 @@ describe('recv and send when their node dies', () => {
     try {
       await node.waitFor(/control endpoint on/)
       const recv = start(process.execPath, [...NODE_TS, PHOENIX_JS, 'recv', '--control', socket])
-      await new Promise((resolve) => setTimeout(resolve, 1_000))
+      // recv's request must be in before the node leaves (a fixed second was not always enough
+      // for recv to start on a loaded machine: it then found no node and exited 1).
+      await connectedTo(socket)
+      await new Promise((resolve) => setTimeout(resolve, 300))
       process.kill(node.pid, 'SIGTERM')
       expect(await recv.exited).toBe(0)
       expect(recv.stderr.trim().split('\n')).toEqual(['phoenix: recv: the node is leaving; 0 message(s) received'])
@@ -227,3 +231,12 @@ describe('recv and send when their node dies', () => {
     }
   })
 })
+
+/** Waits until a client is connected to the Unix socket at `path` (Linux: /proc/net/unix lists the listener and each accepted connection under the path). */
+async function connectedTo(path: string, waitMs = 20_000): Promise<void> {
+  const endsMs = performance.now() + waitMs
+  while (readFileSync('/proc/net/unix', 'utf8').split('\n').filter((line) => line.endsWith(` ${path}`)).length < 2) {
+    if (performance.now() > endsMs) throw new Error(`no client connected to ${path} within ${waitMs} ms`)
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  }
+}
