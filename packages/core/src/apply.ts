@@ -170,7 +170,7 @@ function heardConnectionsLost(p: CoreParts, from: Neighbour, lost: readonly Node
   }
   if (!all.isEmpty()) p.table.forgetLostHolders(from.index, all, neighbours)
   // Its word that its neighbours are served named them: void until it says it again.
-  p.neighbours.servedBy.delete(from)
+  p.neighbours.servedBy.delete(from.index)
 }
 
 /**
@@ -192,7 +192,7 @@ function hubsServe(p: CoreParts, entry: RouteEntry): void {
     if (!served.has(entry.row) || entry.rcpt.containsAll(served)) continue
     entry.rcpt = table.holders.union(entry.rcpt, -1, served)
     entry.rcptHopsMax = Math.max(entry.rcptHopsMax, HUB_NEIGHBOUR_HOPS)
-    entry.vouchers = table.holders.union(entry.vouchers, hub.index, undefined)
+    entry.vouchers = table.holders.union(entry.vouchers, hub, undefined)
   }
 }
 
@@ -230,7 +230,7 @@ function applyMessage(p: CoreParts, from: Neighbour, message: UpdateMessage, now
   const sets = new MessageSets(p, from, message)
   // A hub's word that its neighbours are served stands for its entries to come (`hubsServe`).
   const served = sets.served()
-  if (served !== undefined) p.neighbours.servedBy.set(from, served)
+  if (served !== undefined) p.neighbours.servedBy.set(from.index, served)
   // A co-hub's update carries its plan (fanout.ts): a round waiting for it counts what came.
   if (p.mayHaveCoHubs()) p.fanout.heardFrom(from.id, message.entries.length)
   if (from.awaitingHello) {
@@ -372,7 +372,7 @@ function adopt(p: CoreParts, entry: RouteEntry, from: Neighbour, advert: RouteAd
   if (entry.reachable && p.discovery) wantDial(p, entry, nowMs)
   // A record of a neighbour relayed by someone else still routes directly to the neighbour.
   const neighbour = p.neighbours.get(entry.destination)
-  if (p.mode === 'optimized' && from !== neighbour && neighbour !== undefined) routeDirectly(p, neighbour.id, neighbour.index, nowMs)
+  if (p.mode === 'optimized' && neighbour !== undefined && !from.is(neighbour)) routeDirectly(p, neighbour.id, neighbour.index, nowMs)
 }
 
 /** `RouteTable.routeDirectly` with what the core knows of the neighbours: their numbers, and which will connect to `peer` themselves (`CoreConfig.willConnect`). */

@@ -212,7 +212,7 @@ export class PhoenixCore {
     const coHub = this.parts.coHubs().find((n) => n.id === peer)
     const gone = this.neighbours.remove(peer)
     if (gone === undefined) return
-    this.fanout.neighbourGone(gone, coHub === gone ? this.parts : undefined) // fanout.ts: the round, a co-hub's promises
+    this.fanout.neighbourGone(gone, coHub?.is(gone) === true ? this.parts : undefined) // fanout.ts: the round, a co-hub's promises
     // Dial it again until it answers: a hub always, another neighbour while remembered (the
     // addresses of its record, read before the table forgets where it was; discovery on only).
     this.book.connectionLost(peer, this.discovery ? (this.table.get(peer)?.addresses ?? []) : undefined, nowMs, nowMs - gone.upAtMs)

@@ -57,6 +57,6 @@ export class Expiry {
       }
     }
     // A cached slot map could name a released index that is later reused for another node.
-    for (const neighbour of neighbours.values()) neighbour.senderSlots = undefined
+    neighbours.forgetSenderSlots()
   }
 }
