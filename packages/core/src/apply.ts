@@ -1,5 +1,5 @@
 import { invariant } from './errors.ts'
-import type { Neighbour } from './neighbours.ts'
+import type { Neighbour, SenderSlots } from './neighbours.ts'
 import { EMPTY_SET, NodeSet } from './nodeset.ts'
 import type { CoreParts } from './parts.ts'
 import { type RouteEntry, UNREACHABLE_HOPS, isFresher } from './route.ts'
@@ -212,17 +212,27 @@ export function peerProbablyHoldsOurs(p: CoreParts, peer: NodeId, index: number)
 /** What a hub's neighbours hold each other at: 1 hop to the hub, 1 from it. */
 const HUB_NEIGHBOUR_HOPS = 2
 
-/** Sender slot -> our node index for `table`, reusing what changed least since its last message. */
+/**
+ * Sender slot -> our node index for `table`, reusing what changed least since its last message.
+ * In a shared numbering every core translates a table alike: one translation per table for all
+ * (`SharedNumbering.slotMapOf`).
+ */
 function slotMapOf(p: CoreParts, from: Neighbour, table: readonly NodeId[]): Int32Array {
   const cached = from.senderSlots
   if (cached !== undefined && cached.table === table) return cached.map
+  const map = p.numbering?.slotMapOf(table, () => translateSlots(p, cached, table)) ?? translateSlots(p, cached, table)
+  from.senderSlots = { table, map }
+  return map
+}
+
+/** `table` in our numbering, reusing `cached` (the sender's previous table) where it names the same nodes. */
+function translateSlots(p: CoreParts, cached: SenderSlots | undefined, table: readonly NodeId[]): Int32Array {
   const map = new Int32Array(table.length)
   for (let i = 0; i < table.length; i++) {
     const id = table[i]!
     if (cached !== undefined && i < cached.table.length && cached.table[i] === id) map[i] = cached.map[i]!
     else map[i] = id === '' ? -1 : (p.nodeIndex.intern(id) ?? -1)
   }
-  from.senderSlots = { table, map }
   return map
 }
 
