@@ -1,5 +1,5 @@
 import { invariant } from './errors.ts'
-import type { Neighbour } from './neighbours.ts'
+import type { Neighbour, SenderSlots } from './neighbours.ts'
 import { EMPTY_SET, NodeSet } from './nodeset.ts'
 import { LostInStep } from './lost.ts'
 import type { CoreParts } from './parts.ts'
@@ -178,7 +178,7 @@ function hubsServe(p: CoreParts, entry: RouteEntry): void {
     if (!served.has(entry.row) || entry.rcpt.containsAll(served)) continue
     entry.rcpt = table.holders.union(entry.rcpt, -1, served)
     entry.rcptHopsMax = Math.max(entry.rcptHopsMax, HUB_NEIGHBOUR_HOPS)
-    entry.vouchers = table.holders.union(entry.vouchers, hub.index, undefined)
+    entry.vouchers = table.holders.union(entry.vouchers, hub, undefined)
   }
 }
 
@@ -198,23 +198,33 @@ export function peerProbablyHoldsOurs(p: CoreParts, peer: NodeId, index: number)
 /** What a hub's neighbours hold each other at: 1 hop to the hub, 1 from it. */
 const HUB_NEIGHBOUR_HOPS = 2
 
-/** Sender slot -> our node index for `table`, reusing what changed least since its last message. */
 /** A new neighbour's number (undefined: none left), room made first (expiry.ts `makeRoom`). */
 export function numberNeighbour(p: CoreParts, peer: NodeId): number | undefined {
   p.expiry.makeRoom(p, 1)
   return p.nodeIndex.intern(peer)
 }
 
+/**
+ * Sender slot -> our node index for `table`, reusing what changed least since its last message.
+ * In a shared numbering every core translates a table alike: one translation per table for all
+ * (`SharedNumbering.slotMapOf`).
+ */
 function slotMapOf(p: CoreParts, from: Neighbour, table: readonly NodeId[]): Int32Array {
   const cached = from.senderSlots
   if (cached !== undefined && cached.table === table) return cached.map
+  const map = p.numbering?.slotMapOf(table, () => translateSlots(p, cached, table)) ?? translateSlots(p, cached, table)
+  from.senderSlots = { table, map }
+  return map
+}
+
+/** `table` in our numbering, reusing `cached` (the sender's previous table) where it names the same nodes. */
+function translateSlots(p: CoreParts, cached: SenderSlots | undefined, table: readonly NodeId[]): Int32Array {
   const map = new Int32Array(table.length)
   for (let i = 0; i < table.length; i++) {
     const id = table[i]!
     if (cached !== undefined && i < cached.table.length && cached.table[i] === id) map[i] = cached.map[i]!
     else map[i] = id === '' ? -1 : (p.nodeIndex.intern(id) ?? -1)
   }
-  from.senderSlots = { table, map }
   return map
 }
 
@@ -224,7 +234,7 @@ function applyMessage(p: CoreParts, from: Neighbour, message: UpdateMessage, los
   const sets = new MessageSets(p, from, message)
   // A hub's word that its neighbours are served stands for its entries to come (`hubsServe`).
   const served = sets.served()
-  if (served !== undefined) p.neighbours.servedBy.set(from, served)
+  if (served !== undefined) p.neighbours.servedBy.set(from.index, served)
   // A co-hub's update carries its plan (fanout.ts): a round waiting for it counts what came.
   if (p.mayHaveCoHubs()) p.fanout.heardFrom(from.id, message.entries.length)
   if (from.awaitingHello) {
@@ -366,7 +376,7 @@ function adopt(p: CoreParts, entry: RouteEntry, from: Neighbour, advert: RouteAd
   if (entry.reachable && p.discovery) wantDial(p, entry, nowMs)
   // A record of a neighbour relayed by someone else still routes directly to the neighbour.
   const neighbour = p.neighbours.get(entry.destination)
-  if (p.mode === 'optimized' && from !== neighbour && neighbour !== undefined) routeDirectly(p, neighbour.id, neighbour.index, nowMs)
+  if (p.mode === 'optimized' && neighbour !== undefined && !from.is(neighbour)) routeDirectly(p, neighbour.id, neighbour.index, nowMs)
 }
 
 /** `RouteTable.routeDirectly` with what the core knows of the neighbours: their numbers, and which will connect to `peer` themselves (`CoreConfig.willConnect`). */

@@ -1,8 +1,9 @@
 import { invariant } from './errors.ts'
 import type { NodeIndex } from './nodeindex.ts'
-import { EMPTY_SET, type NodeSet } from './nodeset.ts'
+import type { NodeSet } from './nodeset.ts'
 import { HOPS_NONE, NO_SIGNATURE, RouteEntry } from './route.ts'
 import { isUnreachableSeq } from './seq.ts'
+import { EMPTY_SET_ID, type SetIds } from './set-ids.ts'
 import type { NodeId, PhysicalAddress } from './types.ts'
 
 /** Rows a table starts with; it doubles from there. */
@@ -29,9 +30,10 @@ const NO_NAMES: readonly string[] = Object.freeze([])
  * order of a whole-table send and of `routes()`, is kept in a list of its own, as is the order in
  * which entries became dirty.
  *
- * trans and rcpt stay references to `HolderSets`' interned sets, not numbers: a holder table
- * starts afresh when full, so a number would outlive its set, and the set must be kept alive by
- * someone anyway (8 bytes a reference against 4).
+ * trans, rcpt and vouchers are ids of `HolderSets`' interned sets in its `SetIds`, which counts
+ * the rows holding each set and keeps it alive while any does (4 bytes a column and row, where a
+ * reference was 8: 12 bytes a (node, destination) pair). The holder table itself may start afresh
+ * when full; the ids do not depend on it.
  */
 export class RouteColumns {
   /** Rows allocated: every column has this many. Grows by doubling, up to the node index's limit. */
@@ -52,10 +54,11 @@ export class RouteColumns {
   private orderAt = new Int32Array(0)
   /** Who introduced the destination; an id, not an index: it outlives the introducer's own entry (police.ts counts against it). */
   introducedBy: (NodeId | undefined)[] = []
-  trans: NodeSet[] = []
-  rcpt: NodeSet[] = []
+  /** trans, rcpt and vouchers by id in `ids` (read through `transOf` etc.; EMPTY_SET_ID in a blank row). */
+  private transId = new Int32Array(0)
+  private rcptId = new Int32Array(0)
   /** The neighbours on whose word (their trans sets) trans and rcpt hold others (see `RouteEntry.vouchers`). */
-  vouchers: NodeSet[] = []
+  private vouchersId = new Int32Array(0)
   addresses: (readonly PhysicalAddress[])[] = []
   /**
    * The records' names and signatures, allocated only once a row holds a non-empty one (read
@@ -76,7 +79,42 @@ export class RouteColumns {
   /** Dirty rows in the order they became dirty (a Set's order before); at most one per present row, emptied every send round. */
   private readonly dirtyList: number[] = []
 
-  constructor(readonly index: NodeIndex) {}
+  /** `ids`: where the rows' sets are numbered (`HolderSets.ids`, the table's holder sets). */
+  constructor(
+    readonly index: NodeIndex,
+    private readonly ids: SetIds,
+  ) {}
+
+  transOf(row: number): NodeSet {
+    return this.ids.at(this.transId[row]!)
+  }
+
+  rcptOf(row: number): NodeSet {
+    return this.ids.at(this.rcptId[row]!)
+  }
+
+  vouchersOf(row: number): NodeSet {
+    return this.ids.at(this.vouchersId[row]!)
+  }
+
+  setTrans(row: number, set: NodeSet): void {
+    this.transId[row] = this.replaced(this.transId[row]!, set)
+  }
+
+  setRcpt(row: number, set: NodeSet): void {
+    this.rcptId[row] = this.replaced(this.rcptId[row]!, set)
+  }
+
+  setVouchers(row: number, set: NodeSet): void {
+    this.vouchersId[row] = this.replaced(this.vouchersId[row]!, set)
+  }
+
+  /** The id a column holds once `set` replaces the set with id `old` (the new one counted first: rewriting the set a column holds keeps its id). */
+  private replaced(old: number, set: NodeSet): number {
+    const id = this.ids.retain(set)
+    this.ids.release(old)
+    return id
+  }
 
   get size(): number {
     return this.present
@@ -144,9 +182,10 @@ export class RouteColumns {
   /** Lets go of what `row` referenced (shared sets, the record's names, addresses and signature): a blank row's values. */
   private clearReferences(row: number): void {
     this.introducedBy[row] = undefined
-    this.trans[row] = EMPTY_SET
-    this.rcpt[row] = EMPTY_SET
-    this.vouchers[row] = EMPTY_SET
+    for (const column of [this.transId, this.rcptId, this.vouchersId]) {
+      this.ids.release(column[row]!)
+      column[row] = EMPTY_SET_ID
+    }
     if (this.namesList !== undefined) this.namesList[row] = undefined
     this.addresses[row] = NO_NAMES
     if (this.signatureList !== undefined) this.signatureList[row] = undefined
@@ -198,10 +237,10 @@ export class RouteColumns {
    */
   rowsWhere(wanted: (row: number, dirty: boolean, trans: NodeSet, rcpt: NodeSet, seq: number) => boolean): number[] {
     const out: number[] = []
-    const { order, flags, trans, rcpt, seq } = this
+    const { order, flags, transId, rcptId, seq, ids } = this
     for (let i = 0; i < this.orderLength; i++) {
       const row = order[i]!
-      if (row !== NONE && wanted(row, (flags[row]! & DIRTY) !== 0, trans[row]!, rcpt[row]!, seq[row]!)) out.push(row)
+      if (row !== NONE && wanted(row, (flags[row]! & DIRTY) !== 0, ids.at(transId[row]!), ids.at(rcptId[row]!), seq[row]!)) out.push(row)
     }
     return out
   }
@@ -297,9 +336,9 @@ export class RouteColumns {
     // write past the end of an empty list by more than ~1,000 makes V8 keep it as a hash table),
     // each in one allocation (pushed a row at a time, a list was reallocated many times on the way).
     this.introducedBy = grownList(this.introducedBy, capacity)
-    this.trans = grownList(this.trans, capacity)
-    this.rcpt = grownList(this.rcpt, capacity)
-    this.vouchers = grownList(this.vouchers, capacity)
+    this.transId = grownInt32(this.transId, capacity, EMPTY_SET_ID)
+    this.rcptId = grownInt32(this.rcptId, capacity, EMPTY_SET_ID)
+    this.vouchersId = grownInt32(this.vouchersId, capacity, EMPTY_SET_ID)
     if (this.namesList !== undefined) this.namesList = grownList(this.namesList, capacity)
     this.addresses = grownList(this.addresses, capacity)
     if (this.signatureList !== undefined) this.signatureList = grownList(this.signatureList, capacity)

@@ -42,7 +42,7 @@ export function neighbourClosed(p: CoreParts, peer: NodeId, nowMs: number, repla
   const coHub = p.coHubs().find((n) => n.id === peer)
   const gone = p.neighbours.remove(peer)
   if (gone === undefined) return undefined
-  p.fanout.neighbourGone(gone, coHub === gone ? p : undefined) // fanout.ts: the round, a co-hub's promises
+  p.fanout.neighbourGone(gone, coHub?.is(gone) === true ? p : undefined) // fanout.ts: the round, a co-hub's promises
   // Dial it again until it answers: a hub always, another neighbour while remembered (the
   // addresses of its record, read before the table forgets where it was; discovery on only).
   if (!replaced) p.book.connectionLost(peer, p.discovery ? (p.table.get(peer)?.addresses ?? []) : undefined, nowMs, nowMs - gone.upAtMs)

@@ -98,5 +98,5 @@ function forgetNumbers(p: CoreParts, forgotten: readonly number[]): void {
     }
   }
   // A cached slot map could name a released index that is later reused for another node.
-  for (const neighbour of neighbours.values()) neighbour.senderSlots = undefined
+  neighbours.forgetSenderSlots()
 }

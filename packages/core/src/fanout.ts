@@ -34,10 +34,10 @@ import type { NodeId, PhysicalAddress } from './types.ts'
  * times the neighbour count, what one round of the unbounded scheduler built at once.
  */
 export class Fanout {
-  /** Promised entries per neighbour, to go out in slot order, each in its trans when promised. */
-  private readonly promised = new Map<Neighbour, RouteEntry[]>()
-  /** Entries held back for a neighbour a co-hub owns: decided again once the co-hubs' plans are in. */
-  private readonly heldBack = new Map<Neighbour, RouteEntry[]>()
+  /** Promised entries per neighbour (by connection number), to go out in slot order, each in its trans when promised. */
+  private readonly promised = new Map<number, Pending>()
+  /** Entries held back for a neighbour a co-hub owns (by connection number): decided again once the co-hubs' plans are in. */
+  private readonly heldBack = new Map<number, Pending>()
   /** Co-hubs whose plan is not all in yet, and how many entries of it we still expect from each. */
   private readonly awaited = new Map<NodeId, number>()
   /**
@@ -67,7 +67,8 @@ export class Fanout {
    */
   readonly orphans = new NodeSet()
   private ownersKey = ''
-  private readonly ownedElsewhere = new Map<Neighbour, boolean>()
+  /** By connection number: the neighbour's slot, and whether a co-hub owns it (`OWNED_ELSEWHERE_BIT`). */
+  private readonly ownedElsewhere = new Map<number, number>()
 
   /** Whether a round is under way: entries promised or held back are still to be sent or decided. */
   get pending(): boolean {
@@ -83,9 +84,9 @@ export class Fanout {
     return this.waitEndsMs
   }
 
-  /** Whether anything of this round is still to go to `neighbour` (its hello then goes with it). */
-  holdsFor(neighbour: Neighbour): boolean {
-    return this.promised.has(neighbour) || this.heldBack.has(neighbour)
+  /** Whether anything of this round is still to go to the neighbour on `connection` (its hello then goes with it). */
+  holdsFor(connection: number): boolean {
+    return this.promised.has(connection) || this.heldBack.has(connection)
   }
 
   /** `entry` goes to `neighbour` later in this round (it is in the entry's trans already). */
@@ -109,7 +110,7 @@ export class Fanout {
     if (this.awaited.size > 0) this.awaited.clear()
     if (this.heldBack.size > 0) {
       let newestHeld = 0
-      for (const n of this.heldBack.keys()) newestHeld = Math.max(newestHeld, n.connection)
+      for (const connection of this.heldBack.keys()) newestHeld = Math.max(newestHeld, connection)
       for (const [hub, entries] of planned) {
         const missing = entries - (this.heard.get(hub) ?? 0)
         const planCovers = (this.planEndConnections.get(hub) ?? 0) >= newestHeld
@@ -141,8 +142,8 @@ export class Fanout {
 
   /** `neighbour` is gone: nothing more of this round goes to it. With `coHubOf`, it was a co-hub of that core (`coHubGone`). */
   neighbourGone(neighbour: Neighbour, coHubOf?: CoreParts): void {
-    this.promised.delete(neighbour)
-    this.heldBack.delete(neighbour)
+    this.promised.delete(neighbour.connection)
+    this.heldBack.delete(neighbour.connection)
     this.awaited.delete(neighbour.id)
     this.heard.delete(neighbour.id)
     this.planEndConnections.delete(neighbour.id)
@@ -170,7 +171,7 @@ export class Fanout {
   /** Promised neighbours in slot order (the order of a round without bounded steps). */
   sortPromised(): void {
     if (this.promised.size < 2) return
-    const sorted = [...this.promised].sort((a, b) => a[0].slot - b[0].slot)
+    const sorted = [...this.promised].sort((a, b) => a[1].neighbour.slot - b[1].neighbour.slot)
     this.promised.clear()
     for (const [n, list] of sorted) this.promised.set(n, list)
   }
@@ -186,12 +187,11 @@ export class Fanout {
       this.ownersKey = key
       this.ownedElsewhere.clear()
     }
-    let owned = this.ownedElsewhere.get(neighbour)
-    if (owned === undefined) {
-      const mine = ownerHash(self, neighbour.id)
-      owned = coHubs.some((hub) => hub !== neighbour && ownerHash(hub.id, neighbour.id) < mine)
-      this.ownedElsewhere.set(neighbour, owned)
-    }
+    const cached = this.ownedElsewhere.get(neighbour.connection)
+    if (cached !== undefined) return (cached & OWNED_ELSEWHERE_BIT) !== 0
+    const mine = ownerHash(self, neighbour.id)
+    const owned = coHubs.some((hub) => !hub.is(neighbour) && ownerHash(hub.id, neighbour.id) < mine)
+    this.ownedElsewhere.set(neighbour.connection, neighbour.slot * 2 + (owned ? OWNED_ELSEWHERE_BIT : 0))
     return owned
   }
 
@@ -208,7 +208,7 @@ export class Fanout {
 
   /** Forgets cached owners of neighbours that are gone (bounded by the neighbour table). */
   prune(neighbours: NeighbourTable): void {
-    for (const n of this.ownedElsewhere.keys()) if (neighbours.get(n.id) !== n) this.ownedElsewhere.delete(n)
+    for (const [connection, cached] of this.ownedElsewhere) if (neighbours.connectionAt(Math.floor(cached / 2)) !== connection) this.ownedElsewhere.delete(connection)
   }
 }
 
@@ -222,7 +222,7 @@ export function coHubsOf(own: readonly PhysicalAddress[], hubsGiven: readonly Ph
   for (const address of hubsGiven) {
     const owner = book.ownerOf(address)
     const neighbour = owner === undefined ? undefined : neighbours.get(owner)
-    if (neighbour !== undefined && !out.includes(neighbour)) out.push(neighbour)
+    if (neighbour !== undefined && !out.some((hub) => hub.is(neighbour))) out.push(neighbour)
   }
   return out
 }
@@ -258,23 +258,32 @@ export function coHubGone(p: CoreParts, gone: Neighbour): void {
   // differed it may have promised anyone, and the survivors relay each other's promises in their
   // trans sets (each believing the other serves a node only the gone hub did serve).
   const indices = new NodeSet()
-  for (const n of p.neighbours.values()) if (n !== gone) indices.add(n.index)
+  for (const n of p.neighbours.values()) if (!n.is(gone)) indices.add(n.index)
   if (indices.isEmpty()) return
   indices.forEach((index) => p.fanout.orphans.add(index))
   p.table.forgetIndices(indices)
   p.table.allDirty = true
 }
 
-function push(map: Map<Neighbour, RouteEntry[]>, neighbour: Neighbour, entry: RouteEntry): void {
-  let list = map.get(neighbour)
-  if (list === undefined) map.set(neighbour, (list = []))
-  list.push(entry)
+/** What a round still owes one neighbour: a view of its connection (the map's key), and the entries. */
+interface Pending {
+  readonly neighbour: Neighbour
+  readonly entries: RouteEntry[]
 }
 
-function drain(map: Map<Neighbour, RouteEntry[]>, budget: number, taken: number, keep: (n: Neighbour, e: RouteEntry) => boolean, emit: (n: Neighbour, e: RouteEntry) => void): number {
-  for (const [neighbour, list] of map) {
+/** `Fanout.ownedElsewhere`'s bit for "a co-hub owns it" (the rest is the slot, times 2). */
+const OWNED_ELSEWHERE_BIT = 1
+
+function push(map: Map<number, Pending>, neighbour: Neighbour, entry: RouteEntry): void {
+  let pending = map.get(neighbour.connection)
+  if (pending === undefined) map.set(neighbour.connection, (pending = { neighbour, entries: [] }))
+  pending.entries.push(entry)
+}
+
+function drain(map: Map<number, Pending>, budget: number, taken: number, keep: (n: Neighbour, e: RouteEntry) => boolean, emit: (n: Neighbour, e: RouteEntry) => void): number {
+  for (const [connection, { neighbour, entries: list }] of map) {
     if (taken >= budget) break
-    map.delete(neighbour)
+    map.delete(connection)
     for (const entry of list) {
       if (!keep(neighbour, entry)) continue
       emit(neighbour, entry)

@@ -1,5 +1,6 @@
 import { invariant } from './errors.ts'
 import { NodeSet } from './nodeset.ts'
+import { SetIds } from './set-ids.ts'
 
 /**
  * trans and rcpt sets, interned: equal sets are one frozen object. Holders follow the topology
@@ -20,6 +21,8 @@ const MEMO_NO_SET = -2
 const MEMO_WITHOUT = -3
 
 export class HolderSets {
+  /** The sets routing-table rows hold, by number (set-ids.ts): the columns keep ids, not references. */
+  readonly ids = new SetIds()
   private readonly buckets = new Map<number, NodeSet[]>()
   private count = 0
   /**

@@ -15,26 +15,27 @@ import type { NodeId } from './types.ts'
  * void at once, each time (a later message of the step may say it again).
  */
 export class LostInStep {
-  private readonly applied = new Set<Neighbour>()
-  /** Bounded by what the step's messages carry (the inbox's bound times `lostNeighbours`' length bound, police.ts). */
-  private readonly merged = new Map<Neighbour, Set<NodeId>>()
+  /** The connections (`Neighbour.connection`) whose first list of the step was applied. */
+  private readonly applied = new Set<number>()
+  /** By connection; bounded by what the step's messages carry (the inbox's bound times `lostNeighbours`' length bound, police.ts). */
+  private readonly merged = new Map<number, { from: Neighbour; ids: Set<NodeId> }>()
 
   heard(p: CoreParts, from: Neighbour, lost: readonly NodeId[]): void {
     // Its word that its neighbours are served named them: void until it says it again.
-    p.neighbours.servedBy.delete(from)
-    if (!this.applied.has(from)) {
-      this.applied.add(from)
+    p.neighbours.servedBy.delete(from.index)
+    if (!this.applied.has(from.connection)) {
+      this.applied.add(from.connection)
       forgetLost(p, from, lost)
       return
     }
-    let ids = this.merged.get(from)
-    if (ids === undefined) this.merged.set(from, (ids = new Set()))
-    for (const id of lost) ids.add(id)
+    let merged = this.merged.get(from.connection)
+    if (merged === undefined) this.merged.set(from.connection, (merged = { from, ids: new Set() }))
+    for (const id of lost) merged.ids.add(id)
   }
 
   /** The step ends: the merged lists, one pass per sender still connected on the same connection. */
   end(p: CoreParts): void {
-    for (const [from, ids] of this.merged) if (p.neighbours.get(from.id) === from) forgetLost(p, from, [...ids])
+    for (const [connection, { from, ids }] of this.merged) if (p.neighbours.get(from.id)?.connection === connection) forgetLost(p, from, [...ids])
   }
 }
 

@@ -1,3 +1,5 @@
+import { invariant } from './errors.ts'
+
 /**
  * A set of nodes, as a bitset over the owning core's node indices (see NodeIndex). trans and
  * rcpt of every routing entry are such sets: a word-wise OR/AND-NOT keeps the send decision for
@@ -13,9 +15,24 @@ export class NodeSet {
   private isFrozen = false
   /** A number no other set in this process has: what `HolderSets` keys its memo on (2^53 sets before a repeat). */
   readonly serial = nextSerial++
+  /** The `SetIds` that holds this set for routing-table rows, and its id there (-1: none does). */
+  private holder: object | undefined = undefined
+  private holderId = -1
 
   constructor(capacityBits = 32) {
     this.words = new Uint32Array(Math.max(1, Math.ceil(capacityBits / 32)))
+  }
+
+  /** Its id in `ids` (set-ids.ts), -1 if `ids` does not hold it. */
+  heldAs(ids: object): number {
+    invariant(this.holder === undefined || this.holder === ids, 'a set is held by the ids of one table of sets')
+    return this.holder === ids ? this.holderId : -1
+  }
+
+  /** For `SetIds` only: `ids` holds this set as `id` (undefined, -1: no longer). */
+  holdAs(ids: object | undefined, id: number): void {
+    this.holder = ids
+    this.holderId = id
   }
 
   get frozen(): boolean {

@@ -103,20 +103,20 @@ export class RouteEntry {
 
   /** Nodes this entry (as it is now) has been sent to, or who are known to hold it. Interned (holders.ts). */
   get trans(): NodeSet {
-    return this.columns.trans[this.row]!
+    return this.columns.transOf(this.row)
   }
 
   set trans(set: NodeSet) {
-    this.columns.trans[this.row] = set
+    this.columns.setTrans(this.row, set)
   }
 
   /** Nodes that received, or will soon receive, an entry at least as good from someone else. Interned (holders.ts). */
   get rcpt(): NodeSet {
-    return this.columns.rcpt[this.row]!
+    return this.columns.rcptOf(this.row)
   }
 
   set rcpt(set: NodeSet) {
-    this.columns.rcpt[this.row] = set
+    this.columns.setRcpt(this.row, set)
   }
 
   /**
@@ -126,11 +126,11 @@ export class RouteEntry {
    * Interned (holders.ts).
    */
   get vouchers(): NodeSet {
-    return this.columns.vouchers[this.row]!
+    return this.columns.vouchersOf(this.row)
   }
 
   set vouchers(set: NodeSet) {
-    this.columns.vouchers[this.row] = set
+    this.columns.setVouchers(this.row, set)
   }
 
   /** Members of rcpt hold this sequence number at no more than this many hops (what a shorter route of ours could still improve). */

@@ -90,7 +90,8 @@ class SendRound {
   private slotTable: readonly string[] = []
   /** Our co-hubs among the neighbours when this round began (fanout.ts); empty unless we are a hub with co-hubs. */
   coHubs: readonly Neighbour[] = []
-  private coHubSet = new Set<Neighbour>()
+  /** The co-hubs' connection numbers. */
+  private coHubSet = new Set<number>()
   /** Slots of the co-hubs this step tells that our plan ended (`UpdateMessage.planEnd`): each at the round's first step. */
   private readonly planEndSlots = new Set<number>()
   /** Per slot of this round: held back for a co-hub that owns the neighbour. */
@@ -110,7 +111,7 @@ class SendRound {
   collectOptimized(): void {
     const { table, neighbours, fanout } = this.p
     this.coHubs = this.p.coHubs()
-    this.coHubSet = new Set(this.coHubs)
+    this.coHubSet = new Set(this.coHubs.map((hub) => hub.connection))
     fanout.prune(neighbours)
     // Entries whose trans and rcpt are the same (shared) sets get the same targets and the same
     // new trans: compute each pair once per round (for an unchanged entry, once more for the
@@ -264,7 +265,7 @@ class SendRound {
     let held = this.heldBackSlots.get(slot)
     if (held === undefined) {
       const neighbour = this.neighbourAt(slot)
-      held = !this.coHubSet.has(neighbour) && this.p.fanout.ownedByCoHub(this.p.id, this.coHubs, neighbour)
+      held = !this.coHubSet.has(neighbour.connection) && this.p.fanout.ownedByCoHub(this.p.id, this.coHubs, neighbour)
       this.heldBackSlots.set(slot, held)
     }
     return held
@@ -309,14 +310,14 @@ class SendRound {
 
   /** A decided send: to a co-hub in this step (its plan is what the others wait for), to anyone else when the round reaches it. */
   private route(slot: number, entry: RouteEntry): void {
-    if (this.coHubs.length > 0 && this.coHubSet.has(this.neighbourAt(slot))) this.push(slot, entry)
+    if (this.coHubs.length > 0 && this.coHubSet.has(this.neighbourAt(slot).connection)) this.push(slot, entry)
     else this.p.fanout.promise(this.neighbourAt(slot), entry)
   }
 
   /** The next part of the round in progress (fanout.ts): promised entries still as promised, then held-back ones decided again. */
   takeFromFanout(): void {
-    const { fanout, table, neighbours, limits } = this.p
-    const live = (n: Neighbour, e: RouteEntry) => neighbours.get(n.id) === n && table.has(e.destination)
+    const { fanout, table, limits } = this.p
+    const live = (n: Neighbour, e: RouteEntry) => n.open && table.has(e.destination)
     // The neighbours a held-back entry now goes to join its trans in one copy per entry (by row),
     // interned once when the step's share is taken, not in one new interned set per neighbour:
     // that was O(N) per (neighbour, entry) pair, and at 5,000 processes a gateway's held-back
@@ -353,9 +354,9 @@ class SendRound {
     // A new neighbour gets our hello in our first update on the connection, even an empty one;
     // a neighbour we owe news of a lost connection gets it the same way.
     if (neighbours.count('helloDue') > 0 || neighbours.lostNoticesDue > 0) {
-      for (const neighbour of neighbours.values()) {
-        const due = (neighbour.helloDue && !this.p.fanout.holdsFor(neighbour)) || neighbours.owesLost(neighbour)
-        if (due && !this.perNeighbour.has(neighbour.slot)) this.perNeighbour.set(neighbour.slot, [])
+      for (const slot of neighbours.slotsInOrder()) {
+        const due = (neighbours.flagAt(slot, 'helloDue') && !this.p.fanout.holdsFor(neighbours.connectionAt(slot))) || neighbours.owesLostAt(slot)
+        if (due && !this.perNeighbour.has(slot)) this.perNeighbour.set(slot, [])
       }
     }
     for (const slot of this.planEndSlots) if (!this.perNeighbour.has(slot)) this.perNeighbour.set(slot, [])
@@ -506,10 +507,10 @@ const TRANS_SETS_SCANNED_MAX = 8
  * is not told: its plan must rest on promises (two hubs each taking the other's word for a node
  * would both leave it out).
  */
-function saysAllServed(p: CoreParts, coHubs: ReadonlySet<Neighbour> | undefined, to: Neighbour): boolean {
+function saysAllServed(p: CoreParts, coHubs: ReadonlySet<number> | undefined, to: Neighbour): boolean {
   if (p.mode !== 'optimized' || !p.mayHaveCoHubs()) return false
-  const hubs = coHubs ?? new Set(p.coHubs())
-  return hubs.size > 0 && !hubs.has(to)
+  const hubs = coHubs ?? new Set(p.coHubs().map((hub) => hub.connection))
+  return hubs.size > 0 && !hubs.has(to.connection)
 }
 
 /** Whether one of `indices` is in neither `trans` nor `rcpt`. */

@@ -38,6 +38,14 @@ export class SharedNumbering {
   /** Every core's address book numbers addresses here (address-rows.ts): an array per book, not a map. */
   readonly addresses: NodeIndex
 
+  /**
+   * Each sender's slot table translated into this numbering (apply.ts `slotMapOf`), one for every
+   * core that receives it: alike for all, where each receiver kept its own, ~4 bytes a (node,
+   * destination) pair per hub whose table it was given (12 at the end of a three-subnet run).
+   * Weak: a table goes when no sender's message or receiver holds it; at most the live tables.
+   */
+  private readonly slotMaps = new WeakMap<readonly string[], Int32Array>()
+
   /** `nodesMax`: how many node ids the whole process may number, and as many addresses. */
   constructor(nodesMax: number) {
     this.index = new NodeIndex(nodesMax)
@@ -53,6 +61,13 @@ export class SharedNumbering {
    */
   attach(message: UpdateMessage, sets: readonly NodeSet[]): void {
     Object.defineProperty(message, SHARED_SETS, { value: { numbering: this, sets }, enumerable: false })
+  }
+
+  /** `table`'s translation into this numbering: the one made before, else `translate()`'s, kept for the next receiver. */
+  slotMapOf(table: readonly string[], translate: () => Int32Array): Int32Array {
+    let map = this.slotMaps.get(table)
+    if (map === undefined) this.slotMaps.set(table, (map = translate()))
+    return map
   }
 
   /** The receiver's side: the message's trans sets in the shared numbering, if its sender left them (in this numbering). */

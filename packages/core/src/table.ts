@@ -69,7 +69,7 @@ export class RouteTable {
     ecmpNextHopsMax = 1,
   ) {
     this.alternates = new Alternates(ecmpNextHopsMax)
-    this.columns = new RouteColumns(nodeIndex)
+    this.columns = new RouteColumns(nodeIndex, holders.ids)
     this.dirty = new DirtyEntries(this.columns)
     const ownRow = this.columns.insert(id)
     invariant(ownRow !== undefined, 'our own id is numbered')

@@ -4,6 +4,9 @@ import { AddressRows } from '../src/address-rows.ts'
 import { AddressBook } from '../src/discovery.ts'
 import { RouteColumns } from '../src/columns.ts'
 import { NodeIndex } from '../src/nodeindex.ts'
+import { SetIds } from '../src/set-ids.ts'
+import { EMPTY_SET } from '../src/nodeset.ts'
+import { setOf } from './nodesets.ts'
 import { UNREACHABLE_HOPS } from '../src/route.ts'
 
 /** One step against the columns and against a model (a Map in insertion order, a dirty list). */
@@ -45,7 +48,7 @@ describe('RouteColumns: the routing table in columns', () => {
     fc.assert(
       fc.property(ops, (steps) => {
         const index = new NodeIndex(64)
-        const columns = new RouteColumns(index)
+        const columns = new RouteColumns(index, new SetIds())
         const model = new Map<string, true>()
         const dirty: string[] = []
         for (const op of steps) {
@@ -60,7 +63,7 @@ describe('RouteColumns: the routing table in columns', () => {
 
   it('stores an unreachable hop count (Infinity) as its sentinel and reads it back as Infinity; refuses what it cannot store', () => {
     const index = new NodeIndex(8)
-    const columns = new RouteColumns(index)
+    const columns = new RouteColumns(index, new SetIds())
     const entry = columns.view(columns.insert('d')!)
     expect(entry.nhops).toBe(UNREACHABLE_HOPS)
     entry.nhops = 256
@@ -75,7 +78,7 @@ describe('RouteColumns: the routing table in columns', () => {
 
   it('two views of one row are one entry: a write through either is seen by both; a next hop is kept as its node number', () => {
     const index = new NodeIndex(8)
-    const columns = new RouteColumns(index)
+    const columns = new RouteColumns(index, new SetIds())
     index.intern('hop')
     const row = columns.insert('d')!
     const a = columns.view(row)
@@ -91,7 +94,7 @@ describe('RouteColumns: the routing table in columns', () => {
 
   it('holds no more rows than its node numbering may hand out: a destination past it is refused (undefined), not stored', () => {
     const index = new NodeIndex(3)
-    const columns = new RouteColumns(index)
+    const columns = new RouteColumns(index, new SetIds())
     expect(['a', 'b', 'c'].map((id) => columns.insert(id))).toEqual([0, 1, 2])
     expect(columns.insert('d')).toBeUndefined()
     expect(columns.size).toBe(3)
@@ -101,10 +104,10 @@ describe('RouteColumns: the routing table in columns', () => {
     // A shared numbering (a simulator's, 3,000 nodes known) hands this table row 1,499 first: every column is sized for all 3,000 at once.
     const index = new NodeIndex(4096)
     for (let i = 0; i < 3000; i++) index.intern(`n${i}`)
-    const columns = new RouteColumns(index)
+    const columns = new RouteColumns(index, new SetIds())
     const row = columns.insert('n1499')!
     expect(row).toBe(1499)
-    const lengths = [columns.introducedBy, columns.trans, columns.rcpt, columns.vouchers, columns.addresses].map((column) => column.length)
+    const lengths = [columns.introducedBy, columns.addresses].map((column) => column.length)
     expect(lengths).toEqual(lengths.map(() => columns.seq.length))
     expect(columns.seq.length).toBe(3000)
     expect(columns.view(row).vouchers.isEmpty()).toBe(true)
@@ -112,7 +115,7 @@ describe('RouteColumns: the routing table in columns', () => {
 
   it('keeps names and signatures only once some row has them: an empty one reads as the shared empty value, a row inserted again as blank', () => {
     const index = new NodeIndex(4096)
-    const columns = new RouteColumns(index)
+    const columns = new RouteColumns(index, new SetIds())
     const a = columns.insert('a')!
     const own: readonly string[] = []
     columns.setNames(a, own)
@@ -140,14 +143,14 @@ describe('RouteColumns: the routing table in columns', () => {
   it('sizes its columns for as many nodes as its numbering expects at the first row, never past the numbering\'s bound', () => {
     const index = new NodeIndex(5000)
     index.expected = 2000
-    const columns = new RouteColumns(index)
+    const columns = new RouteColumns(index, new SetIds())
     columns.insert('first')
-    expect([columns.seq.length, columns.trans.length, columns.addresses.length]).toEqual([2000, 2000, 2000])
+    expect([columns.seq.length, columns.introducedBy.length, columns.addresses.length]).toEqual([2000, 2000, 2000])
     // A hint past the bound is cut to the bound; without one, the columns double from a few rows.
-    const bounded = new RouteColumns(Object.assign(new NodeIndex(100), { expected: 1000 }))
+    const bounded = new RouteColumns(Object.assign(new NodeIndex(100), { expected: 1000 }), new SetIds())
     bounded.insert('a')
     expect(bounded.seq.length).toBe(100)
-    const unhinted = new RouteColumns(new NodeIndex(5000))
+    const unhinted = new RouteColumns(new NodeIndex(5000), new SetIds())
     unhinted.insert('a')
     expect(unhinted.seq.length).toBeLessThan(100)
   })
@@ -267,5 +270,53 @@ describe('AddressRows: the address book in columns', () => {
     rows.add('/y')
     expect(() => rows.add('/z')).toThrow(/within the book limit/)
     expect(rows.size).toBe(2)
+  })
+})
+
+describe('RouteColumns: trans, rcpt and vouchers by id (SetIds)', () => {
+  it('reads back every set a row was given, counts each set once per row column holding it, and lets a set go when none does', () => {
+    // More sets than SetIds starts with room for (16), so its counts grow.
+    const poolSize = 24
+    const column = fc.constantFrom('trans' as const, 'rcpt' as const, 'vouchers' as const)
+    const op = fc.oneof(
+      fc.record({ k: fc.constant('insert' as const), node: fc.nat({ max: 29 }) }),
+      fc.record({ k: fc.constant('remove' as const), node: fc.nat({ max: 29 }) }),
+      { arbitrary: fc.record({ k: fc.constant('set' as const), node: fc.nat({ max: 29 }), column, set: fc.nat({ max: poolSize - 1 }) }), weight: 4 },
+    )
+    fc.assert(
+      fc.property(fc.array(op, { maxLength: 200, size: 'max' }), (steps) => {
+        const ids = new SetIds()
+        const columns = new RouteColumns(new NodeIndex(64), ids)
+        // A set is held by one table of sets: each run makes its own (EMPTY_SET is everyone's, id 0).
+        const pool = [EMPTY_SET, ...Array.from({ length: poolSize - 1 }, (_, i) => setOf([i, i + 40]).freeze())]
+        const model = new Map<string, { trans: number; rcpt: number; vouchers: number }>()
+        for (const s of steps) {
+          const id = `n${s.node}`
+          const row = columns.rowOf(id)
+          if (s.k === 'insert' && row === undefined) {
+            columns.insert(id)
+            model.set(id, { trans: 0, rcpt: 0, vouchers: 0 })
+          } else if (s.k === 'remove' && row !== undefined) {
+            columns.remove(row)
+            model.delete(id)
+          } else if (s.k === 'set' && row !== undefined) {
+            const view = columns.view(row)
+            view[s.column] = pool[s.set]!
+            model.get(id)![s.column] = s.set
+          }
+          const held = pool.map(() => 0)
+          for (const sets of model.values()) for (const c of ['trans', 'rcpt', 'vouchers'] as const) held[sets[c]]!++
+          expect({
+            rows: [...model.keys()].map((d) => { const v = columns.view(columns.rowOf(d)!); return [v.trans, v.rcpt, v.vouchers] }),
+            held: pool.slice(1).map((set) => { const i = set.heldAs(ids); return i < 0 ? 0 : ids.holdersOf(i) }),
+            size: ids.size,
+          }).toEqual({
+            rows: [...model.values()].map((m) => [pool[m.trans], pool[m.rcpt], pool[m.vouchers]]),
+            held: held.slice(1),
+            size: held.slice(1).filter((n) => n > 0).length,
+          })
+        }
+      }),
+    )
   })
 })

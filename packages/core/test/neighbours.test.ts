@@ -1,6 +1,6 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { NeighbourTable } from '../src/neighbours.ts'
+import { type Neighbour, NeighbourTable, type SenderSlots } from '../src/neighbours.ts'
 import { NodeIndex } from '../src/nodeindex.ts'
 
 describe('NeighbourTable: slots', () => {
@@ -36,3 +36,130 @@ describe('NeighbourTable: slots', () => {
     )
   })
 })
+
+/** What an object per connection held (the `Neighbour` record before its state became columns over the slot). */
+interface ConnectionModel {
+  readonly id: string
+  readonly index: number
+  readonly slot: number
+  readonly connection: number
+  readonly upAtMs: number
+  flags: { ownWaitsForHello: boolean; helloDue: boolean; needsWholeTable: boolean }
+  awaitingHello: boolean
+  ownerSeqHeard: number | undefined
+  senderSlots: SenderSlots | undefined
+  tokens: number
+  atMs: number
+  lost: string[]
+}
+
+const FLAGS = ['ownWaitsForHello', 'helloDue', 'needsWholeTable'] as const
+const LOST_MAX = 3
+const BURST = 100
+
+describe('NeighbourTable: each connection\'s state in columns', () => {
+  it('reads, through views made at any time, what an object per connection held, under churn; a closed connection\'s view refuses its state', () => {
+    const op = fc.oneof(
+      // Opens weigh most, so that tables often grow past their first 16 rows (the columns are copied then).
+      { arbitrary: fc.record({ k: fc.constant('open' as const), upAtMs: fc.double({ min: 0, max: 1e12, noNaN: true }), naive: fc.boolean() }), weight: 6 },
+      fc.record({ k: fc.constant('close' as const), pick: fc.nat() }),
+      fc.record({ k: fc.constant('flag' as const), pick: fc.nat(), flag: fc.constantFrom(...FLAGS), value: fc.boolean() }),
+      fc.record({ k: fc.constant('hello' as const), pick: fc.nat(), value: fc.boolean() }),
+      fc.record({ k: fc.constant('seq' as const), pick: fc.nat(), seq: fc.option(fc.nat({ max: 2 ** 32 - 1 }), { nil: undefined }) }),
+      fc.record({ k: fc.constant('slots' as const), pick: fc.nat(), forget: fc.boolean() }),
+      fc.record({ k: fc.constant('charge' as const), pick: fc.nat(), entries: fc.nat({ max: 60 }), nowMs: fc.nat({ max: 10_000 }) }),
+      fc.record({ k: fc.constant('lost' as const), pick: fc.nat() }),
+      fc.record({ k: fc.constant('take' as const), pick: fc.nat() }),
+    )
+    fc.assert(
+      fc.property(fc.array(op, { maxLength: 150, size: 'max' }), (ops) => {
+        const numbering = new NodeIndex(10_000)
+        const table = new NeighbourTable(numbering)
+        const open: ConnectionModel[] = []
+        const closedViews: Neighbour[] = []
+        let next = 0
+        for (const o of ops) {
+          const model = open.length === 0 ? undefined : open[('pick' in o ? o.pick : 0) % open.length]!
+          const view = model === undefined ? undefined : table.get(model.id)!
+          if (o.k === 'open' || model === undefined || view === undefined) {
+            const id = `n${next++}`
+            const mode = o.k === 'open' && o.naive ? 'naive' : 'optimized'
+            const upAtMs = o.k === 'open' ? o.upAtMs : 0
+            const n = table.add(id, numbering.intern(id)!, mode, upAtMs)
+            const optimized = mode === 'optimized'
+            open.push({ id, index: n.index, slot: n.slot, connection: n.connection, upAtMs: Math.round(upAtMs), flags: { ownWaitsForHello: false, helloDue: optimized, needsWholeTable: !optimized }, awaitingHello: optimized, ownerSeqHeard: undefined, senderSlots: undefined, tokens: Number.NaN, atMs: 0, lost: [] })
+          } else if (o.k === 'close') {
+            const gone = table.remove(model.id)!
+            expect(gone.is(view)).toBe(true)
+            expect(gone.upAtMs).toBe(model.upAtMs)
+            open.splice(open.indexOf(model), 1)
+            closedViews.push(view)
+          } else if (o.k === 'flag') {
+            table.setFlag(view, o.flag, o.value)
+            model.flags[o.flag] = o.value
+          } else if (o.k === 'hello') {
+            view.awaitingHello = o.value
+            model.awaitingHello = o.value
+          } else if (o.k === 'seq') {
+            view.ownerSeqHeard = o.seq
+            model.ownerSeqHeard = o.seq
+          } else if (o.k === 'slots') {
+            const slots = o.forget ? undefined : { table: [model.id], map: new Int32Array([model.index]) }
+            view.senderSlots = slots
+            model.senderSlots = slots
+          } else if (o.k === 'charge') {
+            const nowMs = Math.max(o.nowMs, Number.isNaN(model.atMs) ? 0 : model.atMs)
+            const tokens = Number.isNaN(model.tokens) ? BURST : Math.min(BURST, model.tokens + ((nowMs - model.atMs) * 10) / 1000)
+            model.tokens = tokens - o.entries
+            model.atMs = nowMs
+            expect(table.chargeUpdateBudget(view, o.entries, nowMs, 10, BURST)).toBe(model.tokens)
+          } else if (o.k === 'lost') {
+            table.noteLost(model.id, LOST_MAX)
+            for (const m of open) m.lost = [...m.lost, model.id].slice(-LOST_MAX)
+          } else {
+            const told = table.takeLost(view)
+            expect(told === undefined ? [] : [...told]).toEqual(model.lost)
+            model.lost = []
+          }
+          expectSame(table, open, closedViews)
+        }
+      }),
+    )
+  })
+})
+
+function expectSame(table: NeighbourTable, open: readonly ConnectionModel[], closedViews: readonly Neighbour[]): void {
+  // One comparison per step (an expect per field made the property slow): what the views read, and what the model holds.
+  const read = (view: Neighbour) => [view.id, view.index, view.slot, view.connection, view.upAtMs, view.open, ...FLAGS.map((f) => view[f]), ...FLAGS.map((f) => table.flagAt(view.slot, f)), view.awaitingHello, view.ownerSeqHeard, view.senderSlots, table.owesLostAt(view.slot)]
+  const held = (m: ConnectionModel) => [m.id, m.index, m.slot, m.connection, m.upAtMs, true, ...FLAGS.map((f) => m.flags[f]), ...FLAGS.map((f) => m.flags[f]), m.awaitingHello, m.ownerSeqHeard, m.senderSlots, m.lost.length > 0]
+  const slotTable: string[] = []
+  for (const m of open) slotTable[m.slot] = m.id
+  const actual = {
+    ids: table.ids(),
+    order: [...table.slotsInOrder()],
+    slotTable: [...table.slotTable()],
+    inOrder: table.values().map(read),
+    byId: open.map((m) => read(table.get(m.id)!)),
+    bySlot: open.map((m) => read(table.at(m.slot)!)),
+    counts: FLAGS.map((f) => table.count(f)),
+    lostDue: table.lostNoticesDue,
+  }
+  const rows = open.map(held)
+  expect(actual).toEqual({
+    ids: open.map((m) => m.id),
+    order: open.map((m) => m.slot),
+    slotTable: Array.from(slotTable, (id) => id ?? ''),
+    inOrder: rows,
+    byId: rows,
+    bySlot: rows,
+    counts: FLAGS.map((f) => open.filter((m) => m.flags[f]).length),
+    lostDue: open.filter((m) => m.lost.length > 0).length,
+  })
+  // The latest closed ones (throwing costs a stack trace each): every closed view was the latest once.
+  for (const view of closedViews.slice(-2)) {
+    expect(view.open).toBe(false)
+    expect(() => view.helloDue).toThrow(/is open/)
+    expect(() => (view.ownerSeqHeard = 2)).toThrow(/is open/)
+  }
+  table.checkInvariants(1_000)
+}

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { ownerHash } from '../src/fanout.ts'
 import { helloWithRecord, hubWithCoHubAndJoiners } from './cohub-hub.ts'
-import { PhoenixCore, type RouteAdvert, type StepResult, type UpdateMessage } from '../src/index.ts'
+import { PhoenixCore, SharedNumbering, type RouteAdvert, type StepResult, type UpdateMessage } from '../src/index.ts'
 
 const record = (destination: string, nhops = 0, trans = -1): RouteAdvert => ({ destination, seq: 0, nhops, names: [], addresses: [`addr:${destination}`], trans })
 /** A trans set naming `slots` of a slot table `width` long. */
@@ -148,5 +148,29 @@ describe('a hub with co-hubs says every neighbour of its is served (allServed)',
     const out = drain(g, 100)
     // z lacks d as far as g knows: g sends it (the word would have left z to h, and h leaves it to g).
     expect(out.filter((s) => s.to === 'z').flatMap((s) => s.message.entries.map((e) => e.destination))).toContain('d')
+  })
+})
+
+describe('a hub\'s slot table is translated once for every core of a shared numbering (the simulator)', () => {
+  it('two nodes sharing a numbering hold the very same translation, naming the nodes of the table as a node with its own numbering does', () => {
+    const numbering = new SharedNumbering(1_000)
+    const cores = [new PhoenixCore({ id: 'x', addresses: ['addr:x'], discovery: false }, numbering), new PhoenixCore({ id: 'y', addresses: ['addr:y'], discovery: false }, numbering), new PhoenixCore({ id: 'a', addresses: ['addr:a'], discovery: false })]
+    const table = Object.freeze(['x', 'y', 'a', '', 'z'])
+    const message: UpdateMessage = { neighbourSlots: table, transSets: [bitsOf(table.length, [0, 1, 2, 4])], entries: [record('z', 1, 0)], allServed: true }
+    const translations = cores.map((core) => {
+      core.connectionUp('h', 1)
+      core.receive('h', helloWithRecord('h'), 1)
+      drain(core, 1)
+      core.receive('h', message, 2)
+      drain(core, 2)
+      expect(core.route('z')?.nhops).toBe(2)
+      const internals = core as unknown as { neighbours: { get(id: string): { senderSlots?: { map: Int32Array } } }; parts: { nodeIndex: { id(i: number): string | undefined } } }
+      const map = internals.neighbours.get('h').senderSlots?.map
+      expect(map).toBeDefined()
+      return { map: map!, ids: [...map!].map((i) => (i < 0 ? '' : internals.parts.nodeIndex.id(i))) }
+    })
+    expect(translations[0]!.map).toBe(translations[1]!.map)
+    expect(translations[2]!.map).not.toBe(translations[0]!.map)
+    for (const { ids } of translations) expect(ids).toEqual([...table])
   })
 })

@@ -188,8 +188,8 @@ export class CoreProcess implements SimProcess {
         network.startDial(this.node, effect.address, atMs)
       } else {
         const peer = kernel.byId.get(effect.peer)
-        const conn = peer === undefined ? undefined : network.connectionTo(this.node, peer)
-        if (conn !== undefined) network.closeConnection(conn, [conn.a, conn.b])
+        const conn = peer === undefined ? -1 : network.connectionTo(this.node, peer)
+        if (conn >= 0) network.closeConnection(conn, true)
       }
     }
   }

@@ -1,6 +1,6 @@
 import { invariant } from '@phoenix-overlay/core'
 import { EventQueue } from './heap.ts'
-import type { Connection } from './network.ts'
+import type { LinkSlot } from './links.ts'
 import type { Payload, SimNode } from './process.ts'
 import type { Scenario } from './scenario.ts'
 
@@ -8,11 +8,11 @@ import type { Scenario } from './scenario.ts'
 export type SimEvent =
   | { readonly k: 'step'; readonly node: SimNode; readonly token: number }
   | { readonly k: 'dial'; readonly node: SimNode; readonly incarnation: number; readonly address: string; readonly target: SimNode | undefined; readonly ok: boolean; readonly first: boolean }
-  | { readonly k: 'deliver'; readonly conn: Connection; readonly toB: boolean; readonly payload: Payload }
+  | { readonly k: 'deliver'; readonly conn: LinkSlot; readonly toB: boolean; readonly payload: Payload }
   | { readonly k: 'down'; readonly node: SimNode; readonly incarnation: number; readonly peer: SimNode; readonly connId: number }
   | { readonly k: 'scenario'; readonly index: number }
   | { readonly k: 'start'; readonly node: SimNode; readonly first?: boolean }
-  | { readonly k: 'close'; readonly conn: Connection }
+  | { readonly k: 'close'; readonly conn: LinkSlot }
   | { readonly k: 'sample' }
   | { readonly k: 'quiet' }
 

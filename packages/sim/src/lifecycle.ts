@@ -75,7 +75,7 @@ export class Lifecycle {
     // its pending notices of dead connections go with it: their events, due later, are the old
     // incarnation's and are dropped, so one left here stayed pending for good (a run restarted in
     // the millisecond its link failed never ended).
-    for (const conn of [...node.links.values()]) this.network.closeConnection(conn, [conn.a, conn.b])
+    for (const conn of this.network.table.slotsOf(node.index)) this.network.closeConnection(conn, true)
     node.pendingDown.clear()
     node.alive = true
     node.everStarted = true
@@ -93,7 +93,7 @@ export class Lifecycle {
     node.alive = false
     node.process = undefined
     node.pendingDown.clear()
-    for (const conn of [...node.links.values()]) this.network.closeConnection(conn, [])
+    for (const conn of this.network.table.slotsOf(node.index)) this.network.closeConnection(conn, false)
     node.heldOn.clear()
   }
 
@@ -106,7 +106,11 @@ export class Lifecycle {
     }
     node.alive = false
     node.process = undefined
-    for (const [peer, conn] of node.links) this.kernel.schedule(lastArrival.get(peer) ?? this.kernel.nowMs, { k: 'close', conn })
+    const { table } = this.network
+    table.forEachOf(node.index, (peer, conn) => {
+      table.retain(conn)
+      this.kernel.schedule(lastArrival.get(peer) ?? this.kernel.nowMs, { k: 'close', conn })
+    })
   }
 
   /**

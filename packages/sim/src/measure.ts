@@ -127,8 +127,7 @@ export class Measurement {
     while (at !== v && h < SAMPLE_HOPS_MAX) {
       const process = at.process
       const fwd = process === undefined ? undefined : process.nextHop !== undefined ? process.nextHop(v) : process.route(v)?.fwd
-      const conn = fwd === undefined ? undefined : at.links.get(fwd.index)
-      if (fwd === undefined || conn === undefined || !conn.open) break
+      if (fwd === undefined || !this.network.connected(at, fwd)) break
       at = fwd
       h++
     }
@@ -213,16 +212,17 @@ export class Measurement {
     const positionOf = new Int32Array(nodes.length).fill(-1)
     live.forEach((n, i) => (positionOf[n.index] = i))
     let linksTotal = 0
-    for (const u of live) linksTotal += u.links.size
+    const { table } = this.network
+    for (const u of live) linksTotal += table.degree(u.index)
     // At most every link of a live node, two numbers each; one pass over the links, and the unused tail cut off.
     const pairs = new Int32Array(2 * linksTotal)
     let at = 0
     for (const u of live) {
-      for (const [v, conn] of u.links) {
-        if (!conn.open || u.index >= v || positionOf[v]! < 0) continue
+      table.forEachOf(u.index, (v) => {
+        if (u.index >= v || positionOf[v]! < 0) return
         pairs[at++] = positionOf[u.index]!
         pairs[at++] = positionOf[v]!
-      }
+      })
     }
     return { live, positionOf, pairs: pairs.subarray(0, at) }
   }

@@ -1,34 +1,15 @@
-import { subnetFirewallAllows } from '@phoenix-overlay/core'
+import { invariant, subnetFirewallAllows } from '@phoenix-overlay/core'
 import { HELD_MESSAGES_PER_LINK_MAX } from './constants.ts'
 import { SimulationError } from './errors.ts'
 import type { Kernel, SimEvent } from './kernel.ts'
+import { type LinkSlot, LinkTable } from './links.ts'
 import type { Payload, SimNode } from './process.ts'
-
-/** One open (or closing) connection between two nodes: latency, bandwidth and what it holds back. */
-export interface Connection {
-  readonly id: number
-  readonly a: SimNode
-  readonly b: SimNode
-  open: boolean
-  /** When the sender's side of each direction is free to transmit again (bandwidth model). */
-  txFreeToBMs: number
-  txFreeToAMs: number
-  /** Messages a full inbox refused, in order, per direction (shared empty array until needed:
-   *  a 2,000-node run has ~860,000 connections and almost none ever holds anything). */
-  heldToB: Payload[]
-  heldToA: Payload[]
-  /** Its latency and bandwidth: one object per kind of link, shared (two fractional numbers per connection were two boxed doubles each). */
-  readonly link: LinkClass
-}
 
 /** What a connection's latency and bandwidth come from: within a subnet or between two. */
 export interface LinkClass {
   readonly latencyMs: number
   readonly msPerByte: number
 }
-
-/** The held-message queue of a connection that never held anything; never written to. */
-const NO_HELD: Payload[] = Object.freeze([]) as unknown as Payload[]
 
 /** A node pair's key, the same either way round. */
 function pairKey(a: SimNode, b: SimNode): string {
@@ -44,10 +25,18 @@ function pairKey(a: SimNode, b: SimNode): string {
 export class Network {
   /** Node pairs whose link failed (a `linkFail` event): no dial between them until `linkHeal`. */
   private readonly blockedPairs = new Set<string>()
-  private nextConnId = 1
   private readonly links: { readonly intra: LinkClass; readonly inter: LinkClass }
+  /** The connections (open, and closed ones events still name). */
+  readonly table: LinkTable
+  /**
+   * Messages a full inbox refused, in order, by direction (`2·slot + 1`: to b, `2·slot`: to a);
+   * only for directions that hold some (a 2,000-node run has ~860,000 connections and almost none
+   * ever holds anything). At most HELD_MESSAGES_PER_LINK_MAX each; emptied when the connection closes.
+   */
+  private readonly held = new Map<number, Payload[]>()
 
   constructor(private readonly kernel: Kernel) {
+    this.table = new LinkTable(kernel.nodes.length)
     const { intraSubnet, interSubnet } = kernel.scenario.network
     const of = (c: typeof intraSubnet): LinkClass => Object.freeze({ latencyMs: c.latencyUs / 1000, msPerByte: 8 / (c.bandwidthMbps * 1000) })
     this.links = { intra: of(intraSubnet), inter: of(interSubnet) }
@@ -69,8 +58,8 @@ export class Network {
       return true
     }
     this.blockedPairs.add(key)
-    const conn = a.links.get(b.index)
-    if (conn !== undefined) this.closeConnection(conn, [])
+    const conn = this.table.slotBetween(a.index, b.index)
+    if (conn >= 0) this.closeConnection(conn, false)
     return true
   }
 
@@ -126,7 +115,7 @@ export class Network {
     // its neighbour limit refuses the handshake (a real node's connection gate does the same,
     // packages/transport node.ts), unless the two are connected already (a crossing dial).
     const success =
-      e.ok && target !== undefined && target.alive && this.allowed(node, target) && (node.links.has(target.index) || target.process?.acceptsConnection?.(node) !== false)
+      e.ok && target !== undefined && target.alive && this.allowed(node, target) && (this.connected(node, target) || target.process?.acceptsConnection?.(node) !== false)
     kernel.trace?.(kernel.nowMs, `dial ${node.id} -> ${target?.id ?? e.address} ${success ? 'up' : 'failed'}`)
     if (!success) {
       kernel.counters.dialsFailed++
@@ -134,63 +123,78 @@ export class Network {
       kernel.kick(node)
       return
     }
-    if (!node.links.has(target.index)) this.connect(node, target)
+    if (!this.connected(node, target)) this.connect(node, target)
     node.process?.dialSucceeded(target, e.address, kernel.nowMs)
     kernel.kick(node)
   }
 
-  private connect(a: SimNode, b: SimNode): Connection {
+  private connect(a: SimNode, b: SimNode): void {
     const { kernel } = this
-    const conn: Connection = { id: this.nextConnId++, a, b, open: true, txFreeToBMs: 0, txFreeToAMs: 0, heldToB: NO_HELD, heldToA: NO_HELD, link: this.linkClass(a, b) }
-    for (const [self, peer] of [
-      [a, b],
-      [b, a],
-    ] as const) {
-      // A new connection proves the old one dead even if the crash was not noticed yet.
-      if (self.pendingDown.delete(peer.index)) self.process?.connectionDown(peer, kernel.nowMs)
-      self.links.set(peer.index, conn)
-    }
+    // A new connection proves the old one dead even if the crash was not noticed yet.
+    if (a.pendingDown.delete(b.index)) a.process?.connectionDown(b, kernel.nowMs)
+    if (b.pendingDown.delete(a.index)) b.process?.connectionDown(a, kernel.nowMs)
+    this.table.open(a.index, b.index, this.linkClass(a, b) === this.links.inter)
     kernel.counters.openConnections++
     kernel.charge(b, kernel.scenario.processing.perConnectionUs / 1000)
     b.process?.connectionUp(a, kernel.nowMs)
     kernel.kick(b)
     kernel.activity()
-    return conn
   }
 
-  /** `node`'s connection to `peer`, if it has an open or closing one. */
-  connectionTo(node: SimNode, peer: SimNode): Connection | undefined {
-    return node.links.get(peer.index)
+  /** Whether `node` and `peer` have an open connection (a closing one, after a leave, is still open until its farewell arrived). */
+  connected(node: SimNode, peer: SimNode): boolean {
+    return this.table.slotBetween(node.index, peer.index) >= 0
   }
 
-  /** Closes a connection; `notifyNow` says which ends learn it now (the others learn after crashDetectMs). */
-  closeConnection(conn: Connection, notifyNow: readonly SimNode[]): void {
-    if (!conn.open) return
-    const { kernel } = this
-    kernel.trace?.(kernel.nowMs, `close ${conn.a.id} ${conn.b.id}`)
-    conn.open = false
+  /** How many open connections `node` has. */
+  degree(node: SimNode): number {
+    return this.table.degree(node.index)
+  }
+
+  /** `node`'s open connection to `peer`, or -1. */
+  connectionTo(node: SimNode, peer: SimNode): LinkSlot {
+    return this.table.slotBetween(node.index, peer.index)
+  }
+
+  /** Closes a connection; `notifyBothNow`: both ends learn it now, else after crashDetectMs. */
+  closeConnection(conn: LinkSlot, notifyBothNow: boolean): void {
+    const { kernel, table } = this
+    if (!table.isOpen(conn)) return
+    const a = kernel.nodes[table.a[conn]!]!
+    const b = kernel.nodes[table.b[conn]!]!
+    const id = table.id[conn]!
+    kernel.trace?.(kernel.nowMs, `close ${a.id} ${b.id}`)
     kernel.counters.openConnections--
-    kernel.counters.held -= conn.heldToA.length + conn.heldToB.length
-    kernel.counters.messagesLost += conn.heldToA.length + conn.heldToB.length
-    conn.heldToA = NO_HELD
-    conn.heldToB = NO_HELD
-    conn.a.heldOn.delete(conn)
-    conn.b.heldOn.delete(conn)
+    for (const key of [2 * conn, 2 * conn + 1]) {
+      const held = this.held.get(key)
+      if (held === undefined) continue
+      kernel.counters.held -= held.length
+      kernel.counters.messagesLost += held.length
+      this.held.delete(key)
+    }
+    a.heldOn.delete(conn)
+    b.heldOn.delete(conn)
+    table.close(conn)
     for (const [self, peer] of [
-      [conn.a, conn.b],
-      [conn.b, conn.a],
+      [a, b],
+      [b, a],
     ] as const) {
-      if (self.links.get(peer.index) === conn) self.links.delete(peer.index)
       if (!self.alive) continue
-      if (notifyNow.includes(self)) {
+      if (notifyBothNow) {
         self.process?.connectionDown(peer, kernel.nowMs)
         kernel.kick(self)
       } else {
-        self.pendingDown.set(peer.index, conn.id)
-        kernel.schedule(kernel.nowMs + kernel.scenario.network.crashDetectMs, { k: 'down', node: self, incarnation: self.incarnation, peer, connId: conn.id })
+        self.pendingDown.set(peer.index, id)
+        kernel.schedule(kernel.nowMs + kernel.scenario.network.crashDetectMs, { k: 'down', node: self, incarnation: self.incarnation, peer, connId: id })
       }
     }
     kernel.activity()
+  }
+
+  /** A leave's scheduled close (`Lifecycle.leave`) is due. */
+  onClose(e: Extract<SimEvent, { k: 'close' }>): void {
+    this.closeConnection(e.conn, true)
+    this.table.release(e.conn)
   }
 
   /** The `down` event: a node notices, late, that a connection died (a crash, a failed link). */
@@ -212,19 +216,22 @@ export class Network {
     counters.messages++
     counters.entries += entries
     counters.bytes += bytes
-    const conn = from.links.get(to.index)
-    if (conn === undefined || !conn.open) {
+    const { table } = this
+    const conn = table.slotBetween(from.index, to.index)
+    if (conn < 0) {
       // The sender still thinks the peer is there (its crash is not noticed yet): the bytes go nowhere.
       counters.messagesLost++
       return departMs
     }
-    const toB = conn.a === from
-    const txStart = Math.max(departMs, toB ? conn.txFreeToBMs : conn.txFreeToAMs)
-    const txEnd = txStart + bytes * conn.link.msPerByte
-    if (toB) conn.txFreeToBMs = txEnd
-    else conn.txFreeToAMs = txEnd
+    const link = table.isInter(conn) ? this.links.inter : this.links.intra
+    const toB = table.a[conn] === from.index
+    const txStart = Math.max(departMs, toB ? table.txFreeToBMs[conn]! : table.txFreeToAMs[conn]!)
+    const txEnd = txStart + bytes * link.msPerByte
+    if (toB) table.txFreeToBMs[conn] = txEnd
+    else table.txFreeToAMs[conn] = txEnd
     counters.inFlight++
-    const arrival = txEnd + conn.link.latencyMs
+    const arrival = txEnd + link.latencyMs
+    table.retain(conn)
     this.kernel.schedule(arrival, { k: 'deliver', conn, toB, payload })
     return arrival
   }
@@ -233,18 +240,19 @@ export class Network {
     const counters = this.kernel.counters
     counters.inFlight--
     const { conn, toB, payload } = e
-    const to = toB ? conn.b : conn.a
-    if (!conn.open || !to.alive) {
+    const { table } = this
+    const nodes = this.kernel.nodes
+    const to = nodes[toB ? table.b[conn]! : table.a[conn]!]!
+    const open = table.isOpen(conn)
+    table.release(conn) // an open connection keeps its row; a closed one's may be reused after this
+    if (!open || !to.alive) {
       counters.messagesLost++
       return
     }
-    let held = toB ? conn.heldToB : conn.heldToA
-    if (held.length > 0 || !this.accept(to, toB ? conn.a : conn.b, payload)) {
-      if (held === NO_HELD) {
-        held = []
-        if (toB) conn.heldToB = held
-        else conn.heldToA = held
-      }
+    const key = 2 * conn + (toB ? 1 : 0)
+    let held = this.held.get(key)
+    if (held !== undefined || !this.accept(to, nodes[toB ? table.a[conn]! : table.b[conn]!]!, payload)) {
+      if (held === undefined) this.held.set(key, (held = []))
       if (held.length >= HELD_MESSAGES_PER_LINK_MAX) {
         throw new SimulationError('LIMIT_EXCEEDED', `${HELD_MESSAGES_PER_LINK_MAX} messages held on the link to ${to.id} (HELD_MESSAGES_PER_LINK_MAX): its inbox never drains`)
       }
@@ -262,15 +270,21 @@ export class Network {
 
   /** Offers the node what its links hold for it, in order, until it refuses one. */
   retryHeld(node: SimNode): void {
+    const { table } = this
     for (const conn of node.heldOn) {
-      const toB = conn.b === node
-      const held = toB ? conn.heldToB : conn.heldToA
-      const from = toB ? conn.a : conn.b
+      const toB = table.b[conn] === node.index
+      const key = 2 * conn + (toB ? 1 : 0)
+      const held = this.held.get(key)
+      invariant(held !== undefined, 'a connection a node is held on holds messages for it')
+      const from = this.kernel.nodes[toB ? table.a[conn]! : table.b[conn]!]!
       let taken = 0
       while (taken < held.length && this.accept(node, from, held[taken]!)) taken++
       held.splice(0, taken)
       this.kernel.counters.held -= taken
-      if (held.length === 0) node.heldOn.delete(conn)
+      if (held.length === 0) {
+        this.held.delete(key)
+        node.heldOn.delete(conn)
+      }
     }
   }
 }

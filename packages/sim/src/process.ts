@@ -1,5 +1,5 @@
 import type { UpdateMessage } from '@phoenix-overlay/core'
-import type { Connection } from './network.ts'
+import type { LinkSlot } from './links.ts'
 import type { Scenario } from './scenario.ts'
 
 /** What travels on a simulated connection: a core's update, or the master baseline's report and table. */
@@ -75,11 +75,10 @@ export interface SimNode {
   busyUntilMs: number
   stepAtMs: number
   stepToken: number
-  readonly links: Map<number, Connection>
   /** Peers whose crash this node has not noticed yet: peer index -> connection id. */
   readonly pendingDown: Map<number, number>
-  /** Connections on which messages to this node are held (its inbox was full). */
-  readonly heldOn: Set<Connection>
+  /** Connections on which messages to this node are held (its inbox was full), by slot (`Network.table`); its connections themselves are there too. */
+  readonly heldOn: Set<LinkSlot>
   /**
    * Record signatures made and checked since the node's CPU was last charged for them. Kept by the
    * host, not the process: work counted by an incarnation that crashed before its next step is
@@ -108,7 +107,6 @@ export function createNodes(scenario: Scenario): SimNode[] {
         busyUntilMs: 0,
         stepAtMs: Number.POSITIVE_INFINITY,
         stepToken: 0,
-        links: new Map(),
         pendingDown: new Map(),
         heldOn: new Set(),
         recordOps: { signs: 0, verifies: 0 },

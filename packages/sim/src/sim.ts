@@ -39,7 +39,8 @@ export class Simulation {
   readonly nodes: SimNode[]
   private readonly kernel: Kernel
   private readonly rng: Prng
-  private readonly network: Network
+  /** The network model: firewall, dials, connections (read by tests). */
+  readonly network: Network
   private readonly measurement: Measurement
   private readonly lifecycle: Lifecycle
   private readonly master: MasterBaseline | undefined
@@ -157,7 +158,7 @@ export class Simulation {
       deliver: (e) => network.onDeliver(e),
       dial: (e) => network.onDialDone(e),
       down: (e) => network.onDown(e),
-      close: (e) => network.closeConnection(e.conn, [e.conn.a, e.conn.b]),
+      close: (e) => network.onClose(e),
       start: (e) => {
         if (e.first === true) kernel.counters.startsLeft--
         lifecycle.start(e.node)

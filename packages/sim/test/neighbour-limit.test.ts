@@ -18,7 +18,7 @@ describe('a gateway at its neighbour limit (core acceptsConnection)', () => {
     expect(result.check.ok, JSON.stringify(result.check.failures.slice(0, 3))).toBe(true)
     expect(closes).toBe(0)
     // The limit held, and it was reached: a gateway has exactly 80 neighbours.
-    const degrees = sim.nodes.filter((n) => n.gateway).map((n) => n.links.size)
+    const degrees = sim.nodes.filter((n) => n.gateway).map((n) => sim.network.degree(n))
     expect(degrees).toEqual([80, 80, 80])
     expect(result.dialsFailed).toBeGreaterThan(0)
   })

@@ -115,13 +115,13 @@ class MasterProcess implements SimProcess {
     const p = kernel.scenario.processing
     while (this.dialsInFlight < MASTER_DIALS_IN_FLIGHT_MAX && this.nextTarget < this.targets.length) {
       const target = kernel.nodes[this.targets[this.nextTarget++]!]!
-      if (node.links.has(target.index)) continue
+      if (this.network.connected(node, target)) continue
       this.dialsInFlight++
       this.network.startDial(node, target.address, kernel.charge(node, p.perConnectionUs / 1000))
     }
     if (this.reported || this.dialsInFlight > 0 || this.nextTarget < this.targets.length) return
     const master = kernel.nodes[this.baseline.masterIndex]!
-    if (node !== master && !node.links.has(master.index)) {
+    if (node !== master && !this.network.connected(node, master)) {
       // Our dial reached the master before it started (startSpreadMs): the host refused it. Dial
       // again, as a process whose report must reach the master would.
       if (++this.masterRedials > MASTER_REDIALS_MAX) throw new SimulationError('UNSUPPORTED', `master baseline: ${node.id} has no connection to the master ${master.id} after ${MASTER_REDIALS_MAX} redials`)
@@ -130,7 +130,9 @@ class MasterProcess implements SimProcess {
       return
     }
     this.reported = true
-    const neighbours = [...node.links.keys()].sort((x, y) => x - y)
+    const neighbours: number[] = []
+    this.network.table.forEachOf(node.index, (peer) => neighbours.push(peer))
+    neighbours.sort((x, y) => x - y)
     if (node === master) {
       this.baseline.receiveReport(node, node, neighbours)
       return

@@ -1,0 +1,235 @@
+import { invariant } from './errors.ts'
+import type { NodeSet } from './nodeset.ts'
+import { isValidSeq } from './seq.ts'
+import type { NodeId, RoutingMode } from './types.ts'
+
+/** A sender's last slot table and the node index of each slot (see `Neighbour.senderSlots`). */
+export interface SenderSlots {
+  readonly table: readonly NodeId[]
+  readonly map: Int32Array
+  /** Every node of the table, interned, once a message with `UpdateMessage.allServed` asked (apply.ts). */
+  served?: NodeSet
+}
+
+/** The bit of each flag in a slot's `flags` column. */
+export const FLAG_BITS = { ownWaitsForHello: 1, helloDue: 2, needsWholeTable: 4 } as const
+/** `Neighbour.awaitingHello`'s bit in the same column (not counted by the table). */
+const AWAITING_HELLO_BIT = 8
+/** Set once the neighbour advertised its own record on this connection (`Neighbour.ownerSeqHeard` is then its column's value). */
+const OWNER_SEQ_HEARD_BIT = 16
+export type NeighbourFlag = keyof typeof FLAG_BITS
+export const NEIGHBOUR_FLAGS: readonly NeighbourFlag[] = ['ownWaitsForHello', 'helloDue', 'needsWholeTable']
+
+/** The flags a new connection starts with in `mode`. */
+export function initialFlags(mode: RoutingMode): number {
+  return mode === 'optimized' ? FLAG_BITS.helloDue | AWAITING_HELLO_BIT : FLAG_BITS.needsWholeTable
+}
+
+/**
+ * Connection numbers and positions in the log of losses are stored in Int32Array columns: a core
+ * that opened (or lost) this many connections has run for 68 years at one a second (asserted when
+ * one is written; connection 0 marks a free slot).
+ */
+export const CONNECTIONS_MAX = 2 ** 31 - 1
+
+/**
+ * How much a full set of columns grows: by a quarter (at least 16 rows). Doubling left them 0.58
+ * full on average at the end of a simulation of three subnets (0.44 connections a (node,
+ * destination) pair in 0.76 rows); a quarter keeps ~0.9, for a copy of every column ~4 times as
+ * often, each a few kilobytes.
+ */
+export function grownCapacity(capacity: number, needed: number): number {
+  return Math.max(needed, capacity + Math.max(16, capacity >> 2))
+}
+
+/**
+ * What we know of each open connection, one row per neighbour slot, in typed columns: an object
+ * per connection (the `Neighbour` record it replaces, 104 bytes, and the two arrays holding it)
+ * cost ~60 bytes a (node, destination) pair in a simulation of three subnets, which has ~0.43
+ * connections a pair. A slot's row is written when its connection opens and read through
+ * `Neighbour` views. At most neighboursMax rows (the core refuses connections past it, and a freed
+ * slot is reused lowest first), grown by doubling.
+ */
+export class NeighbourColumns {
+  /** Which connection holds the slot (`Neighbour.connection`, numbered from 1); 0: the slot is free. */
+  connection = new Int32Array(0)
+  /** The neighbour's number in the core's `NodeIndex`. */
+  index = new Int32Array(0)
+  /** Bits of `FLAG_BITS` and `AWAITING_HELLO_BIT`. */
+  flags = new Uint8Array(0)
+  /** `Neighbour.ownerSeqHeard` (a sequence number is unsigned 32-bit), meaningful once `OWNER_SEQ_HEARD_BIT` is set. */
+  ownerSeqHeard = new Uint32Array(0)
+  /** How many of the losses logged it has been told of (`NeighbourTable`'s log of losses; at most CONNECTIONS_MAX). */
+  lostCursor = new Int32Array(0)
+  /** When the connection came up, in whole milliseconds (`Neighbour.upAtMs`). */
+  upAtMs = new Float64Array(0)
+  /**
+   * Each slot's update token bucket (`police.ts`: `updateEntriesPerSecondMax`, burst
+   * `updateEntriesBurstMax`): tokens left, NaN until the neighbour's first update, and when they
+   * were counted.
+   */
+  budgetTokens = new Float64Array(0)
+  budgetAtMs = new Float64Array(0)
+  /**
+   * `Neighbour.senderSlots`, by slot: only for the neighbours that sent a slot table we had to
+   * translate (in a simulator's shared numbering, only hubs saying their neighbours are served), so
+   * a map rather than a reference per slot. At most one per slot.
+   */
+  readonly senderSlots = new Map<number, SenderSlots>()
+
+  get capacity(): number {
+    return this.connection.length
+  }
+
+  /** Writes the row of a connection that opened in `slot`. */
+  open(slot: number, connection: number, index: number, mode: RoutingMode, upAtMs: number): void {
+    invariant(connection > 0 && connection <= CONNECTIONS_MAX, `a connection number fits its column (at most ${CONNECTIONS_MAX})`)
+    if (slot >= this.capacity) this.grow(grownCapacity(this.capacity, slot + 1))
+    invariant(this.connection[slot] === 0, 'a connection opens in a free slot')
+    this.connection[slot] = connection
+    this.index[slot] = index
+    this.flags[slot] = initialFlags(mode)
+    this.ownerSeqHeard[slot] = 0
+    this.lostCursor[slot] = 0
+    this.upAtMs[slot] = upAtMs
+    this.budgetTokens[slot] = Number.NaN
+    this.budgetAtMs[slot] = 0
+    this.senderSlots.delete(slot)
+  }
+
+  /** Frees `slot`: only the connection number is cleared (a view of the closed connection then refuses to read the row). */
+  close(slot: number): void {
+    this.connection[slot] = 0
+    this.senderSlots.delete(slot)
+  }
+
+  private grow(size: number): void {
+    const grown = <T extends Int32Array | Uint32Array | Uint8Array | Float64Array>(old: T, make: (n: number) => T): T => {
+      const out = make(size)
+      out.set(old)
+      return out
+    }
+    this.connection = grown(this.connection, (n) => new Int32Array(n))
+    this.index = grown(this.index, (n) => new Int32Array(n))
+    this.flags = grown(this.flags, (n) => new Uint8Array(n))
+    this.ownerSeqHeard = grown(this.ownerSeqHeard, (n) => new Uint32Array(n))
+    this.lostCursor = grown(this.lostCursor, (n) => new Int32Array(n))
+    this.upAtMs = grown(this.upAtMs, (n) => new Float64Array(n))
+    this.budgetTokens = grown(this.budgetTokens, (n) => new Float64Array(n))
+    this.budgetAtMs = grown(this.budgetAtMs, (n) => new Float64Array(n))
+  }
+}
+
+/**
+ * One open connection and everything we know about the peer through it: a view of its slot's row
+ * in `NeighbourColumns`, made on demand (compare `connection`, not objects: two views of one
+ * connection are two objects). It names the connection it was made for, so once that connection
+ * closes (its slot maybe reused) its state reads fail an assertion instead of reading the next
+ * connection's; its id, index, slot, connection and up time stay readable. Nothing of a closed
+ * connection survives in another table. (What the peer introduced into our routing table is not
+ * connection state: it stays counted against the peer, in `police.ts`, as long as those entries stay.)
+ */
+export class Neighbour {
+  constructor(
+    private readonly columns: NeighbourColumns,
+    readonly id: NodeId,
+    /** Its number in our `NodeIndex` (trans/rcpt bitsets). */
+    readonly index: number,
+    /** Its slot: the trans sets we send name our neighbours by slot. */
+    readonly slot: number,
+    /** Which connection to it this is (a counter over all connections): news from an older one is stale. */
+    readonly connection: number,
+  ) {}
+
+  /** Whether this view's connection is still open (its slot not freed or reused). */
+  get open(): boolean {
+    return this.columns.connection[this.slot] === this.connection
+  }
+
+  /** Whether `other` is a view of the same connection. */
+  is(other: Neighbour | undefined): boolean {
+    return other !== undefined && other.connection === this.connection
+  }
+
+  /**
+   * When the connection came up, in whole milliseconds (a fractional time would be a boxed double
+   * per neighbour). A connection that goes down soon after is a flap (`AddressBook.connectionLost`).
+   * Readable after the close, until the slot is reused.
+   */
+  get upAtMs(): number {
+    return this.columns.upAtMs[this.slot]!
+  }
+
+  /** Optimized mode: its first update on this connection (carrying its hello) is not applied yet. */
+  get awaitingHello(): boolean {
+    return (this.flags & AWAITING_HELLO_BIT) !== 0
+  }
+
+  set awaitingHello(awaiting: boolean) {
+    this.columns.flags[this.current()] = awaiting ? this.flags | AWAITING_HELLO_BIT : this.flags & ~AWAITING_HELLO_BIT
+  }
+
+  /** Our own record waits for its hello: it probably holds it already (see `PhoenixCore.connectionUp`). */
+  get ownWaitsForHello(): boolean {
+    return (this.flags & FLAG_BITS.ownWaitsForHello) !== 0
+  }
+
+  /** We owe it our first update on this connection (it carries our hello, even if empty). */
+  get helloDue(): boolean {
+    return (this.flags & FLAG_BITS.helloDue) !== 0
+  }
+
+  /** Naive mode: it still needs our whole table. */
+  get needsWholeTable(): boolean {
+    return (this.flags & FLAG_BITS.needsWholeTable) !== 0
+  }
+
+  /**
+   * The sequence number of its own record as it last advertised it to us on this connection
+   * (optimized mode). It is told about itself only when we hold a newer number than this (it
+   * restarted, or a route to it was lost): "Not telling a node about itself" in the README.
+   */
+  get ownerSeqHeard(): number | undefined {
+    return (this.flags & OWNER_SEQ_HEARD_BIT) === 0 ? undefined : this.columns.ownerSeqHeard[this.slot]!
+  }
+
+  set ownerSeqHeard(seq: number | undefined) {
+    const slot = this.current()
+    invariant(seq === undefined || isValidSeq(seq), 'a sequence number heard is unsigned 32-bit')
+    this.columns.ownerSeqHeard[slot] = seq ?? 0
+    this.columns.flags[slot] = seq === undefined ? this.flags & ~OWNER_SEQ_HEARD_BIT : this.flags | OWNER_SEQ_HEARD_BIT
+  }
+
+  /**
+   * Its last slot table translated into our node indices: a sender's table changes only when its
+   * neighbours do, so most messages reuse the translation of the previous one.
+   */
+  get senderSlots(): SenderSlots | undefined {
+    return this.columns.senderSlots.get(this.current())
+  }
+
+  set senderSlots(slots: SenderSlots | undefined) {
+    if (slots === undefined) this.columns.senderSlots.delete(this.current())
+    else this.columns.senderSlots.set(this.current(), slots)
+  }
+
+  /** The flag bits (for `NeighbourTable`, which counts them). */
+  get flags(): number {
+    return this.columns.flags[this.current()]!
+  }
+
+  /** For `NeighbourTable` only, which keeps the counts of each flag: whether the flag changed. */
+  setFlag(flag: NeighbourFlag, value: boolean): boolean {
+    const bit = FLAG_BITS[flag]
+    const flags = this.flags
+    const changed = ((flags & bit) !== 0) !== value
+    this.columns.flags[this.slot] = value ? flags | bit : flags & ~bit
+    return changed
+  }
+
+  /** The slot, once asserted to be still this connection's. */
+  private current(): number {
+    invariant(this.open, `the connection to ${this.id} this view was made for is open`)
+    return this.slot
+  }
+}
