@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { DEFAULT_LIMITS, DEFAULT_TIMING } from '../src/index.ts'
 import { KeyRing } from './keyring.ts'
-import { Wires } from './audit-wires.ts'
+import { Wires } from './wires.ts'
 
 // Audit finding: the node ids a neighbour names in its update's slot table (`neighbourSlots`) are
 // numbered in the receiver's node index (apply.ts `slotMapOf` -> `NodeIndex.intern`) and never

@@ -1,59 +1,9 @@
 import { describe, expect, it } from 'vitest'
-import { DEFAULT_TIMING, PhoenixCore, PhoenixError, type CoreConfig, type UpdateMessage } from '../src/index.ts'
+import { DEFAULT_TIMING, PhoenixCore, type UpdateMessage } from '../src/index.ts'
 import { TestNet, addressOf } from '../src/testing/index.ts'
 import { KeyRing } from './keyring.ts'
+import { Wires } from './wires.ts'
 
-
-/**
- * Cores wired by hand: every `send` is delivered at once, a `close` (or a refused update, which
- * throws) takes the connection down on both sides. Returns the connections that were closed.
- */
-class Wires {
-  readonly cores = new Map<string, PhoenixCore>()
-  readonly closed: string[] = []
-  nowMs = 0
-  add(config: CoreConfig): PhoenixCore {
-    const core = new PhoenixCore(config)
-    this.cores.set(config.id, core)
-    return core
-  }
-  connect(a: string, b: string): void {
-    this.cores.get(a)!.connectionUp(b, this.nowMs)
-    this.cores.get(b)!.connectionUp(a, this.nowMs)
-  }
-  cut(a: string, b: string, why: string): void {
-    this.closed.push(`${a}-${b}: ${why}`)
-    this.cores.get(a)?.connectionDown(b, this.nowMs)
-    this.cores.get(b)?.connectionDown(a, this.nowMs)
-  }
-  /** `from` (a core, or a node the test plays) sends `to` an update. */
-  deliver(from: string, to: string, message: UpdateMessage): void {
-    const core = this.cores.get(to)
-    if (core === undefined || !core.isNeighbour(from)) return
-    try {
-      core.receive(from, message, this.nowMs)
-    } catch (error) {
-      if (!(error instanceof PhoenixError)) throw error
-      this.cut(to, from, error.message)
-    }
-  }
-  run(): void {
-    for (let round = 0; round < 10_000; round++) {
-      let moved = false
-      for (const [id, core] of this.cores) {
-        while (core.hasWork(this.nowMs)) {
-          for (const effect of core.step(this.nowMs).effects) {
-            moved = true
-            if (effect.type === 'send') this.deliver(id, effect.to, effect.message)
-            else if (effect.type === 'close') this.cut(id, effect.peer, effect.reason)
-          }
-        }
-      }
-      if (!moved) return
-    }
-    throw new Error('no quiescence')
-  }
-}
 
 describe('charge the origin, not the messenger', () => {
   it("a member's flood of validly signed fake destinations through a hub: the hub keeps its links, the surplus is refused", () => {

@@ -1,9 +1,10 @@
 import { PhoenixCore, PhoenixError, type CoreConfig, type UpdateMessage } from '../src/index.ts'
 
 /**
- * The adversarial audit's harness: cores wired by hand, every `send` delivered at once, a `close`
- * (or an update the receiver refuses, which throws) takes the connection down on both sides.
- * The attacker is not a core: the test plays it, calling `deliver` with crafted updates.
+ * Cores wired by hand (members.test.ts, the adversarial audit's tests): every `send` delivered at
+ * once, a `close` (or an update the receiver refuses, which throws) takes the connection down on
+ * both sides. A member or attacker need not be a core: the test plays it, calling `deliver` with
+ * crafted updates.
  */
 export class Wires {
   readonly cores = new Map<string, PhoenixCore>()
