@@ -9,6 +9,8 @@ type RedialCode = (typeof REDIAL_CODES)[number]
 const ROWS_INITIAL = 16
 const QUEUED = 1
 const REDIAL_SHIFT = 1
+/** A row whose address was forgotten (`remove`), free for the next one learned. */
+const FREE = 0x80
 
 /**
  * The address book's per-address state (discovery.ts), in columns: a row per address learned, in
@@ -20,8 +22,9 @@ const REDIAL_SHIFT = 1
  * after the route table's. A row here is 19 bytes (and 4 per address number and per owner number, see the constructor)
  * and allocates nothing when it changes (a retry or dial-start time may grow its map).
  *
- * Addresses are never forgotten by the book, so rows are never freed: at most `max` rows (the
- * book's `knownAddressesMax`), grown by doubling.
+ * At most `max` rows (the book's `knownAddressesMax`), grown by doubling. A book with numberings
+ * of its own (a real node's) forgets the addresses of a forgotten destination (`remove`: its row
+ * and its number reused); a simulator's books, on shared numberings, never forget.
  */
 export class AddressRows {
   /** Address number (`numbers`) -> row, -1 for an address this book has not learned. */
@@ -63,10 +66,14 @@ export class AddressRows {
   private readonly owners: NodeIndex
   /** Whether `owners` is the book's own: then an owner's number is released when it owns nothing here (a simulator's shared one is never released). */
   private readonly ownersOwn: boolean
+  /** Whether `numbers` is the book's own: then a forgotten address gives its number back (`remove`). */
+  private readonly numbersOwn: boolean
+  /** Rows of forgotten addresses (`remove`), reused first: at most `max`. */
+  private readonly freeRows: number[] = []
 
   /**
-   * `numbers`: small integers for addresses (a `NodeIndex` over addresses, never released: books
-   * never forget an address), so the book finds a row through an array, not a map of its own. A
+   * `numbers`: small integers for addresses (a `NodeIndex` over addresses; a book's own gives a
+   * forgotten address's number back, a shared one never does), so the book finds a row through an array, not a map of its own. A
    * core has its own, for at most `max` addresses; a simulator's cores share one
    * (`SharedNumbering`), and each book then costs 4 bytes per address of the whole simulation
    * instead of a map entry per address it learned (the live set at the end of a 1,000-process run,
@@ -74,17 +81,21 @@ export class AddressRows {
    * simulator's shared node numbering, or the book's own, which holds only owners of some row (at
    * most `max`).
    */
+  private readonly numbers: NodeIndex
+
   constructor(
     private readonly max: number,
-    private readonly numbers = new NodeIndex(max),
+    numbers?: NodeIndex,
     owners?: NodeIndex,
   ) {
+    this.numbers = numbers ?? new NodeIndex(max)
+    this.numbersOwn = numbers === undefined
     this.owners = owners ?? new NodeIndex(max)
     this.ownersOwn = owners === undefined
   }
 
   get size(): number {
-    return this.count
+    return this.count - this.freeRows.length
   }
 
   /** The state of `address`, a view made on demand; undefined if not learned. */
@@ -95,15 +106,15 @@ export class AddressRows {
 
   /** Whether `address` (not learned yet) can be added: within the book's limit, and numbered or room to number it. */
   canAdd(address: PhysicalAddress): boolean {
-    return this.count < this.max && (this.numbers.size < this.numbers.max || this.numbers.get(address) !== undefined)
+    return this.size < this.max && (this.numbers.size < this.numbers.max || this.numbers.get(address) !== undefined)
   }
 
   /** A new address's state: no owner, not queued, not backed off. The caller checks `canAdd` first. */
   add(address: PhysicalAddress): AddressState {
-    invariant(this.rowOf(address) < 0 && this.count < this.max, 'an address is added once, within the book limit')
+    invariant(this.rowOf(address) < 0 && this.size < this.max, 'an address is added once, within the book limit')
     const number = this.numbers.intern(address)
     invariant(number !== undefined, 'an address is numbered within the numbering limit')
-    const row = this.count++
+    const row = this.freeRows.pop() ?? this.count++
     if (row >= this.capacity) this.grow()
     if (number >= this.rowOfNumber.length) this.rowOfNumber = grownInt32(this.rowOfNumber, Math.max(ROWS_INITIAL, number + 1, this.rowOfNumber.length * 2, this.numbers.expected), -1)
     this.rowOfNumber[number] = row
@@ -116,6 +127,25 @@ export class AddressRows {
     this.nextOfOwner[row] = -1
     this.nearness[row] = 0
     return new AddressState(this, row)
+  }
+
+  /**
+   * Forgets `address`: its row and number are reused by addresses learned later. Only in a book
+   * with numberings of its own (false otherwise, or if the address is not known). The caller
+   * takes it out of its queue and sets first (discovery.ts `forgetLost`).
+   */
+  remove(address: PhysicalAddress): boolean {
+    const row = this.rowOf(address)
+    if (row < 0 || !this.numbersOwn || !this.ownersOwn) return false
+    const owner = this.ownerOfRow[row]!
+    if (owner >= 0) this.unlink(row, owner)
+    this.rowOfNumber[this.numberOfRow[row]!] = -1
+    this.numbers.release(address)
+    this.retryAtMsOfRow.delete(row)
+    this.dialStartedAtMsOfRow.delete(row)
+    this.flags[row] = FREE
+    this.freeRows.push(row)
+    return true
   }
 
   /** Earliest time a new dial to `row` may start; 0 = not backed off. */
@@ -197,7 +227,7 @@ export class AddressRows {
 
   /** Every address learned with its state, in the order learned. */
   *[Symbol.iterator](): IterableIterator<[PhysicalAddress, AddressState]> {
-    for (let row = 0; row < this.count; row++) yield [this.addressAt(row), new AddressState(this, row)]
+    for (let row = 0; row < this.count; row++) if ((this.flags[row]! & FREE) === 0) yield [this.addressAt(row), new AddressState(this, row)]
   }
 
   private rowOf(address: PhysicalAddress): number {

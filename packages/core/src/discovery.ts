@@ -141,12 +141,19 @@ export class AddressBook {
     return Math.min(redial ? Math.min(dialBackoffMaxMs, redialBackoffMaxMs) : dialBackoffMaxMs, dialBackoffInitialMs * 2 ** exponent)
   }
 
-  /** `owner` was forgotten (its unreachable entry expired): its addresses get ordinary back-off again. */
+  /**
+   * `owner` was forgotten (its unreachable entry expired): its addresses are forgotten too, unless
+   * a hub's, queued or being dialled (they get ordinary back-off again; in a simulator's book, on
+   * shared numberings, all do). A job that restarted workers on new ports kept every address it
+   * ever learned, until the book was full and the next workers' addresses were refused.
+   */
   forgetLost(owner: NodeId): void {
     this.flaps.delete(owner)
     for (const address of this.addresses.addressesOf(owner)) {
       const state = this.addresses.get(address)!
       if (state.redial === 'lost') state.redial = undefined
+      if (state.redial === 'hub' || state.queued || state.dialStartedAtMs !== undefined) continue
+      if (this.addresses.remove(address)) this.backedOff.delete(address)
     }
   }
 

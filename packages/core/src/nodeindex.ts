@@ -5,7 +5,7 @@ import type { NodeId } from './types.ts'
  * the trans sets it receives), so trans/rcpt can be bitsets. Indexing every known node, not
  * only neighbours, is what lets a node remember that a future neighbour already got an entry
  * from a hub: without it, every new connection costs a full table (packages/core/README.md).
- * The address book numbers addresses with one too (address-rows.ts), never releasing them.
+ * The address book numbers addresses with one too (address-rows.ts), releasing those it forgets.
  * Numbers are freed by expiry (a destination forgotten) and when the numbering runs short, those
  * of nodes named only in slot tables (expiry.ts `makeRoom`).
  */

@@ -50,6 +50,12 @@ describe('unreachable entries under steady churn', () => {
       expect(old, `${id} still holds destinations lost more than two retentions ago`).toEqual([])
       expect(unreachable.length).toBeLessThanOrEqual(recent)
     }
+    // Their addresses go with them (a real node's book; a simulator's, on shared numberings, keeps
+    // them): a job restarting workers on new ports filled the book with dead addresses.
+    for (const [id, core] of net.cores) {
+      const kept = [...lostAtMs].filter(([d, at]) => nowMs - at > horizonMs && core.dialBackoff(addressOf(d)) !== undefined).map(([d]) => d)
+      expect(kept, `${id} still knows the addresses of destinations lost more than two retentions ago`).toEqual([])
+    }
     // The hubs saw every loss: one retention.
     const oneRetention = [...lostAtMs.values()].filter((at) => nowMs - at <= DEFAULT_TIMING.unreachableRetentionMs + EVENT_EVERY_MS).length
     for (const hub of hubs) expect(net.cores.get(hub)!.routes().filter((r) => !r.reachable).length).toBeLessThanOrEqual(oneRetention)

@@ -157,6 +157,38 @@ describe('RouteColumns: the routing table in columns', () => {
 })
 
 describe('AddressRows: the address book in columns', () => {
+  it('forgets addresses and reuses their rows and numbers, never past its limit; a shared numbering never forgets', () => {
+    // Each step learns (op 0) or forgets (op 1) address /a/k, owned by n(k % 3).
+    const steps = fc.array(fc.tuple(fc.nat(1), fc.nat(9)), { maxLength: 200, size: 'max' })
+    fc.assert(
+      fc.property(steps, (ops) => {
+        const max = 6
+        const rows = new AddressRows(max)
+        const model = new Map<string, string>()
+        for (const [op, k] of ops) {
+          const address = `/a/${k}`
+          if (op === 0 && !model.has(address) && rows.canAdd(address)) {
+            rows.add(address).owner = `n${k % 3}`
+            model.set(address, `n${k % 3}`)
+          } else if (op === 1) {
+            expect(rows.remove(address)).toBe(model.delete(address))
+          }
+          expect(rows.size).toBe(model.size)
+          expect(rows.size).toBeLessThanOrEqual(max)
+          expect(new Set([...rows].map(([a]) => a))).toEqual(new Set(model.keys()))
+          for (const [a, owner] of model) expect(rows.get(a)?.owner).toBe(owner)
+          for (let n = 0; n < 3; n++) expect(new Set(rows.addressesOf(`n${n}`))).toEqual(new Set([...model].filter(([, o]) => o === `n${n}`).map(([a]) => a)))
+        }
+        // A full book takes a new address once one is forgotten.
+        if (model.size === max) expect(rows.canAdd('/new')).toBe(false)
+      }),
+    )
+    const shared = new AddressRows(6, new NodeIndex(6))
+    shared.add('/s')
+    expect(shared.remove('/s')).toBe(false)
+    expect(shared.get('/s')).toBeDefined()
+  })
+
   it('keeps each field of each address apart: flags, failures, times (no dial in flight as undefined), owner', () => {
     const rows = new AddressRows(40)
     const states = Array.from({ length: 40 }, (_, i) => rows.add(`/a/${i}`))
