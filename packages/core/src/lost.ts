@@ -15,19 +15,21 @@ import type { NodeId } from './types.ts'
  * void at once, each time (a later message of the step may say it again).
  */
 export class LostInStep {
-  /** The connections (`Neighbour.connection`) whose first list of the step was applied. */
-  private readonly applied = new Set<number>()
+  /** The connections (`Neighbour.connection`) whose first list of the step was applied; made at the first (a step per apply, most with no list). */
+  private applied: Set<number> | undefined
   /** By connection; bounded by what the step's messages carry (the inbox's bound times `lostNeighbours`' length bound, police.ts). */
-  private readonly merged = new Map<number, { from: Neighbour; ids: Set<NodeId> }>()
+  private merged: Map<number, { from: Neighbour; ids: Set<NodeId> }> | undefined
 
   heard(p: CoreParts, from: Neighbour, lost: readonly NodeId[]): void {
     // Its word that its neighbours are served named them: void until it says it again.
     p.neighbours.servedBy.delete(from.index)
+    this.applied ??= new Set()
     if (!this.applied.has(from.connection)) {
       this.applied.add(from.connection)
       forgetLost(p, from, lost)
       return
     }
+    this.merged ??= new Map()
     let merged = this.merged.get(from.connection)
     if (merged === undefined) this.merged.set(from.connection, (merged = { from, ids: new Set() }))
     for (const id of lost) merged.ids.add(id)
@@ -35,6 +37,7 @@ export class LostInStep {
 
   /** The step ends: the merged lists, one pass per sender still connected on the same connection. */
   end(p: CoreParts): void {
+    if (this.merged === undefined) return
     for (const [connection, { from, ids }] of this.merged) if (p.neighbours.get(from.id)?.connection === connection) forgetLost(p, from, [...ids])
   }
 }
