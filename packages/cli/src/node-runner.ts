@@ -113,19 +113,14 @@ function toInboxMessage(m: ReceivedMessage): InboxMessage {
  * room for: when readers fall behind the transport's own buffer fills and refuses what comes next.
  */
 async function pump(phoenix: PhoenixNode, inbox: Inbox): Promise<void> {
+  // The iterator never throws: a message the transport has no room for is refused to its sender
+  // (UNDELIVERABLE, receiver-too-slow), not lost here.
+  const messages = phoenix.messages()
   for (;;) {
-    const messages = phoenix.messages()
-    try {
-      for (;;) {
-        await inbox.waitForRoom()
-        const next = await messages.next()
-        if (next.done === true) return
-        inbox.push(toInboxMessage(next.value))
-      }
-    } catch (error) {
-      if ((error as { code?: unknown }).code !== 'RECEIVER_TOO_SLOW') throw error
-      process.stderr.write(`phoenix: ${(error as Error).message}; messages were lost\n`)
-    }
+    await inbox.waitForRoom()
+    const next = await messages.next()
+    if (next.done === true) return
+    inbox.push(toInboxMessage(next.value))
   }
 }
 
