@@ -69,6 +69,24 @@ export function failureStatus(error: unknown): { status: number; code: string } 
   return { status: Object.hasOwn(STATUS_OF, code) ? STATUS_OF[code as keyof typeof STATUS_OF] : 500, code }
 }
 
+/** The transport error's details a failure answer carries besides its code and message, those it has (`PhoenixTransportError`). */
+const FAILURE_DETAILS = ['reason', 'node', 'messageId', 'field'] as const
+
+/**
+ * A failure's answer: `{ error, message }`, and the transport's `reason`, `node`, `messageId` and
+ * `field` where the error has them, so a script switches on `reason` (`receiver-too-slow`) rather
+ * than parsing the message.
+ */
+function failureBody(error: unknown): Record<string, unknown> {
+  const body: Record<string, unknown> = { error: failureStatus(error).code, message: (error as Error).message }
+  if (body.error === 'ERROR') return body
+  for (const key of FAILURE_DETAILS) {
+    const value = (error as Record<string, unknown>)[key]
+    if (value !== undefined) body[key] = value
+  }
+  return body
+}
+
 function reply(res: ServerResponse, status: number, body: unknown, contentType = 'application/json'): void {
   res.writeHead(status, { 'content-type': contentType })
   res.end(contentType === 'application/json' ? `${JSON.stringify(body)}\n` : String(body))
@@ -224,7 +242,7 @@ function drainedOrClosed(res: ServerResponse): Promise<void> {
 /** The error line that ends a stream: the code, the one-line reason, and which message (1-based). */
 function streamFailure(error: unknown, index: number, sent: number): Record<string, unknown> {
   if (error instanceof FrameError) return { error: 'INVALID_INPUT', message: error.message, index: error.index, sent }
-  return { error: failureStatus(error).code, message: (error as Error).message, index, sent }
+  return { ...failureBody(error), index, sent }
 }
 
 /**
@@ -440,8 +458,7 @@ export function createControlServer(options: { users?: PeerUsers } = {}): { serv
       // A refused body may still be arriving: read it away so the client gets the answer, not a reset.
       req.resume()
       if (error instanceof ControlError) return reply(res, error.status, { error: error.code, message: error.message })
-      const { status, code } = failureStatus(error)
-      reply(res, status, { error: code, message: (error as Error).message })
+      reply(res, failureStatus(error).status, failureBody(error))
     })
   }
   return {

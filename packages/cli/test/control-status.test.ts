@@ -84,4 +84,16 @@ describe('the control endpoint answers each transport error with its own status'
     // A bug of ours, or of the host: a server error (the CLI exits 1), not the command line's (400, exit 2).
     expect(await answer(new TypeError('x is undefined'))).toEqual({ status: 500, body: { error: 'ERROR', message: 'x is undefined' } })
   })
+
+  it("the answer carries the transport error's reason, node, message id and field, so a script need not parse the message", async () => {
+    const full = new PhoenixTransportError('UNDELIVERABLE', 'node n1 could not deliver message 9: receiver-too-slow', { messageId: 9, reason: 'receiver-too-slow', node: 'n1' })
+    expect(await answer(full)).toEqual({ status: 502, body: { error: 'UNDELIVERABLE', message: full.message, reason: 'receiver-too-slow', node: 'n1', messageId: 9 } })
+    const field = new PhoenixTransportError('INVALID_INPUT', 'payload is too large', { field: 'payload' })
+    expect(await answer(field)).toEqual({ status: 400, body: { error: 'INVALID_INPUT', message: 'payload is too large', field: 'payload' } })
+    // The streaming send's failure line too.
+    thrown = full
+    const res = await fetch(`${base}/send-stream?name=x&waitMs=0`, { method: 'POST', body: new Uint8Array([0, 0, 0, 2, 104, 105]) })
+    const lines = (await res.text()).trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>)
+    expect(lines).toEqual([{ error: 'UNDELIVERABLE', message: full.message, reason: 'receiver-too-slow', node: 'n1', messageId: 9, index: 1, sent: 0 }])
+  })
 })

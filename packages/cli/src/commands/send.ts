@@ -34,9 +34,9 @@ function sendQuery(name: string, o: SendOptions): string {
  * nothing reads its messages fast enough (found by hand: 14,097 lines sent to a node no `recv`
  * read, and the line said only "receiver-too-slow").
  */
-function hintFor(code: string | undefined, message = ''): string {
+function hintFor(code: string | undefined, reason?: string): string {
   if (code === 'NO_ROUTE') return ' (--wait-ms sets how long to wait for a route)'
-  if (code === 'UNDELIVERABLE' && /: (receiver-too-slow|no-consumer)$/.test(message)) {
+  if (code === 'UNDELIVERABLE' && (reason === 'receiver-too-slow' || reason === 'no-consumer')) {
     return ' (the receiving node holds as many received messages as it buffers: nothing reads them there, such as `phoenix recv`, or it reads slower than they come; not delivered, so sending it again later is safe)'
   }
   if (code === 'ACK_TIMEOUT') return ' (--ack-timeout-ms sets how long to wait for the acknowledgement; a retry with --message-id and that message\'s id is delivered at most once)'
@@ -123,12 +123,12 @@ async function sendOne(name: string, payload: Uint8Array, o: SendOptions, where:
   if (status !== 200) {
     const failure = (() => {
       try {
-        return JSON.parse(text) as { error?: string; message?: string }
+        return JSON.parse(text) as { error?: string; reason?: string }
       } catch {
         return {}
       }
     })()
-    const hint = hintFor(failure.error, failure.message)
+    const hint = hintFor(failure.error, failure.reason)
     throw answerError(status, `send to ${name}${where}: ${describeFailure(status, text)}${hint}`)
   }
   process.stdout.write(o.json === true ? text : `${describeSent(JSON.parse(text) as SendAnswer)}\n`)
@@ -210,11 +210,11 @@ async function readAnswers(response: Promise<IncomingMessage>, name: string, o: 
   try {
     for await (const line of createInterface({ input: res, crlfDelay: Infinity })) {
       if (line === '') continue
-      const answer = JSON.parse(line) as SendAnswer & { done?: boolean; error?: string; message?: string; index?: number; sent?: number }
+      const answer = JSON.parse(line) as SendAnswer & { done?: boolean; error?: string; message?: string; reason?: string; index?: number; sent?: number }
       if (answer.error !== undefined) {
         // --json prints the endpoint's answer, its failure line too (then the one-line error on stderr).
         if (o.json === true) process.stdout.write(`${line}\n`)
-        const hint = hintFor(answer.error, answer.message)
+        const hint = hintFor(answer.error, answer.reason)
         // The stream stops at the first failure: say what that left unsent (the rest of the input).
         const before = answer.sent === undefined ? '' : answer.sent === 0 ? '; nothing was sent' : `; the ${answer.sent} line(s) before it were sent, no later line was`
         return { kind: 'failed', line: `send to ${name}, line ${answer.index}: ${answer.error}: ${answer.message ?? ''}${hint}${before}` }
