@@ -20,8 +20,7 @@ if (values.name === undefined || values.hub === undefined) fail('--name and --hu
 const privateKey = values.key !== undefined ? privateKeyFromProtobuf(Buffer.from(values.key, 'hex')) : await generateKeyPair('Ed25519')
 const { libp2p, phoenix } = await createPhoenixLibp2p({ listen: ['/ip4/127.0.0.1/tcp/0'], hubs: [values.hub], names: [values.name], privateKey })
 const decoder = new TextDecoder()
-phoenix.addEventListener('message', (event) => {
-  const { payload } = (event as CustomEvent<{ payload: Uint8Array }>).detail
+phoenix.addEventListener('message', ({ detail: { payload } }) => {
   // A pipe's write is synchronous on Linux: the line is out before the handler returns.
   process.stdout.write(`got ${decoder.decode(payload)}\n`)
 })

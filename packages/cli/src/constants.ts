@@ -62,6 +62,13 @@ export const INBOX_DRAIN_IDLE_MS = 300
 export const STREAMS_END_GRACE_MS = 100
 
 /**
+ * After the inbox closed at a stop, how long the node waits for the transport's iterator to hand
+ * out what it still holds behind a full inbox (at most `receiveBufferMax`, 4,096 acknowledged
+ * messages, counted in a few ms) and end, so the count of messages no reader took is whole.
+ */
+export const PUMP_END_WAIT_MS = 200
+
+/**
  * The promise to job managers: after SIGTERM or SIGINT to the pid they started, or the death of
  * its launcher, no process of the command is left after this long (launcher poll + leave + exit).
  */

@@ -1,4 +1,4 @@
-import { undeliverableNameProblem, type PhoenixNode } from '@phoenix-overlay/transport'
+import { undeliverableNameProblem, type PhoenixNode, type TransportErrorCode } from '@phoenix-overlay/transport'
 import { serveOverlayPage } from './overlay-page/page.ts'
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import { browserRefusal } from './browser-guard.ts'
@@ -41,7 +41,51 @@ const USAGE =
  */
 const STREAM_QUEUE_RETRY_MS = 1
 
-const STATUS_OF: Record<string, number> = { NO_ROUTE: 404, QUEUE_FULL: 503, NOT_STARTED: 503, ACK_TIMEOUT: 504, UNDELIVERABLE: 502, RECEIVER_TOO_SLOW: 503 }
+/**
+ * The HTTP status of each error code the transport raises. Typed over every code but the legacy
+ * `RECEIVER_TOO_SLOW`, which nothing raises any more (a full receiver is `UNDELIVERABLE`, reason
+ * `receiver-too-slow`, 502), so a code the transport adds fails the typecheck here until it has one.
+ * 400 only for the caller's own mistake: the CLI exits 2 on a 400 ("the command line is wrong").
+ */
+const STATUS_OF: Record<Exclude<TransportErrorCode, 'RECEIVER_TOO_SLOW'>, number> = {
+  INVALID_INPUT: 400,
+  NO_ROUTE: 404,
+  UNDELIVERABLE: 502,
+  QUEUE_FULL: 503,
+  NOT_STARTED: 503,
+  ACK_TIMEOUT: 504,
+  // The node's runtime cannot do it (a node never starts there, so none should reach a request).
+  UNSUPPORTED: 500,
+}
+
+/**
+ * The status and code a failed request answers: the transport's code and its status, or 500
+ * `ERROR` for anything else (a bug of ours or of the host: it was 400, so `phoenix send` exited 2,
+ * blaming the command line).
+ */
+export function failureStatus(error: unknown): { status: number; code: string } {
+  // PhoenixTransportError, by name: this module is loaded before the transport, which is slow to load.
+  const code = error instanceof Error && error.name === 'PhoenixTransportError' ? String((error as Error & { code: unknown }).code) : 'ERROR'
+  return { status: Object.hasOwn(STATUS_OF, code) ? STATUS_OF[code as keyof typeof STATUS_OF] : 500, code }
+}
+
+/** The transport error's details a failure answer carries besides its code and message, those it has (`PhoenixTransportError`). */
+const FAILURE_DETAILS = ['reason', 'node', 'messageId', 'field'] as const
+
+/**
+ * A failure's answer: `{ error, message }`, and the transport's `reason`, `node`, `messageId` and
+ * `field` where the error has them, so a script switches on `reason` (`receiver-too-slow`) rather
+ * than parsing the message.
+ */
+function failureBody(error: unknown): Record<string, unknown> {
+  const body: Record<string, unknown> = { error: failureStatus(error).code, message: (error as Error).message }
+  if (body.error === 'ERROR') return body
+  for (const key of FAILURE_DETAILS) {
+    const value = (error as Record<string, unknown>)[key]
+    if (value !== undefined) body[key] = value
+  }
+  return body
+}
 
 function reply(res: ServerResponse, status: number, body: unknown, contentType = 'application/json'): void {
   res.writeHead(status, { 'content-type': contentType })
@@ -198,8 +242,7 @@ function drainedOrClosed(res: ServerResponse): Promise<void> {
 /** The error line that ends a stream: the code, the one-line reason, and which message (1-based). */
 function streamFailure(error: unknown, index: number, sent: number): Record<string, unknown> {
   if (error instanceof FrameError) return { error: 'INVALID_INPUT', message: error.message, index: error.index, sent }
-  const code = error instanceof Error && error.name === 'PhoenixTransportError' ? String((error as Error & { code: unknown }).code) : 'ERROR'
-  return { error: code, message: (error as Error).message, index, sent }
+  return { ...failureBody(error), index, sent }
 }
 
 /**
@@ -415,9 +458,7 @@ export function createControlServer(options: { users?: PeerUsers } = {}): { serv
       // A refused body may still be arriving: read it away so the client gets the answer, not a reset.
       req.resume()
       if (error instanceof ControlError) return reply(res, error.status, { error: error.code, message: error.message })
-      // PhoenixTransportError, by name: this module is loaded before the transport, which is slow to load.
-      const code = error instanceof Error && error.name === 'PhoenixTransportError' ? String((error as Error & { code: unknown }).code) : 'ERROR'
-      reply(res, STATUS_OF[code] ?? 400, { error: code, message: (error as Error).message })
+      reply(res, failureStatus(error).status, failureBody(error))
     })
   }
   return {

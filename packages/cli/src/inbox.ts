@@ -35,6 +35,9 @@ export class Inbox {
   /** Readers in turn order; a reader that takes a message moves to the back. */
   private readonly readers: { reader: InboxReader; ready: boolean }[] = []
   private roomWaiters: (() => void)[] = []
+  private closed = false
+  /** Messages no reader took once the inbox closed (`close`): bounded by what the transport held. */
+  private unreadAtClose = 0
 
   constructor(
     readonly messagesMax: number,
@@ -64,6 +67,10 @@ export class Inbox {
   push(message: InboxMessage): void {
     invariant(this.hasRoom(), 'a message is pushed only when the inbox has room')
     if (this.handOver(message)) return
+    if (this.closed) {
+      this.unreadAtClose++
+      return
+    }
     this.held.push(message)
     this.heldBytes += message.payload.length
   }
@@ -94,18 +101,33 @@ export class Inbox {
    */
   putBack(messages: readonly InboxMessage[]): void {
     if (messages.length === 0) return
+    if (this.closed) {
+      this.unreadAtClose += messages.length
+      return
+    }
     this.held.unshift(...messages)
     for (const message of messages) this.heldBytes += message.payload.length
     this.dispatch()
   }
 
-  /** Empties the inbox (the node is leaving); returns how many messages no reader took. */
+  /**
+   * Empties the inbox (the node is leaving); returns how many messages no reader took. A message
+   * pushed after this (the transport handing out what it still held) goes to a reader that still
+   * takes one (`--print`'s stdout), or is counted in `unread` and dropped.
+   */
   close(): number {
+    this.closed = true
     const unread = this.held.length
+    this.unreadAtClose += unread
     this.held.length = 0
     this.heldBytes = 0
     this.wakeRoomWaiters()
     return unread
+  }
+
+  /** Messages no reader took, once closed: those it held, and those pushed after. */
+  get unread(): number {
+    return this.unreadAtClose
   }
 
   private pick(name: string): { reader: InboxReader; ready: boolean } | undefined {

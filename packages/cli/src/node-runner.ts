@@ -2,16 +2,17 @@ import { generateKeyPair } from '@libp2p/crypto/keys'
 import { enable as enableLogs } from '@libp2p/logger'
 import { multiaddr } from '@multiformats/multiaddr'
 import { DEFAULT_LIMITS } from '@phoenix-overlay/core'
-import type { NameConflict, PhoenixNode, ReceivedMessage } from '@phoenix-overlay/transport'
+import type { NameConflict } from '@phoenix-overlay/transport'
 import { readFileSync, statSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { ConfigError } from './config-error.ts'
-import { INBOX_BYTES_MAX, INBOX_DRAIN_IDLE_MS, INBOX_DRAIN_MAX_MS, INBOX_MESSAGES_MAX, STREAMS_END_GRACE_MS } from './constants.ts'
+import { INBOX_BYTES_MAX, INBOX_MESSAGES_MAX } from './constants.ts'
 import { controlText, type ControlEndpoint } from './control-client.ts'
 import { bindControl } from './control-endpoint.ts'
 import { createControlServer } from './control-server.ts'
 import { lockKey, loadOrCreateKey } from './identity.ts'
 import { Inbox, type InboxMessage, type InboxReader } from './inbox.ts'
+import { handOverInbox, pump } from './inbox-pump.ts'
 import { toMessageLine } from './message-line.ts'
 import { guardProcess } from './process-guard.ts'
 
@@ -102,31 +103,6 @@ function describeStartError(error: Error, pskFile: string | undefined): Error {
     return new ConfigError(line)
   }
   return new Error(error.message.split('\n')[0])
-}
-
-function toInboxMessage(m: ReceivedMessage): InboxMessage {
-  return { from: m.from, name: m.name, id: m.messageId, hops: m.hops, payload: m.payload }
-}
-
-/**
- * Reads everything the transport delivers into the inbox, never taking a message the inbox has no
- * room for: when readers fall behind the transport's own buffer fills and refuses what comes next.
- */
-async function pump(phoenix: PhoenixNode, inbox: Inbox): Promise<void> {
-  for (;;) {
-    const messages = phoenix.messages()
-    try {
-      for (;;) {
-        await inbox.waitForRoom()
-        const next = await messages.next()
-        if (next.done === true) return
-        inbox.push(toInboxMessage(next.value))
-      }
-    } catch (error) {
-      if ((error as { code?: unknown }).code !== 'RECEIVER_TOO_SLOW') throw error
-      process.stderr.write(`phoenix: ${(error as Error).message}; messages were lost\n`)
-    }
-  }
 }
 
 /**
@@ -221,7 +197,7 @@ export async function runNode(options: NodeOptions, version: string): Promise<vo
   phoenix.addEventListener('name:conflict', ({ detail: c }) => void (c.ours && process.stderr.write(`${conflictWarning(c, libp2p.peerId.toString(), (id) => phoenix.routes().some((r) => r.destination === id && r.reachable))}\n`)))
   const inbox = new Inbox(INBOX_MESSAGES_MAX, INBOX_BYTES_MAX)
   if (options.print === true) printMessages(inbox)
-  pump(phoenix, inbox).catch((error: Error) => process.stderr.write(`phoenix: receiving stopped: ${error.message}\n`))
+  const pumped = pump(phoenix, inbox).catch((error: Error) => void process.stderr.write(`phoenix: receiving stopped: ${error.message}\n`))
   // The CLI sets no core limits: the node runs with the core's defaults.
   control.serve({ phoenix, inbox, id: libp2p.peerId.toString(), addresses: () => libp2p.getMultiaddrs().map(String), version, namesPerNodeMax: DEFAULT_LIMITS.namesPerNodeMax })
   // A graceful leave on SIGTERM/SIGINT or a launcher's death: neighbours hear we are gone before connections close.
@@ -230,7 +206,7 @@ export async function runNode(options: NodeOptions, version: string): Promise<vo
   guardProcess({
     stop: async () => {
       await libp2p.stop()
-      await handOverInbox(inbox, control)
+      await handOverInbox(inbox, control, pumped)
       say('left')
     },
   })
@@ -240,31 +216,6 @@ export async function runNode(options: NodeOptions, version: string): Promise<vo
   const sshAddress = phoenix.sshAddress()
   if (sshAddress !== undefined) say(`reachable through ssh at ${sshAddress}`)
   if (options.control !== undefined) say(`control endpoint on ${'port' in options.control ? `127.0.0.1:${options.control.port}` : controlText(options.control)}`)
-}
-
-/**
- * The node has left: its readers take what its inbox still holds (acknowledged messages), within
- * bounds, before their streams end; what is left is said on stderr.
- */
-async function handOverInbox(inbox: Inbox, control: { endStreams(): void }): Promise<void> {
-  await drainInbox(inbox)
-  control.endStreams()
-  // A reader between two requests gets its answer (the end), not a closed socket.
-  await new Promise((resolve) => setTimeout(resolve, STREAMS_END_GRACE_MS))
-  const unread = inbox.close()
-  if (unread > 0) process.stderr.write(`phoenix: ${unread} received messages were never read (no phoenix recv took them)\n`)
-}
-
-/** Waits while readers take what the inbox holds: at most INBOX_DRAIN_MAX_MS, and INBOX_DRAIN_IDLE_MS without a message taken. */
-async function drainInbox(inbox: Inbox): Promise<void> {
-  const endMs = performance.now() + INBOX_DRAIN_MAX_MS
-  let size = inbox.size
-  let takenAtMs = performance.now()
-  while (inbox.size > 0 && performance.now() < endMs && performance.now() - takenAtMs < INBOX_DRAIN_IDLE_MS) {
-    await new Promise((resolve) => setTimeout(resolve, 20))
-    if (inbox.size < size) takenAtMs = performance.now()
-    size = inbox.size
-  }
 }
 
 /**

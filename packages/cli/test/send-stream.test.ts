@@ -126,7 +126,7 @@ describe('the streaming send (POST /send-stream, send --lines)', () => {
     const failed = await phoenix(['send', '--control', fromSocket, '--lines', '--wait-ms', '0', 'nobody'], 'a\nb\n')
     expect(failed.code).toBe(1)
     expect(failed.stdout).toBe('')
-    expect(failed.stderr.trim().split('\n')).toEqual([expect.stringMatching(/^phoenix: send to nobody, line 1: NO_ROUTE: .* \(--wait-ms sets how long to wait for a route\)$/)])
+    expect(failed.stderr.trim().split('\n')).toEqual([expect.stringMatching(/^phoenix: send to nobody, line 1: NO_ROUTE: .* \(--wait-ms sets how long to wait for a route\); nothing was sent$/)])
   })
 
   it('send --lines sends each line as it arrives, before the input ends, and fails at once when the node refuses', async () => {

@@ -7,7 +7,11 @@ export interface NameConflict {
   readonly name: string
   /** The node whose claim this node keeps; undefined if the holder's entry has been forgotten since. */
   readonly holder: NodeId | undefined
-  /** Claimants refused here (their records were not stored), this node itself included if it yielded. */
+  /**
+   * Claimants that lost the name here and have not claimed it since with a claim stored here: a
+   * record refused (not stored), or a contended claim stored and then given up to the holder
+   * (yielded); this node itself included if it yielded.
+   */
   readonly refused: readonly NodeId[]
 }
 
@@ -40,8 +44,10 @@ export class NameHolders {
    */
   private readonly claims = new Map<string, Map<NodeId, number>>()
   /**
-   * name -> claimants refused here, in the order they were (last) refused. Bounded by
-   * `refusalsMax` (oldest forgotten first): they are for reporting; refusing needs only `claims`.
+   * name -> claimants refused here, in the order they were (last) refused: records refused, and
+   * contended claims given up to the holder. A claimant leaves it when a claim of its is stored.
+   * Bounded by `refusalsMax` (oldest forgotten first): they are for reporting; refusing needs
+   * only `claims`.
    */
   private readonly refused = new Map<string, Map<NodeId, number>>()
   private refusalCount = 0
@@ -111,14 +117,26 @@ export class NameHolders {
       if (names.includes(name)) continue
       const claimants = this.claims.get(name)
       const storedAtMs = claimants?.get(node)
-      if (storedAtMs === undefined || !claimants!.delete(node) || claimants!.size > 0) continue
+      if (storedAtMs === undefined) continue
+      const lost = this.holder(name) !== node
+      claimants!.delete(node)
+      if (claimants!.size > 0) {
+        // A contended claim given up to the holder is a lost claim, reported like a refused one:
+        // before, the holder and every node between listed nothing once the loser yielded.
+        if (lost) this.note(name, node)
+        continue
+      }
       this.claims.delete(name)
       if (this.yielded.has(name)) this.yielded.set(name, this.reclaimAtMs(storedAtMs))
     }
     for (const name of names) {
       let claimants = this.claims.get(name)
       if (claimants === undefined) this.claims.set(name, (claimants = new Map()))
-      if (!claimants.has(node)) claimants.set(node, this.nowMs)
+      if (!claimants.has(node)) {
+        claimants.set(node, this.nowMs)
+        // Its claim is stored now: no longer a refused claimant of the name (it may hold it).
+        this.forgetRefusal(name, node)
+      }
       if (node === this.self && !this.heard) this.pending.add(name)
     }
     if (node === this.self) for (const name of this.pending) if (!names.includes(name)) this.pending.delete(name)
@@ -155,9 +173,7 @@ export class NameHolders {
     for (const [name, at] of this.yielded) {
       if (at === undefined || at > nowMs) continue
       this.yielded.delete(name)
-      const refused = this.refused.get(name)
-      if (refused?.delete(this.self) === true) this.refusalCount--
-      if (refused?.size === 0) this.refused.delete(name)
+      this.forgetRefusal(name, this.self)
       out.push(name)
     }
     return out
@@ -214,12 +230,24 @@ export class NameHolders {
 
   private refuse(name: string, claimant: NodeId): void {
     this.claimsRefused++
+    this.note(name, claimant)
+  }
+
+  /** Remembers `claimant` as having lost `name` here (for `conflicts`), last in the order of refusal. */
+  private note(name: string, claimant: NodeId): void {
     let claimants = this.refused.get(name)
     if (claimants === undefined) this.refused.set(name, (claimants = new Map()))
     if (!claimants.has(claimant)) this.refusalCount++
     claimants.delete(claimant) // re-inserted last: the map's order is the order of refusal
     claimants.set(claimant, this.nowMs)
     while (this.refusalCount > this.refusalsMax) this.forgetOldestRefusal()
+  }
+
+  private forgetRefusal(name: string, claimant: NodeId): void {
+    const claimants = this.refused.get(name)
+    if (claimants?.delete(claimant) !== true) return
+    this.refusalCount--
+    if (claimants.size === 0) this.refused.delete(name)
   }
 
   /** Drops the refusal remembered longest (the first name's first claimant: close enough to oldest for a report). */
