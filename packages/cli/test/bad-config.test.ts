@@ -13,6 +13,10 @@ import { freePort, phoenix, startNode, tempDir, type Run, type Started } from '.
 const SOME_PEER = '12D3KooWExve7pDCH7VePy7XJiiyMpVmfqHpRkpFDicQsBnnyW5V'
 /** One SSH attempt to a refusing server or with a refused key takes well under a second; a loaded machine gets 20 s. */
 const LINE_WITHIN_MS = 20_000
+/** What the line adds to a hub dial that connected and then failed in the handshake. */
+const HANDSHAKE_HINT =
+  'the hub address answered but the handshake failed (is a phoenix node listening there, at its --listen address, not its --control port? or a private network key, --psk, on one side only or different on each?)'
+const escaped = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
 
 /** Exited with status 2 and exactly one line on stderr matching `expected`. */
 function configError(run: Run, expected: RegExp): void {
@@ -74,7 +78,24 @@ describe('bad site configuration: one line naming the option and the cause', () 
     const psk = join(dir, 'swarm.key')
     writeFileSync(psk, `/key/swarm/psk/1.0.0/\n/base16/\n${'ab'.repeat(32)}\n`)
     const member = await dialError(['--psk', psk, '--hub', hubAddress], /^.*dial .*failed: .*$/m)
-    expect(member.line).toMatch(/failed: (.*ECONNRESET: the hub reset the connection during the handshake \(a private network key, --psk, on one side only or different on each\?\)|connect timed out after \d+ ms \(dialTimeoutMs\))$/)
+    expect(member.line).toMatch(new RegExp(`failed: (.*ECONNRESET: ${escaped(HANDSHAKE_HINT)}|connect timed out after \\d+ ms \\(dialTimeoutMs\\))$`))
+  }, 60_000)
+
+  it('a hub address where no phoenix node listens (its control port, or a server that closes): the line says so', async () => {
+    // The commonest slip: a node's --control port given as another's --hub.
+    const controlPort = await freePort()
+    const hub = startNode(['--listen', '/ip4/127.0.0.1/tcp/0', '--control', String(controlPort)])
+    running.push(hub)
+    await hub.waitFor(/control endpoint on/)
+    const atControl = await dialError(['--hub', `/ip4/127.0.0.1/tcp/${controlPort}`], /^.*dial .*failed: .*$/m)
+    expect(atControl.line).toMatch(new RegExp(`dial /ip4/127\\.0\\.0\\.1/tcp/${controlPort} failed: .+: ${escaped(HANDSHAKE_HINT)}$`))
+    // A server that accepts and closes at once.
+    const closer = createServer((socket) => socket.destroy())
+    await new Promise<void>((resolve) => closer.listen(0, '127.0.0.1', resolve))
+    blockers.push(closer)
+    const port = (closer.address() as { port: number }).port
+    const atCloser = await dialError(['--hub', `/ip4/127.0.0.1/tcp/${port}`], /^.*dial .*failed: .*$/m)
+    expect(atCloser.line).toMatch(new RegExp(`failed: .+: ${escaped(HANDSHAKE_HINT)}$`))
   }, 60_000)
 
   it('a dial in flight when the node stops is no failure: nothing said at error level', async () => {

@@ -446,9 +446,28 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 function hubFailureReason(error: Error, hub: boolean): string {
   if (!hub) return error.message
   if (isWrongPeer(error)) return `${error.message}: another node answers at this hub address (restarted without its key file, phoenix node --key?); give it its key, or name the hub without /p2p/…`
-  // A node without our private network key (or with another) cannot read our first bytes and drops the connection.
-  if (/ECONNRESET|EPIPE/.test(error.message)) return `${error.message}: the hub reset the connection during the handshake (a private network key, --psk, on one side only or different on each?)`
+  if (isHandshakeFailure(error)) return `${error.message}: ${HANDSHAKE_HINT}`
   return error.message
+}
+
+/**
+ * What a hub dial that connected but failed in the handshake most often means. A node without our
+ * private network key (or with another) cannot read our first bytes and drops the connection; so
+ * does anything else listening there, most often the hub's own control endpoint (its `--control`
+ * port given as `--hub`; found by a new-user trial: the line blamed only the private network key).
+ */
+const HANDSHAKE_HINT =
+  'the hub address answered but the handshake failed (is a phoenix node listening there, at its --listen address, not its --control port? or a private network key, --psk, on one side only or different on each?)'
+
+/**
+ * Whether a dial connected and then failed in the handshake: the connection reset or closed
+ * (`ECONNRESET`, `EPIPE`, it-byte-stream's "Unexpected EOF"), multistream-select read no protocol
+ * line ("Missing newline"), or the upgrader's `EncryptionFailedError` ("Encryption failed": the
+ * bytes were no Noise handshake). A refused or timed-out connect is none of these.
+ */
+function isHandshakeFailure(error: Error): boolean {
+  if (error.name === 'EncryptionFailedError' || error.name === 'UnexpectedEOFError') return true
+  return /ECONNRESET|EPIPE|Unexpected EOF|Missing newline|Encryption failed/.test(error.message)
 }
 
 /**
