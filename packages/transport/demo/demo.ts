@@ -22,8 +22,13 @@ function progress(): string {
   const pairs = alive.length * (alive.length - 1)
   let reachable = 0
   for (const n of alive) reachable += n.phoenix.routes().filter((r) => r.reachable && alive.some((m) => m.libp2p.peerId.toString() === r.destination)).length
-  const links = alive.reduce((sum, n) => sum + n.phoenix.peers().length, 0) / 2
-  return `${clock()}  links ${String(links).padStart(3)}  reachable pairs ${reachable}/${pairs}  missing direct links ${cluster.missingLinks().length}`
+  // A link counts once whether one end or both see it open yet (half of the ends' sum showed "102.5").
+  const links = new Set<string>()
+  for (const n of alive) {
+    const self = n.libp2p.peerId.toString()
+    for (const peer of n.phoenix.peers()) links.add(self < peer ? `${self} ${peer}` : `${peer} ${self}`)
+  }
+  return `${clock()}  links ${String(links.size).padStart(3)}  reachable pairs ${reachable}/${pairs}  missing direct links ${cluster.missingLinks().length}`
 }
 
 async function converge(what: string): Promise<void> {
