@@ -215,7 +215,7 @@ export async function runNode(options: NodeOptions, version: string): Promise<vo
   say(`names: ${phoenix.names.join(', ') || '(none)'}; hubs: ${new Set(options.hub).size}; pid ${process.pid}`)
   const sshAddress = phoenix.sshAddress()
   if (sshAddress !== undefined) say(`reachable through ssh at ${sshAddress}`)
-  if (options.control !== undefined) say(`control endpoint on ${'port' in options.control ? `127.0.0.1:${options.control.port}` : controlText(options.control)}`)
+  if (options.control !== undefined) say(`control endpoint on ${'port' in options.control ? `127.0.0.1:${options.control.port}` : `unix socket ${controlText(options.control)}`}`)
 }
 
 /**

@@ -39,7 +39,9 @@ describe("the CLI's edges", () => {
     aPid = String(a.pid)
     const b = startNode(['--name', 'edge-b', '--name', 'rank-0000001', '--name', 'a-rather-long-job-name-for-the-table', '--hub', address, '--control', socket])
     nodes.push(b)
-    await Promise.all([a.waitFor(/control endpoint on/), b.waitFor(/control endpoint on/)])
+    const [, onSocket] = await Promise.all([a.waitFor(/control endpoint on/), b.waitFor(/control endpoint on (.*)$/m)])
+    // A path says it is one (a mistyped port, "74o1", is a socket path too).
+    expect(onSocket[1]).toBe(`unix socket ${socket}`)
   })
   afterAll(() => {
     for (const n of nodes) n.killGroup()
