@@ -7,40 +7,17 @@
  * counts down in one byte); otherwise (and for 0, which proto3 omits) the caller re-encodes.
  */
 
-/** The tag of `Frame.data` (field 2, length-delimited) and of `Data.hop_limit` (field 4, varint). */
-const FRAME_DATA_TAG = 0x12
-const HOP_LIMIT_TAG = 0x20
-/** Longest varint a 32-bit field takes. */
-const VARINT_BYTES_MAX = 5
-
-/** Where the last varint read ended (readVarint): a scratch slot, so reading one allocates nothing (a relay reads a few per frame). */
-let varintEnd = 0
-
-/** Reads a varint at `at`: its value (its end in `varintEnd`), or -1 when it runs past `end` or past 5 bytes. */
-function readVarint(bytes: Uint8Array, at: number, end: number): number {
-  let value = 0
-  for (let i = 0; i < VARINT_BYTES_MAX && at + i < end; i++) {
-    const byte = bytes[at + i]!
-    value += (byte & 0x7f) * 2 ** (7 * i)
-    if ((byte & 0x80) === 0) {
-      varintEnd = at + i + 1
-      return value
-    }
-  }
-  return -1
-}
-
-const varintWidth = (value: number): number => (value < 0x80 ? 1 : value < 0x4000 ? 2 : value < 0x200000 ? 3 : value < 0x10000000 ? 4 : 5)
+import { FRAME_DATA_TAG, HOP_LIMIT_TAG, readVarint32, varint32Width, varintEnd, writeVarint32 } from './data-format.ts'
 
 /** Skips the field whose tag is at `at`; the offset after it, or undefined if it is malformed. */
 function skipField(bytes: Uint8Array, at: number, end: number): number | undefined {
-  const tag = readVarint(bytes, at, end)
+  const tag = readVarint32(bytes, at, end)
   if (tag < 0) return undefined
   const next = varintEnd
   const wireType = tag & 7
-  if (wireType === 0) return readVarint(bytes, next, end) < 0 ? undefined : varintEnd
+  if (wireType === 0) return readVarint32(bytes, next, end) < 0 ? undefined : varintEnd
   if (wireType === 2) {
-    const length = readVarint(bytes, next, end)
+    const length = readVarint32(bytes, next, end)
     if (length < 0) return undefined
     return varintEnd + length <= end ? varintEnd + length : undefined
   }
@@ -61,7 +38,7 @@ function skipField(bytes: Uint8Array, at: number, end: number): number | undefin
 export function rewriteDataHopLimit(frame: Uint8Array, hopLimit: number, frameBytes: number = frame.length): Uint8Array | undefined {
   if (!Number.isInteger(hopLimit) || hopLimit < 1 || hopLimit > 0xffffffff) return undefined
   if (frame[0] !== FRAME_DATA_TAG) return undefined
-  const length = readVarint(frame, 1, frame.length)
+  const length = readVarint32(frame, 1, frame.length)
   if (length < 0) return undefined
   const start = varintEnd
   if (start + length !== frameBytes) return undefined
@@ -69,14 +46,10 @@ export function rewriteDataHopLimit(frame: Uint8Array, hopLimit: number, frameBy
   const end = Math.min(start + length, frame.length)
   for (let at = start; at < end; ) {
     if (frame[at] === HOP_LIMIT_TAG) {
-      if (readVarint(frame, at + 1, end) < 0) return undefined
+      if (readVarint32(frame, at + 1, end) < 0) return undefined
       const width = varintEnd - (at + 1)
-      if (varintWidth(hopLimit) !== width) return undefined
-      let value = hopLimit
-      for (let i = 0; i < width; i++) {
-        frame[at + 1 + i] = (value & 0x7f) | (i < width - 1 ? 0x80 : 0)
-        value = Math.floor(value / 128)
-      }
+      if (varint32Width(hopLimit) !== width) return undefined
+      writeVarint32(frame, at + 1, hopLimit)
       return frame
     }
     // Fields are written in field order; past the hop limit's number there is none.
