@@ -4,7 +4,7 @@ import { WireError, decodeFrame, encodeDataFramePieces, encodeFrame, rewriteData
 import type { CoreDriver } from './core-driver.ts'
 import { FlowCredits, type CreditSink } from './credit.ts'
 import { PhoenixTransportError } from './errors.ts'
-import { firstPiece, type FrameBytes, type NeighbourLink } from './link.ts'
+import { COPY_BELOW_BYTES, firstPiece, type FrameBytes, type NeighbourLink } from './link.ts'
 import { receivedMessage } from './inbox.ts'
 import { PairKey } from './pair-key.ts'
 import { PiecesData, receivedData } from './received-data.ts'
@@ -287,9 +287,14 @@ function withDataHopLimit(d: DataFrame, hopLimit: number): DataFrame {
   return { source: d.source, destination: d.destination, name: d.name, hopLimit, messageId: d.messageId, ackRequested: d.ackRequested, payload: d.payload }
 }
 
-/** A data frame's bytes: encoded (the payload copied in), or its header and the payload itself as two pieces (`transfer`). */
+/**
+ * A data frame's bytes: encoded (the payload copied in), or its header and the payload itself as
+ * two pieces (`transfer`). A transferred payload under COPY_BELOW_BYTES is copied in all the same:
+ * the link copies a frame that small into its write anyway, and the list of two pieces cost more
+ * than the copy (one allocation, no Uint8ArrayList).
+ */
 function dataFrameBytes(data: DataFrame, transfer: boolean): FrameBytes {
-  if (!transfer) return encodeFrame({ kind: 'data', data })
+  if (!transfer || data.payload.byteLength < COPY_BELOW_BYTES) return encodeFrame({ kind: 'data', data })
   const [head, payload] = encodeDataFramePieces(data)
   return new Uint8ArrayList(head, payload)
 }
