@@ -52,3 +52,25 @@ describe('the frames a send hands to its first hop', () => {
     }
   })
 })
+
+describe('a relay\'s hop limit rewrite', () => {
+  it('passes a frame on with the hop limit that counts lowered: the last of a repeated field, in the bytes it read', async () => {
+    const relay = await FakeNode.create({ signRecords: false, timing: { leaveLingerMaxMs: 0 } })
+    await relay.node.start()
+    relay.node.afterStart()
+    const from = await relay.connect({ encrypted: true })
+    const to = await relay.connect({ encrypted: true })
+    await settle(20)
+    const ascii = (s: string) => [...s].map((c) => c.charCodeAt(0))
+    // Data { source, destination, hop_limit 5, hop_limit 9, message_id 1, payload 3 bytes }: every decoder reads 9.
+    const inner = [0x0a, from.peer.length, ...ascii(from.peer), 0x12, to.peer.length, ...ascii(to.peer), 0x20, 5, 0x20, 9, 0x28, 1, 0x3a, 3, 7, 7, 7]
+    const frame = Uint8Array.of(0x12, inner.length, ...inner)
+    expect(decodeFrame(frame)).toMatchObject({ kind: 'data', data: { hopLimit: 9 } })
+    to.stream.written.length = 0
+    from.stream.deliver(Uint8Array.of(frame.length, ...frame))
+    const passed = to.stream.written.map((bytes) => decodeFrame(bytes.subarray(1))).filter((f) => f.kind === 'data')
+    expect(passed).toMatchObject([{ kind: 'data', data: { hopLimit: 8, messageId: 1 } }])
+    expect(relay.node.metricsText()).toMatch(/^phoenix_forwarded_in_place_total 1$/m)
+    await relay.node.stop()
+  })
+})

@@ -19,6 +19,15 @@ export interface DataFrame {
 }
 /** A data frame without its payload: what a relay reads of a frame it passes on. */
 export type DataHeader = Omit<DataFrame, 'payload'>
+/**
+ * `decodeDataHeader`'s answer: the header, where the payload starts, and where the varint of the
+ * hop limit that counts starts (for `rewriteHopLimitAt`), or -1 if it has none or was not noted.
+ */
+export interface DecodedDataHeader {
+  header: DataHeader
+  payloadStart: number
+  hopLimitAt: number
+}
 export interface AckFrame {
   source: string
   destination: string
@@ -280,7 +289,7 @@ class Checker {
  * frame, a header longer than `head`, fields in another order): then decode the joined frame
  * with `decodeFrame`. Throws WireError as `decodeFrame` does for a header it can read.
  */
-export function decodeDataHeader(head: Uint8Array, frameBytes: number, overrides: Partial<WireLimits> = NO_OVERRIDES): { header: DataHeader; payloadStart: number } | undefined {
+export function decodeDataHeader(head: Uint8Array, frameBytes: number, overrides: Partial<WireLimits> = NO_OVERRIDES): DecodedDataHeader | undefined {
   const limits: WireLimits = overrides === NO_OVERRIDES ? WIRE_LIMITS : { ...WIRE_LIMITS, ...overrides }
   if (frameBytes > limits.frameBytesMax) throw new WireError('FRAME_TOO_LARGE', `frame is ${frameBytes} bytes, more than frameBytesMax (${limits.frameBytesMax})`)
   if (head[0] !== FRAME_DATA_TAG) return undefined
@@ -292,7 +301,7 @@ export function decodeDataHeader(head: Uint8Array, frameBytes: number, overrides
 }
 
 /** `decodeDataHeader` past the frame's tag and length, with protons and the Checker: any encoding, every error naming its field. */
-export function decodeDataHeaderFields(head: Uint8Array, dataStart: number, frameBytes: number, limits: WireLimits): { header: DataHeader; payloadStart: number } | undefined {
+export function decodeDataHeaderFields(head: Uint8Array, dataStart: number, frameBytes: number, limits: WireLimits): DecodedDataHeader | undefined {
   for (let at = dataStart; at < head.length; ) {
     const tag = readVarint32(head, at, head.length)
     if (tag < 0) return undefined
@@ -307,7 +316,7 @@ export function decodeDataHeaderFields(head: Uint8Array, dataStart: number, fram
       } catch (error) {
         throw new WireError('MALFORMED', `cannot decode frame: ${error instanceof Error ? error.message : String(error)}`)
       }
-      return { header: new Checker(limits).dataHeader(fields, payloadBytes), payloadStart }
+      return { header: new Checker(limits).dataHeader(fields, payloadBytes), payloadStart, hopLimitAt: -1 }
     }
     const next = skipField(head, varintEnd, tag)
     if (next === undefined) return undefined

@@ -10,7 +10,7 @@
  * test/data-header.test.ts), so no frame is accepted here that the generic path would refuse.
  */
 import type { WireLimits } from './constants.ts'
-import type { DataHeader } from './codec.ts'
+import type { DecodedDataHeader } from './codec.ts'
 
 import { ACK_REQUESTED_TAG, DESTINATION_TAG, HOP_LIMIT_TAG, MESSAGE_ID_TAG, NAME_TAG, PAYLOAD_TAG, SOURCE_TAG, readVarint32, varintEnd } from './data-format.ts'
 
@@ -49,13 +49,14 @@ function sameAscii(s: string, bytes: Uint8Array, at: number): boolean {
  * frame's first piece; the frame is `frameBytes` long), and where its payload starts; undefined
  * if the header is not canonical, not all in `head`, or breaks a limit (the generic path decides).
  */
-export function readCanonicalDataHeader(head: Uint8Array, dataStart: number, frameBytes: number, limits: WireLimits): { header: DataHeader; payloadStart: number } | undefined {
+export function readCanonicalDataHeader(head: Uint8Array, dataStart: number, frameBytes: number, limits: WireLimits): DecodedDataHeader | undefined {
   let source = ''
   let destination = ''
   let name = ''
   let hopLimit = 0
   let messageId = 0
   let ackRequested = false
+  let hopLimitAt = -1
   const end = head.length
   for (let at = dataStart; at < end; ) {
     const tag = head[at++]!
@@ -66,15 +67,17 @@ export function readCanonicalDataHeader(head: Uint8Array, dataStart: number, fra
       // The Checker's limits: ids not empty, ids and name within their bytes (ASCII: a byte a character).
       if (source.length === 0 || source.length > limits.nodeIdBytesMax || destination.length === 0 || destination.length > limits.nodeIdBytesMax) return undefined
       if (name.length > limits.nameBytesMax || hopLimit > limits.hopLimitMax) return undefined
-      return { header: { source, destination, name, hopLimit, messageId, ackRequested }, payloadStart: varintEnd }
+      return { header: { source, destination, name, hopLimit, messageId, ackRequested }, payloadStart: varintEnd, hopLimitAt }
     }
     if (tag === HOP_LIMIT_TAG || tag === MESSAGE_ID_TAG || tag === ACK_REQUESTED_TAG) {
       const value = readVarint32(head, at, end)
       if (value < 0) return undefined
-      at = varintEnd
-      if (tag === HOP_LIMIT_TAG) hopLimit = value
-      else if (tag === MESSAGE_ID_TAG) messageId = value
+      if (tag === HOP_LIMIT_TAG) {
+        hopLimit = value
+        hopLimitAt = at
+      } else if (tag === MESSAGE_ID_TAG) messageId = value
       else ackRequested = value !== 0
+      at = varintEnd
       continue
     }
     if (tag !== SOURCE_TAG && tag !== DESTINATION_TAG && tag !== NAME_TAG) return undefined

@@ -7,7 +7,7 @@
  * counts down in one byte); otherwise (and for 0, which proto3 omits) the caller re-encodes.
  */
 
-import { FRAME_DATA_TAG, HOP_LIMIT_TAG, readVarint32, varint32Width, varintEnd, writeVarint32 } from './data-format.ts'
+import { DESTINATION_TAG, FRAME_DATA_TAG, HOP_LIMIT_TAG, NAME_TAG, SOURCE_TAG, readVarint32, varint32Width, varintEnd, writeVarint32 } from './data-format.ts'
 
 /** Skips the field whose tag is at `at`; the offset after it, or undefined if it is malformed. */
 function skipField(bytes: Uint8Array, at: number, end: number): number | undefined {
@@ -44,21 +44,37 @@ export function rewriteDataHopLimit(frame: Uint8Array, hopLimit: number, frameBy
   if (start + length !== frameBytes) return undefined
   // `frame` may be the first piece of a longer frame (`frameBytes`): only its bytes are read.
   const end = Math.min(start + length, frame.length)
-  for (let at = start; at < end; ) {
-    if (frame[at] === HOP_LIMIT_TAG) {
-      if (readVarint32(frame, at + 1, end) < 0) return undefined
-      const width = varintEnd - (at + 1)
-      if (varint32Width(hopLimit) !== width) return undefined
-      writeVarint32(frame, at + 1, hopLimit)
-      return frame
-    }
-    // Fields are written in field order; past the hop limit's number there is none.
-    if (frame[at]! >>> 3 > HOP_LIMIT_TAG >>> 3) return undefined
+  // The last hop limit field counts (protons reads a repeated field so): rewriting the first of
+  // two left the frame's hop limit as it was at every hop. Fields are written in field order:
+  // past the hop limit's number there is none; a piece that ends before that may hold another.
+  // Fields 1-4 only with their own wire types: protons reads a field by its number whatever its
+  // wire type, so another would be read at other offsets than this walk's.
+  let last = -1
+  let at = start
+  while (at < end && frame[at]! >>> 3 <= HOP_LIMIT_TAG >>> 3) {
+    const tag = frame[at]
+    if (tag === HOP_LIMIT_TAG) last = at + 1
+    else if (tag !== SOURCE_TAG && tag !== DESTINATION_TAG && tag !== NAME_TAG) return undefined
     const next = skipField(frame, at, end)
     if (next === undefined) return undefined
     at = next
   }
-  return undefined
+  if (last < 0 || (at === end && end < start + length)) return undefined
+  return rewriteHopLimitAt(frame, last, hopLimit) ? frame : undefined
+}
+
+/**
+ * Rewrites in place the hop limit whose varint starts at `at` in `frame` (where `decodeDataHeader`
+ * found it: `hopLimitAt`) to `hopLimit`; false, and nothing written, when the new value's varint
+ * is not as wide as the old one's, or `hopLimit` is not in [1, 2^32) (then re-encode). The
+ * relay's rewrite of a frame whose header it has just read, without walking its fields again.
+ */
+export function rewriteHopLimitAt(frame: Uint8Array, at: number, hopLimit: number): boolean {
+  if (!Number.isInteger(hopLimit) || hopLimit < 1 || hopLimit > 0xffffffff) return false
+  if (at < 1 || frame[at - 1] !== HOP_LIMIT_TAG || readVarint32(frame, at, frame.length) < 0) return false
+  if (varint32Width(hopLimit) !== varintEnd - at) return false
+  writeVarint32(frame, at, hopLimit)
+  return true
 }
 
 /** True if `frame` (one encoded frame, no length prefix) is a data frame: it starts with the tag of `Frame.data`. */
