@@ -4,7 +4,7 @@ import { WireError, decodeFrame, encodeDataFramePieces, encodeFrame, rewriteData
 import type { CoreDriver } from './core-driver.ts'
 import { FlowCredits, type CreditSink } from './credit.ts'
 import { PhoenixTransportError } from './errors.ts'
-import { COPY_BELOW_BYTES, firstPiece, type FrameBytes, type NeighbourLink } from './link.ts'
+import { firstPiece, type FrameBytes, type NeighbourLink } from './link.ts'
 import { receivedMessage } from './inbox.ts'
 import { PairKey } from './pair-key.ts'
 import { PiecesData, ReceivedData, receivedData } from './received-data.ts'
@@ -295,13 +295,17 @@ function withDataHopLimit(d: DataFrame, hopLimit: number): DataFrame {
 }
 
 /**
- * A data frame's bytes: encoded (the payload copied in), or its header and the payload itself as
- * two pieces (`transfer`). A transferred payload under COPY_BELOW_BYTES is copied in all the same:
- * the link copies a frame that small into its write anyway, and the list of two pieces cost more
- * than the copy (one allocation, no Uint8ArrayList).
+ * A transferred payload shorter than this is copied into its frame all the same: one allocation
+ * instead of a header and a Uint8ArrayList of two pieces, which cost more than copying a small
+ * payload (a 64 B message's send is what latency probes time). Kept well under the link's
+ * COPY_BELOW_BYTES (16 KiB), where the copy would add a garbage buffer per message of the
+ * sizes a bulk sender uses (4 KiB), for the collector to sweep.
  */
+export const TRANSFER_COPIED_BELOW_BYTES = 1024
+
+/** A data frame's bytes: encoded (the payload copied in), or its header and the payload itself as two pieces (`transfer`). */
 function dataFrameBytes(data: DataFrame, transfer: boolean): FrameBytes {
-  if (!transfer || data.payload.byteLength < COPY_BELOW_BYTES) return encodeFrame({ kind: 'data', data })
+  if (!transfer || data.payload.byteLength < TRANSFER_COPIED_BELOW_BYTES) return encodeFrame({ kind: 'data', data })
   const [head, payload] = encodeDataFramePieces(data)
   return new Uint8ArrayList(head, payload)
 }

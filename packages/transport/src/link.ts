@@ -419,7 +419,7 @@ const DATA_FRAME_FIRST_BYTE = 0x12
  */
 export const BATCH_BYTES_MAX = 256 * 1024
 /** Frames shorter than this are copied into their batch (with the prefixes) instead of handed on as pieces. */
-export const COPY_BELOW_BYTES = 16 * 1024
+const COPY_BELOW_BYTES = 16 * 1024
 
 /** `frames`, each after its length prefix, copied into one buffer of `totalBytes`. */
 function withPrefixes(frames: readonly FrameBytes[], totalBytes: number): Uint8Array {

@@ -1,6 +1,7 @@
 import { decodeFrame, type Frame } from '@phoenix-overlay/wire'
 import { afterEach, describe, expect, it } from 'vitest'
-import { COPY_BELOW_BYTES, NeighbourLink, type FrameBytes } from '../src/link.ts'
+import { TRANSFER_COPIED_BELOW_BYTES } from '../src/forwarding.ts'
+import { NeighbourLink, type FrameBytes } from '../src/link.ts'
 import { checkSendName } from '../src/validate.ts'
 import { FakeNode, prefixed, settle } from './fake-node.ts'
 
@@ -10,7 +11,7 @@ describe('the frames a send hands to its first hop', () => {
     NeighbourLink.prototype.send = originalSend
   })
 
-  it('a transferred payload under COPY_BELOW_BYTES is one piece with its header; a larger one is the header and the payload itself', async () => {
+  it('a transferred payload under TRANSFER_COPIED_BELOW_BYTES is one piece with its header; a larger one is the header and the payload itself', async () => {
     const fake = await FakeNode.create({ signRecords: false, timing: { leaveLingerMaxMs: 0 } })
     await fake.node.start()
     fake.node.afterStart()
@@ -23,13 +24,13 @@ describe('the frames a send hands to its first hop', () => {
       if (frame instanceof Uint8Array ? frame[0] === 0x12 : frame.get(0) === 0x12) queued.push(frame)
       return originalSend.call(this, frame, tag)
     }
-    const small = new Uint8Array(COPY_BELOW_BYTES - 1).fill(3)
-    const large = new Uint8Array(COPY_BELOW_BYTES).fill(4)
+    const small = new Uint8Array(TRANSFER_COPIED_BELOW_BYTES - 1).fill(3)
+    const large = new Uint8Array(TRANSFER_COPIED_BELOW_BYTES).fill(4)
     const { messageId: first } = await fake.node.send('there', small, { transfer: true })
     const { messageId: second } = await fake.node.send('there', large, { transfer: true })
     expect(queued).toHaveLength(2)
     const header = { source: fake.node.id, destination: neighbour.peer, name: 'there', ackRequested: false }
-    // One buffer, no list: the link copies a frame that small into its write anyway.
+    // One buffer, no list: copying so small a payload costs less.
     expect(queued[0]).toBeInstanceOf(Uint8Array)
     expect(decodeFrame(queued[0] as Uint8Array)).toMatchObject({ kind: 'data', data: { ...header, messageId: first, payload: small } })
     // The payload itself, not copied: the list's second piece is the caller's array.
