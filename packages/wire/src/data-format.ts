@@ -31,18 +31,29 @@ export let varintEnd = 0
  * same answer protons gives, or refuses the frame with its own error.
  */
 export function readVarint32(bytes: Uint8Array, at: number, end: number): number {
-  let value = 0
-  for (let i = 0; i < VARINT32_BYTES_MAX; i++) {
+  if (at >= end) return -1
+  const first = bytes[at]!
+  // One byte: every tag, and most lengths and hop limits a relay reads.
+  if (first < 0x80) {
+    varintEnd = at + 1
+    return first
+  }
+  // Four bytes at most hold 28 bits: integer arithmetic, no sign to lose.
+  let value = first & 0x7f
+  for (let i = 1; i < VARINT32_BYTES_MAX - 1; i++) {
     if (at + i >= end) return -1
     const byte = bytes[at + i]!
-    if (i === 4 && byte > 0x0f) return -1
-    value += (byte & 0x7f) * 2 ** (7 * i)
+    value |= (byte & 0x7f) << (7 * i)
     if (byte < 0x80) {
       varintEnd = at + i + 1
       return value
     }
   }
-  return -1
+  if (at + 4 >= end) return -1
+  const fifth = bytes[at + 4]!
+  if (fifth > 0x0f) return -1
+  varintEnd = at + 5
+  return value + fifth * 2 ** 28
 }
 
 /** Bytes the varint of `value` (an unsigned 32-bit integer) takes. */
