@@ -89,8 +89,9 @@ for (const asleep of [false, true]) pipe.set(asleep, await series(pipeFrom, pipe
 const relay = await FakeNode.create({ signRecords: false, timing: { leaveLingerMaxMs: 0 } })
 await relay.node.start()
 relay.node.afterStart()
-const source = await relay.connect()
-const next = await relay.connect()
+// Encrypted connections, as Noise's: the relay rewrites the hop limit in the bytes it read (zero-copy), as a real one does.
+const source = await relay.connect({ encrypted: true })
+const next = await relay.connect({ encrypted: true })
 await settle(20)
 // The next hop returns each frame's credit, as a real one does when the frame leaves it (between
 // two measured frames): the flow never waits, and the link is never silent (liveness).
@@ -113,6 +114,8 @@ stamped(Router.prototype as never, 'onData', 'router onData')
 stamped(PhoenixCore.prototype as never, 'forward', 'core forward')
 stamped(FlowCredits.prototype as never, 'submit', 'credit submit')
 stamped(NeighbourLink.prototype as never, 'send', 'link send')
+stamped(FrameDecoder.prototype as never, 'onlyFrame', 'frame decoder (one frame)')
+stamped(Router.prototype as never, 'onFrame', 'router onFrame')
 const steps = new Map<string, number[]>()
 await series(source.stream, next.stream, dataFrame, true, steps, creditBack)
 console.log(`\nThe Phoenix relay after ${sleepMs} ms asleep, by step (stamps at each step's entry and exit, in order): median µs since the previous stamp\n`)

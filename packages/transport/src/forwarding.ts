@@ -1,13 +1,13 @@
 import { Uint8ArrayList } from 'uint8arraylist'
 import { PhoenixError, isUnreachableSeq } from '@phoenix-overlay/core'
-import { WireError, decodeFrame, encodeDataFramePieces, encodeFrame, rewriteDataHopLimit, type AckFrame, type DataFrame, type Frame, type UndeliverableFrame, type UndeliverableReason } from '@phoenix-overlay/wire'
+import { WireError, decodeFrame, encodeDataFramePieces, encodeFrame, rewriteDataHopLimit, rewriteHopLimitAt, type AckFrame, type DataFrame, type Frame, type UndeliverableFrame, type UndeliverableReason } from '@phoenix-overlay/wire'
 import type { CoreDriver } from './core-driver.ts'
 import { FlowCredits, type CreditSink } from './credit.ts'
 import { PhoenixTransportError } from './errors.ts'
 import { firstPiece, type FrameBytes, type NeighbourLink } from './link.ts'
 import { receivedMessage } from './inbox.ts'
 import { PairKey } from './pair-key.ts'
-import { PiecesData, receivedData } from './received-data.ts'
+import { PiecesData, ReceivedData, receivedData } from './received-data.ts'
 import type { FrameHandler, Neighbours } from './neighbours.ts'
 import type { NodeParts } from './parts.ts'
 
@@ -145,7 +145,7 @@ export class Router implements FrameHandler {
     if (this.credit.enabled && fromPeer === undefined && this.credit.ownFlowFull(decision.nextHop, data)) return this.refused('flow-full', decision.nextHop, data, fromPeer)
     // Zero-copy forwarding: the received frame goes on with only its hop limit rewritten in
     // place (wire/hop-limit.ts); re-encoded (the payload copied) only when that cannot be done.
-    const inPlace = received !== undefined ? rewrittenInPlace(received, decision.hopLimit) : undefined
+    const inPlace = received !== undefined ? rewrittenInPlace(received, decision.hopLimit, data) : undefined
     if (inPlace !== undefined) this.parts.metrics.count(inPlace instanceof Uint8Array ? 'forwarded_in_place' : 'forwarded_in_pieces')
     // (Not a spread of `data`: a PiecesData's payload is a getter on its prototype, which a spread drops.)
     const frame = inPlace ?? dataFrameBytes(withDataHopLimit(data, decision.hopLimit), fromPeer === undefined && own === 'transfer')
@@ -276,8 +276,15 @@ function withHopLimit(frame: ControlFrame, hopLimit: number): ControlFrame {
   return frame.kind === 'ack' ? { kind: 'ack', ack: { ...frame.ack, hopLimit } } : { kind: 'undeliverable', undeliverable: { ...frame.undeliverable, hopLimit } }
 }
 
-/** The received frame with its hop limit rewritten in place (in its first piece), or undefined if that cannot be done. */
-function rewrittenInPlace(received: FrameBytes, hopLimit: number): FrameBytes | undefined {
+/**
+ * The received frame with its hop limit rewritten in place (in its first piece), or undefined if
+ * that cannot be done: where its header's reading found the hop limit, else found again.
+ */
+function rewrittenInPlace(received: FrameBytes, hopLimit: number, data: DataFrame): FrameBytes | undefined {
+  if (data instanceof ReceivedData && data.hopLimitAt >= 0) {
+    const first = firstPiece(received)
+    return first !== undefined && rewriteHopLimitAt(first, data.hopLimitAt, hopLimit) ? received : undefined
+  }
   if (received instanceof Uint8Array) return rewriteDataHopLimit(received, hopLimit)
   const first = firstPiece(received)
   return first !== undefined && rewriteDataHopLimit(first, hopLimit, received.byteLength) !== undefined ? received : undefined
@@ -287,9 +294,18 @@ function withDataHopLimit(d: DataFrame, hopLimit: number): DataFrame {
   return { source: d.source, destination: d.destination, name: d.name, hopLimit, messageId: d.messageId, ackRequested: d.ackRequested, payload: d.payload }
 }
 
+/**
+ * A transferred payload shorter than this is copied into its frame all the same: one allocation
+ * instead of a header and a Uint8ArrayList of two pieces, which cost more than copying a small
+ * payload (a 64 B message's send is what latency probes time). Kept well under the link's
+ * COPY_BELOW_BYTES (16 KiB), where the copy would add a garbage buffer per message of the
+ * sizes a bulk sender uses (4 KiB), for the collector to sweep.
+ */
+export const TRANSFER_COPIED_BELOW_BYTES = 1024
+
 /** A data frame's bytes: encoded (the payload copied in), or its header and the payload itself as two pieces (`transfer`). */
 function dataFrameBytes(data: DataFrame, transfer: boolean): FrameBytes {
-  if (!transfer) return encodeFrame({ kind: 'data', data })
+  if (!transfer || data.payload.byteLength < TRANSFER_COPIED_BELOW_BYTES) return encodeFrame({ kind: 'data', data })
   const [head, payload] = encodeDataFramePieces(data)
   return new Uint8ArrayList(head, payload)
 }

@@ -59,6 +59,22 @@ export class FrameDecoder {
   }
 
   /**
+   * The frame `data` is, when it is exactly one whole frame and nothing is buffered (a quiet
+   * link's every delivery: a lone message, a probe, an ack), read without `decode`'s generators;
+   * undefined otherwise (then `decode` it: this reads nothing and buffers nothing). The frame
+   * `decode` would give, a view of `data`.
+   */
+  onlyFrame(data: Uint8Array | Uint8ArrayList): Uint8Array | undefined {
+    if (this.buffer.byteLength !== 0) return undefined
+    const bytes = data instanceof Uint8Array ? data : onlyPiece(data)
+    if (bytes === undefined || bytes.byteLength > this.bufferBytesMax) return undefined
+    const length = readPrefixAt(bytes, 0)
+    if (length === undefined || length === 0 || length > this.frameBytesMax) return undefined
+    const start = varintWidth(length)
+    return start + length === bytes.byteLength ? bytes.subarray(start) : undefined
+  }
+
+  /**
    * `decode` of a delivery in one piece with nothing buffered (a quiet link's every delivery):
    * the same frames and errors, read off the bytes without a list; what is left of an incomplete
    * frame is buffered for the next delivery.

@@ -301,18 +301,25 @@ export class NeighbourLink {
     this.liveness?.heard(performance.now())
     this.bytesReceived += data.byteLength
     try {
+      // A quiet link's delivery is one whole frame: handled without the decoder's generators.
+      const only = this.decoder.onlyFrame(data)
+      if (only !== undefined) return this.take(only)
       for (const frame of this.decoder.decode(data)) {
         if (this.closed) return
         // A frame that arrived in several pieces stays in them (joining them copies it): the
         // handler passes a data frame on as it is and joins the rest.
-        const bytes: FrameBytes = onePiece(frame) ?? frame
-        if (this.heldFrom < this.held.length || !this.onFrame(bytes)) {
-          this.held.push(bytes)
-          this.stream.pause()
-        }
+        this.take(onePiece(frame) ?? frame)
       }
     } catch (error) {
       this.onBadFraming(this, `undecodable framing: ${(error as Error).message}`)
+    }
+  }
+
+  /** One frame in: to the handler, or held (and the stream paused) behind frames it could not take. */
+  private take(bytes: FrameBytes): void {
+    if (this.heldFrom < this.held.length || !this.onFrame(bytes)) {
+      this.held.push(bytes)
+      this.stream.pause()
     }
   }
 

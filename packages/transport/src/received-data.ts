@@ -14,8 +14,8 @@ export function receivedData(received: FrameBytes): DataFrame | undefined {
   if (first === undefined) return undefined
   const decoded = decodeDataHeader(first, received.byteLength)
   if (decoded === undefined) return undefined
-  if (received instanceof Uint8Array) return new OnePieceData(decoded.header, received, decoded.payloadStart)
-  return new PiecesData(decoded.header, received, decoded.payloadStart)
+  if (received instanceof Uint8Array) return new OnePieceData(decoded.header, decoded.hopLimitAt, received, decoded.payloadStart)
+  return new PiecesData(decoded.header, decoded.hopLimitAt, received, decoded.payloadStart)
 }
 
 /**
@@ -23,7 +23,7 @@ export function receivedData(received: FrameBytes): DataFrame | undefined {
  * with a getter: V8 builds one of those in its slow dictionary mode, measured at 72 ms of a
  * relay's 3.5 s of CPU for 128 MiB of 64 KiB messages.
  */
-abstract class ReceivedData implements DataFrame {
+export abstract class ReceivedData implements DataFrame {
   readonly source: string
   readonly destination: string
   readonly name: string
@@ -31,7 +31,11 @@ abstract class ReceivedData implements DataFrame {
   readonly messageId: number
   readonly ackRequested: boolean
 
-  constructor(header: DataHeader) {
+  constructor(
+    header: DataHeader,
+    /** Where the hop limit's varint starts in the frame's first piece (`decodeDataHeader`), or -1: a relay rewrites it there. */
+    readonly hopLimitAt: number,
+  ) {
     this.source = header.source
     this.destination = header.destination
     this.name = header.name
@@ -47,8 +51,8 @@ abstract class ReceivedData implements DataFrame {
 class OnePieceData extends ReceivedData {
   private view: Uint8Array | undefined
 
-  constructor(header: DataHeader, private readonly frame: Uint8Array, private readonly payloadStart: number) {
-    super(header)
+  constructor(header: DataHeader, hopLimitAt: number, private readonly frame: Uint8Array, private readonly payloadStart: number) {
+    super(header, hopLimitAt)
   }
 
   get payload(): Uint8Array {
@@ -61,8 +65,8 @@ class OnePieceData extends ReceivedData {
 export class PiecesData extends ReceivedData {
   private joined: Uint8Array | undefined
 
-  constructor(header: DataHeader, private readonly pieces: Uint8ArrayList, private readonly payloadStart: number) {
-    super(header)
+  constructor(header: DataHeader, hopLimitAt: number, private readonly pieces: Uint8ArrayList, private readonly payloadStart: number) {
+    super(header, hopLimitAt)
   }
 
   get payload(): Uint8Array {

@@ -18,7 +18,7 @@ import { Session } from './session.ts'
 import { isSshAddress, parseSshAddress } from './ssh-address.ts'
 import type { Member, NameChange } from './groups.ts'
 import { checkSiteLabel, isReservedName, refuseReservedName, sameSite, siteName, type Topology } from './topology.ts'
-import { checkHubMultiaddr, checkInitKeys, checkName, checkNodeOptionShapes, checkSendOptions, coreErrorToTransport } from './validate.ts'
+import { checkHubMultiaddr, checkInitKeys, checkName, checkNodeOptionShapes, checkSendName, checkSendOptions, coreErrorToTransport } from './validate.ts'
 
 type State = 'stopped' | 'starting' | 'started' | 'leaving'
 
@@ -243,10 +243,7 @@ export class PhoenixNode extends TypedEventEmitter<PhoenixEvents> implements Pho
    */
   async send(name: string, payload: Uint8Array, options: SendOptions = {}): Promise<SendResult> {
     this.running('send')
-    checkName('name', name)
-    // The overlay's own names (a site's) are no application's: a send there reached an application
-    // that never claimed it, and one to a name nobody holds waited routeWaitMs for nothing.
-    refuseReservedName('name', name)
+    checkSendName(name)
     if (!(payload instanceof Uint8Array)) throw invalidInput('payload', 'must be a Uint8Array')
     if (payload.length > WIRE_LIMITS.payloadBytesMax) throw invalidInput('payload', `is ${payload.length} bytes, more than every node accepts (${WIRE_LIMITS.payloadBytesMax}, WIRE_LIMITS.payloadBytesMax)`)
     checkSendOptions(options)

@@ -5,6 +5,7 @@ import type { PhoenixInit, SendOptions } from './api.ts'
 import type { SshInit } from './dial-path.ts'
 import { TIMER_MS_MAX, TRANSPORT_LIMITS, TRANSPORT_TIMING } from './constants.ts'
 import { PhoenixTransportError, invalidInput, shown } from './errors.ts'
+import { refuseReservedName } from './topology.ts'
 
 /**
  * A logical name as every node accepts it: a non-empty string of at most the core's
@@ -15,6 +16,22 @@ export function checkName(field: string, name: unknown): asserts name is string 
   const problem = typeof name === 'string' ? nameProblem(name) : 'must be a non-empty string'
   if (problem !== undefined) throw invalidInput(field, problem)
 }
+
+/**
+ * The name a send is for: a name every node accepts (checkName), and none of the overlay's own
+ * (a site's): a send there reached an application that never claimed it, and one to a name
+ * nobody holds waited routeWaitMs for nothing. The last name that passed is remembered (a string
+ * does not change): a sender sends to the same name message after message, and the character
+ * check (a Unicode-class regular expression) was a few of the µs a cold send spends before its
+ * frame leaves (issue 19; packages/transport/bench/ends-path.ts).
+ */
+export function checkSendName(name: unknown): asserts name is string {
+  if (name === lastSendName) return
+  checkName('name', name)
+  refuseReservedName('name', name)
+  lastSendName = name
+}
+let lastSendName: string | undefined
 
 function checkWaitMs(field: string, value: number | undefined, min = 0): void {
   if (value === undefined) return

@@ -164,12 +164,17 @@ export class FakeNode {
     return peerIdFromPrivateKey(this.key).toString()
   }
 
-  /** A neighbour with a fresh key opens a stream to the node. */
-  async connect(options: { stalled?: boolean } = {}): Promise<{ stream: FakeStream; peer: string }> {
+  /**
+   * A neighbour with a fresh key opens a stream to the node. `encrypted`: its connection says it
+   * is (as Noise's does), so the node may rewrite the bytes it reads from it in place (a relay's
+   * hop limit); a plaintext stream's bytes may be its sender's.
+   */
+  async connect(options: { stalled?: boolean; encrypted?: boolean } = {}): Promise<{ stream: FakeStream; peer: string }> {
     const key = await generateKeyPair('Ed25519')
     const stream = new FakeStream()
     stream.stalled = options.stalled === true
-    this.handler!(stream as unknown as Stream, { remotePeer: peerIdFromPrivateKey(key) } as unknown as Connection)
+    const connection = { remotePeer: peerIdFromPrivateKey(key), ...(options.encrypted === true ? { encryption: '/noise' } : {}) }
+    this.handler!(stream as unknown as Stream, connection as unknown as Connection)
     await settle()
     return { stream, peer: peerIdFromPrivateKey(key).toString() }
   }

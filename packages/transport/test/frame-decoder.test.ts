@@ -33,8 +33,15 @@ describe('FrameDecoder: frames out of a byte stream, without an exception per de
         const pieces = [...at, bytes.length].map((end, i, all) => bytes.subarray(i === 0 ? 0 : all[i - 1]!, end))
         const ours = new FrameDecoder(FRAME_BYTES_MAX, BUFFER_BYTES_MAX)
         const theirs = new LengthPrefixedDecoder({ maxDataLength: FRAME_BYTES_MAX, maxBufferSize: BUFFER_BYTES_MAX })
+        // As the link reads: a delivery that is one whole frame through onlyFrame, any other through decode.
+        const linkWise = new FrameDecoder(FRAME_BYTES_MAX, BUFFER_BYTES_MAX)
         const mine = run((p) => ours.decode(p), pieces)
+        const link = run((p) => {
+          const only = linkWise.onlyFrame(p)
+          return only !== undefined ? [only] : linkWise.decode(p)
+        }, pieces)
         const libp2ps = run((p) => theirs.decode(p), pieces)
+        expect(link).toEqual(mine)
         // Where libp2p's decoder waits for good on a prefix past 8 bytes, ours refuses it.
         if (mine.error?.startsWith(PREFIX_TOO_LONG) === true) expect({ frames: mine.frames }).toEqual(libp2ps)
         else expect(mine).toEqual(libp2ps)

@@ -2,6 +2,9 @@ import type { RouteAdvert, UpdateMessage } from '@phoenix-overlay/core'
 import { WIRE_LIMITS, type WireLimits } from './constants.ts'
 import { utf8Bytes } from './utf8.ts'
 import { readCanonicalDataHeader } from './data-header.ts'
+import { FRAME_DATA_TAG, PAYLOAD_TAG, readVarint32, varint32Width, varintEnd, writeVarint32 } from './data-format.ts'
+import { writeDataFrame } from './data-head-writer.ts'
+import { WireError } from './errors.ts'
 import { Data as DataMessage, Frame as FrameMessage, Undeliverable as UndeliverableMessage, type RouteAdvert as AdvertMessage, type Update as UpdateWire } from './frames.generated.ts'
 
 export interface DataFrame {
@@ -16,6 +19,15 @@ export interface DataFrame {
 }
 /** A data frame without its payload: what a relay reads of a frame it passes on. */
 export type DataHeader = Omit<DataFrame, 'payload'>
+/**
+ * `decodeDataHeader`'s answer: the header, where the payload starts, and where the varint of the
+ * hop limit that counts starts (for `rewriteHopLimitAt`), or -1 if it has none or was not noted.
+ */
+export interface DecodedDataHeader {
+  header: DataHeader
+  payloadStart: number
+  hopLimitAt: number
+}
 export interface AckFrame {
   source: string
   destination: string
@@ -51,6 +63,8 @@ export interface FlowCredit {
 export interface CreditFrame {
   flows: FlowCredit[]
 }
+export { WireError, type WireErrorCode } from './errors.ts'
+
 export type Frame =
   | { kind: 'update'; update: UpdateMessage }
   | { kind: 'data'; data: DataFrame }
@@ -58,18 +72,6 @@ export type Frame =
   | { kind: 'undeliverable'; undeliverable: UndeliverableFrame }
   | { kind: 'probe'; probe: ProbeFrame }
   | { kind: 'credit'; credit: CreditFrame }
-
-export type WireErrorCode = 'FRAME_TOO_LARGE' | 'MALFORMED' | 'LIMIT_EXCEEDED'
-
-/** Everything decoding can throw: a code to switch on and a message naming the field. */
-export class WireError extends Error {
-  readonly code: WireErrorCode
-  constructor(code: WireErrorCode, message: string) {
-    super(message)
-    this.name = 'WireError'
-    this.code = code
-  }
-}
 
 const REASONS: Record<UndeliverableReason, UndeliverableMessage.Reason> = {
   'no-route': UndeliverableMessage.Reason.NO_ROUTE,
@@ -111,9 +113,13 @@ export function encodeFrame(frame: Frame, frameBytesMax: number = WIRE_LIMITS.fr
     case 'update':
       message = { update: updateToWire(frame.update) }
       break
-    case 'data':
+    case 'data': {
+      // The frames every node sends and re-encodes: written by hand when the writer takes the header.
+      const written = writeDataFrame(frame.data, frameBytesMax, true)
+      if (written !== undefined) return written
       message = { data: { ...frame.data, payload: frame.data.payload as Uint8Array<ArrayBuffer> } }
       break
+    }
     case 'ack':
       message = { ack: frame.ack }
       break
@@ -132,14 +138,6 @@ export function encodeFrame(frame: Frame, frameBytesMax: number = WIRE_LIMITS.fr
   return bytes
 }
 
-/** Bytes of `value` as a protobuf varint. */
-function varintBytes(value: number): number[] {
-  const out: number[] = []
-  for (; value >= 0x80; value = Math.floor(value / 0x80)) out.push((value % 0x80) | 0x80)
-  out.push(value)
-  return out
-}
-
 /**
  * A data frame as two pieces: everything up to the payload's bytes (a small buffer), and the
  * payload itself, not copied. Byte for byte what `encodeFrame` gives (the payload is the last
@@ -147,17 +145,24 @@ function varintBytes(value: number): number[] {
  * not change until they are written (the transport's `send(…, { transfer: true })`).
  */
 export function encodeDataFramePieces(data: DataFrame, frameBytesMax: number = WIRE_LIMITS.frameBytesMax): [Uint8Array, Uint8Array] {
+  const written = writeDataFrame(data, frameBytesMax, false)
+  if (written !== undefined) return [written, data.payload]
+  // A header the writer does not take (a character beyond ASCII, …): its fields by protons.
   const fields = DataMessage.encode({ ...data, payload: new Uint8Array(0) })
   const payloadBytes = data.payload.byteLength
-  const payloadHead = payloadBytes === 0 ? [] : [PAYLOAD_TAG, ...varintBytes(payloadBytes)]
-  const innerBytes = fields.byteLength + payloadHead.length + payloadBytes
-  const outerHead = [FRAME_DATA_TAG, ...varintBytes(innerBytes)]
-  const total = outerHead.length + innerBytes
+  const payloadHeadBytes = payloadBytes === 0 ? 0 : 1 + varint32Width(payloadBytes)
+  const innerBytes = fields.byteLength + payloadHeadBytes + payloadBytes
+  const outerHeadBytes = 1 + varint32Width(innerBytes)
+  const total = outerHeadBytes + innerBytes
   if (total > frameBytesMax) throw new WireError('FRAME_TOO_LARGE', `data frame is ${total} bytes, more than frameBytesMax (${frameBytesMax})`)
-  const head = new Uint8Array(outerHead.length + fields.byteLength + payloadHead.length)
-  head.set(outerHead, 0)
-  head.set(fields, outerHead.length)
-  head.set(payloadHead, outerHead.length + fields.byteLength)
+  const head = new Uint8Array(total - payloadBytes)
+  head[0] = FRAME_DATA_TAG
+  writeVarint32(head, 1, innerBytes)
+  head.set(fields, outerHeadBytes)
+  if (payloadBytes > 0) {
+    head[outerHeadBytes + fields.byteLength] = PAYLOAD_TAG
+    writeVarint32(head, outerHeadBytes + fields.byteLength + 1, payloadBytes)
+  }
   return [head, data.payload]
 }
 
@@ -275,10 +280,6 @@ class Checker {
 }
 
 
-/** The tag of `Frame.data` (field 2, length-delimited) and of `Data.payload` (field 7, length-delimited). */
-const FRAME_DATA_TAG = 0x12
-const PAYLOAD_TAG = 0x3a
-
 /**
  * Decodes a data frame's header (every field but the payload) from `head`, the first bytes of a
  * frame of `frameBytes` bytes whose rest may sit elsewhere (a frame that arrived in several
@@ -288,60 +289,48 @@ const PAYLOAD_TAG = 0x3a
  * frame, a header longer than `head`, fields in another order): then decode the joined frame
  * with `decodeFrame`. Throws WireError as `decodeFrame` does for a header it can read.
  */
-export function decodeDataHeader(head: Uint8Array, frameBytes: number, overrides: Partial<WireLimits> = NO_OVERRIDES): { header: DataHeader; payloadStart: number } | undefined {
+export function decodeDataHeader(head: Uint8Array, frameBytes: number, overrides: Partial<WireLimits> = NO_OVERRIDES): DecodedDataHeader | undefined {
   const limits: WireLimits = overrides === NO_OVERRIDES ? WIRE_LIMITS : { ...WIRE_LIMITS, ...overrides }
   if (frameBytes > limits.frameBytesMax) throw new WireError('FRAME_TOO_LARGE', `frame is ${frameBytes} bytes, more than frameBytesMax (${limits.frameBytesMax})`)
   if (head[0] !== FRAME_DATA_TAG) return undefined
-  const length = readVarint(head, 1)
-  if (length === undefined) return undefined
-  const dataStart = 1 + length.width
-  if (dataStart + length.value !== frameBytes) return undefined
+  const length = readVarint32(head, 1, head.length)
+  if (length < 0) return undefined
+  const dataStart = varintEnd
+  if (dataStart + length !== frameBytes) return undefined
   return readCanonicalDataHeader(head, dataStart, frameBytes, limits) ?? decodeDataHeaderFields(head, dataStart, frameBytes, limits)
 }
 
 /** `decodeDataHeader` past the frame's tag and length, with protons and the Checker: any encoding, every error naming its field. */
-export function decodeDataHeaderFields(head: Uint8Array, dataStart: number, frameBytes: number, limits: WireLimits): { header: DataHeader; payloadStart: number } | undefined {
+export function decodeDataHeaderFields(head: Uint8Array, dataStart: number, frameBytes: number, limits: WireLimits): DecodedDataHeader | undefined {
   for (let at = dataStart; at < head.length; ) {
-    const tag = readVarint(head, at)
-    if (tag === undefined) return undefined
-    if (tag.value === PAYLOAD_TAG) {
-      const payload = readVarint(head, at + tag.width)
-      if (payload === undefined) return undefined
-      const payloadStart = at + tag.width + payload.width
-      if (payloadStart + payload.value !== frameBytes) return undefined
+    const tag = readVarint32(head, at, head.length)
+    if (tag < 0) return undefined
+    if (tag === PAYLOAD_TAG) {
+      const payloadBytes = readVarint32(head, varintEnd, head.length)
+      if (payloadBytes < 0) return undefined
+      const payloadStart = varintEnd
+      if (payloadStart + payloadBytes !== frameBytes) return undefined
       let fields: DataMessage
       try {
         fields = DataMessage.decode(head.subarray(dataStart, at))
       } catch (error) {
         throw new WireError('MALFORMED', `cannot decode frame: ${error instanceof Error ? error.message : String(error)}`)
       }
-      return { header: new Checker(limits).dataHeader(fields, payload.value), payloadStart }
+      return { header: new Checker(limits).dataHeader(fields, payloadBytes), payloadStart, hopLimitAt: -1 }
     }
-    const next = skipField(head, at, tag)
+    const next = skipField(head, varintEnd, tag)
     if (next === undefined) return undefined
     at = next
   }
   return undefined
 }
 
-/** A varint at `at` within `bytes` (at most 5 bytes): its value and width, or undefined. */
-function readVarint(bytes: Uint8Array, at: number): { value: number; width: number } | undefined {
-  let value = 0
-  for (let i = 0; i < 5 && at + i < bytes.length; i++) {
-    const byte = bytes[at + i]!
-    value += (byte & 0x7f) * 2 ** (7 * i)
-    if ((byte & 0x80) === 0) return { value, width: i + 1 }
-  }
-  return undefined
-}
-
-/** The offset after the field whose tag (already read) is at `at`, if it lies within `bytes`; varint and length-delimited fields only (Data has no others). */
-function skipField(bytes: Uint8Array, at: number, tag: { value: number; width: number }): number | undefined {
-  const next = at + tag.width
-  const wireType = tag.value & 7
+/** The offset after a field whose tag (`tag`, already read) ends at `at`, if it lies within `bytes`; varint and length-delimited fields only (Data has no others). */
+function skipField(bytes: Uint8Array, at: number, tag: number): number | undefined {
+  const wireType = tag & 7
   if (wireType !== 0 && wireType !== 2) return undefined
-  const v = readVarint(bytes, next)
-  if (v === undefined) return undefined
-  const end = wireType === 0 ? next + v.width : next + v.width + v.value
+  const value = readVarint32(bytes, at, bytes.length)
+  if (value < 0) return undefined
+  const end = wireType === 0 ? varintEnd : varintEnd + value
   return end <= bytes.length ? end : undefined
 }

@@ -10,47 +10,9 @@
  * test/data-header.test.ts), so no frame is accepted here that the generic path would refuse.
  */
 import type { WireLimits } from './constants.ts'
-import type { DataHeader } from './codec.ts'
+import type { DecodedDataHeader } from './codec.ts'
 
-/** The tags of `Data`'s fields (field number << 3 | wire type), as `encodeFrame` writes them. */
-const SOURCE_TAG = 0x0a
-const DESTINATION_TAG = 0x12
-const NAME_TAG = 0x1a
-const HOP_LIMIT_TAG = 0x20
-const MESSAGE_ID_TAG = 0x28
-const ACK_REQUESTED_TAG = 0x30
-const PAYLOAD_TAG = 0x3a
-
-/** Where the last varint read ended (readUint32, readLength): a scratch slot, so reading one allocates nothing. */
-let varintEnd = 0
-
-/**
- * A varint at `at`, before `end`, as protons' `uint32()` reads it (the fifth byte's low 4 bits
- * only); -1 if it runs past `end` or past 5 bytes (protons would skip 5 more bytes: left to it).
- */
-function readUint32(bytes: Uint8Array, at: number, end: number): number {
-  let value = 0
-  for (let i = 0; i < 5; i++) {
-    if (at + i >= end) return -1
-    const byte = bytes[at + i]!
-    // A 32-bit shift drops what a fifth byte holds beyond 32 bits, as protons' mask of it does.
-    value = (value | ((byte & 0x7f) << (7 * i))) >>> 0
-    if (byte < 0x80) {
-      varintEnd = at + i + 1
-      return value
-    }
-  }
-  return -1
-}
-
-/**
- * A length (of a string, of the payload) at `at`, before `end`: at most 4 bytes, where protons'
- * truncation of a fifth byte and the generic path's reading of it cannot differ; -1 otherwise.
- */
-function readLength(bytes: Uint8Array, at: number, end: number): number {
-  const value = readUint32(bytes, at, end)
-  return value >= 0 && varintEnd - at <= 4 ? value : -1
-}
+import { ACK_REQUESTED_TAG, DESTINATION_TAG, HOP_LIMIT_TAG, MESSAGE_ID_TAG, NAME_TAG, PAYLOAD_TAG, SOURCE_TAG, readVarint32, varintEnd } from './data-format.ts'
 
 /**
  * Recently read strings (peer ids, names), handed out again for the same bytes: a relay sees the
@@ -87,36 +49,39 @@ function sameAscii(s: string, bytes: Uint8Array, at: number): boolean {
  * frame's first piece; the frame is `frameBytes` long), and where its payload starts; undefined
  * if the header is not canonical, not all in `head`, or breaks a limit (the generic path decides).
  */
-export function readCanonicalDataHeader(head: Uint8Array, dataStart: number, frameBytes: number, limits: WireLimits): { header: DataHeader; payloadStart: number } | undefined {
+export function readCanonicalDataHeader(head: Uint8Array, dataStart: number, frameBytes: number, limits: WireLimits): DecodedDataHeader | undefined {
   let source = ''
   let destination = ''
   let name = ''
   let hopLimit = 0
   let messageId = 0
   let ackRequested = false
+  let hopLimitAt = -1
   const end = head.length
   for (let at = dataStart; at < end; ) {
     const tag = head[at++]!
     // A field repeated or out of order is read as protons reads it (the last one counts).
     if (tag === PAYLOAD_TAG) {
-      const payloadBytes = readLength(head, at, end)
+      const payloadBytes = readVarint32(head, at, end)
       if (payloadBytes < 0 || varintEnd + payloadBytes !== frameBytes || payloadBytes > limits.payloadBytesMax) return undefined
       // The Checker's limits: ids not empty, ids and name within their bytes (ASCII: a byte a character).
       if (source.length === 0 || source.length > limits.nodeIdBytesMax || destination.length === 0 || destination.length > limits.nodeIdBytesMax) return undefined
       if (name.length > limits.nameBytesMax || hopLimit > limits.hopLimitMax) return undefined
-      return { header: { source, destination, name, hopLimit, messageId, ackRequested }, payloadStart: varintEnd }
+      return { header: { source, destination, name, hopLimit, messageId, ackRequested }, payloadStart: varintEnd, hopLimitAt }
     }
     if (tag === HOP_LIMIT_TAG || tag === MESSAGE_ID_TAG || tag === ACK_REQUESTED_TAG) {
-      const value = readUint32(head, at, end)
+      const value = readVarint32(head, at, end)
       if (value < 0) return undefined
-      at = varintEnd
-      if (tag === HOP_LIMIT_TAG) hopLimit = value
-      else if (tag === MESSAGE_ID_TAG) messageId = value
+      if (tag === HOP_LIMIT_TAG) {
+        hopLimit = value
+        hopLimitAt = at
+      } else if (tag === MESSAGE_ID_TAG) messageId = value
       else ackRequested = value !== 0
+      at = varintEnd
       continue
     }
     if (tag !== SOURCE_TAG && tag !== DESTINATION_TAG && tag !== NAME_TAG) return undefined
-    const length = readLength(head, at, end)
+    const length = readVarint32(head, at, end)
     if (length < 0 || varintEnd + length > end) return undefined
     const value = asciiString(head, varintEnd, length)
     if (value === undefined) return undefined

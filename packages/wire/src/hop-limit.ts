@@ -7,40 +7,17 @@
  * counts down in one byte); otherwise (and for 0, which proto3 omits) the caller re-encodes.
  */
 
-/** The tag of `Frame.data` (field 2, length-delimited) and of `Data.hop_limit` (field 4, varint). */
-const FRAME_DATA_TAG = 0x12
-const HOP_LIMIT_TAG = 0x20
-/** Longest varint a 32-bit field takes. */
-const VARINT_BYTES_MAX = 5
-
-/** Where the last varint read ended (readVarint): a scratch slot, so reading one allocates nothing (a relay reads a few per frame). */
-let varintEnd = 0
-
-/** Reads a varint at `at`: its value (its end in `varintEnd`), or -1 when it runs past `end` or past 5 bytes. */
-function readVarint(bytes: Uint8Array, at: number, end: number): number {
-  let value = 0
-  for (let i = 0; i < VARINT_BYTES_MAX && at + i < end; i++) {
-    const byte = bytes[at + i]!
-    value += (byte & 0x7f) * 2 ** (7 * i)
-    if ((byte & 0x80) === 0) {
-      varintEnd = at + i + 1
-      return value
-    }
-  }
-  return -1
-}
-
-const varintWidth = (value: number): number => (value < 0x80 ? 1 : value < 0x4000 ? 2 : value < 0x200000 ? 3 : value < 0x10000000 ? 4 : 5)
+import { DESTINATION_TAG, FRAME_DATA_TAG, HOP_LIMIT_TAG, NAME_TAG, SOURCE_TAG, readVarint32, varint32Width, varintEnd, writeVarint32 } from './data-format.ts'
 
 /** Skips the field whose tag is at `at`; the offset after it, or undefined if it is malformed. */
 function skipField(bytes: Uint8Array, at: number, end: number): number | undefined {
-  const tag = readVarint(bytes, at, end)
+  const tag = readVarint32(bytes, at, end)
   if (tag < 0) return undefined
   const next = varintEnd
   const wireType = tag & 7
-  if (wireType === 0) return readVarint(bytes, next, end) < 0 ? undefined : varintEnd
+  if (wireType === 0) return readVarint32(bytes, next, end) < 0 ? undefined : varintEnd
   if (wireType === 2) {
-    const length = readVarint(bytes, next, end)
+    const length = readVarint32(bytes, next, end)
     if (length < 0) return undefined
     return varintEnd + length <= end ? varintEnd + length : undefined
   }
@@ -61,31 +38,43 @@ function skipField(bytes: Uint8Array, at: number, end: number): number | undefin
 export function rewriteDataHopLimit(frame: Uint8Array, hopLimit: number, frameBytes: number = frame.length): Uint8Array | undefined {
   if (!Number.isInteger(hopLimit) || hopLimit < 1 || hopLimit > 0xffffffff) return undefined
   if (frame[0] !== FRAME_DATA_TAG) return undefined
-  const length = readVarint(frame, 1, frame.length)
+  const length = readVarint32(frame, 1, frame.length)
   if (length < 0) return undefined
   const start = varintEnd
   if (start + length !== frameBytes) return undefined
   // `frame` may be the first piece of a longer frame (`frameBytes`): only its bytes are read.
   const end = Math.min(start + length, frame.length)
-  for (let at = start; at < end; ) {
-    if (frame[at] === HOP_LIMIT_TAG) {
-      if (readVarint(frame, at + 1, end) < 0) return undefined
-      const width = varintEnd - (at + 1)
-      if (varintWidth(hopLimit) !== width) return undefined
-      let value = hopLimit
-      for (let i = 0; i < width; i++) {
-        frame[at + 1 + i] = (value & 0x7f) | (i < width - 1 ? 0x80 : 0)
-        value = Math.floor(value / 128)
-      }
-      return frame
-    }
-    // Fields are written in field order; past the hop limit's number there is none.
-    if (frame[at]! >>> 3 > HOP_LIMIT_TAG >>> 3) return undefined
+  // The last hop limit field counts (protons reads a repeated field so): rewriting the first of
+  // two left the frame's hop limit as it was at every hop. Fields are written in field order:
+  // past the hop limit's number there is none; a piece that ends before that may hold another.
+  // Fields 1-4 only with their own wire types: protons reads a field by its number whatever its
+  // wire type, so another would be read at other offsets than this walk's.
+  let last = -1
+  let at = start
+  while (at < end && frame[at]! >>> 3 <= HOP_LIMIT_TAG >>> 3) {
+    const tag = frame[at]
+    if (tag === HOP_LIMIT_TAG) last = at + 1
+    else if (tag !== SOURCE_TAG && tag !== DESTINATION_TAG && tag !== NAME_TAG) return undefined
     const next = skipField(frame, at, end)
     if (next === undefined) return undefined
     at = next
   }
-  return undefined
+  if (last < 0 || (at === end && end < start + length)) return undefined
+  return rewriteHopLimitAt(frame, last, hopLimit) ? frame : undefined
+}
+
+/**
+ * Rewrites in place the hop limit whose varint starts at `at` in `frame` (where `decodeDataHeader`
+ * found it: `hopLimitAt`) to `hopLimit`; false, and nothing written, when the new value's varint
+ * is not as wide as the old one's, or `hopLimit` is not in [1, 2^32) (then re-encode). The
+ * relay's rewrite of a frame whose header it has just read, without walking its fields again.
+ */
+export function rewriteHopLimitAt(frame: Uint8Array, at: number, hopLimit: number): boolean {
+  if (!Number.isInteger(hopLimit) || hopLimit < 1 || hopLimit > 0xffffffff) return false
+  if (at < 1 || frame[at - 1] !== HOP_LIMIT_TAG || readVarint32(frame, at, frame.length) < 0) return false
+  if (varint32Width(hopLimit) !== varintEnd - at) return false
+  writeVarint32(frame, at, hopLimit)
+  return true
 }
 
 /** True if `frame` (one encoded frame, no length prefix) is a data frame: it starts with the tag of `Frame.data`. */

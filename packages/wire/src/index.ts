@@ -10,6 +10,7 @@ export {
   type FlowCredit,
   type DataFrame,
   type DataHeader,
+  type DecodedDataHeader,
   type Frame,
   type ProbeFrame,
   type UndeliverableFrame,
@@ -17,4 +18,4 @@ export {
   type WireErrorCode,
 } from './codec.ts'
 export { encodeUpdateFrames, encodedUpdateSize, splitUpdate } from './size.ts'
-export { isDataFrameBytes, rewriteDataHopLimit } from './hop-limit.ts'
+export { isDataFrameBytes, rewriteDataHopLimit, rewriteHopLimitAt } from './hop-limit.ts'
