@@ -75,6 +75,22 @@ describe('HolderSets: the memo of recent operations', () => {
     )
   })
 
+  it('covers(a, b) answers a.containsAll(b), asked twice over a few sets (the second from the memo, across collisions)', () => {
+    fc.assert(
+      fc.property(fc.array(members, { minLength: 1, maxLength: 6 }), fc.array(fc.tuple(fc.nat(), fc.nat()), { maxLength: 40 }), fc.constantFrom(1, 2, 8), (seeds, pairs, memoSlots) => {
+        const holders = new HolderSets(1_000, memoSlots)
+        // Frozen sets (the memo's keys) and unfrozen ones of the same contents (never remembered).
+        const pool = [...seeds.map((m) => holders.union(setOf(m), -1, undefined)), ...seeds.map((m) => setOf(m))]
+        for (const [i, j] of [...pairs, ...pairs]) {
+          const a = pool[i % pool.length]!
+          const b = pool[j % pool.length]!
+          const expected = membersOf(b).every((m) => a.has(m))
+          expect(holders.covers(a, b)).toBe(expected)
+        }
+      }),
+    )
+  })
+
   it('a memo size that is not a power of two is refused', () => {
     expect(() => new HolderSets(10, 3)).toThrow(/memoSlots/)
   })
