@@ -111,8 +111,10 @@ export class Simulation {
     this.scheduleStart()
     const handlers = this.handlers()
     const { kernel, scenario } = this
-    while (kernel.queue.size > 0) {
-      const { timeMs, item } = kernel.queue.pop()
+    const queue = kernel.queue
+    while (queue.size > 0) {
+      const timeMs = queue.peekTime()!
+      const item = queue.take()
       if (timeMs > scenario.endMs) {
         kernel.nowMs = scenario.endMs
         break

@@ -28,6 +28,30 @@ describe('event queue', () => {
       { numRuns: 200 },
     )
   })
+
+  it('pops in (time, insertion) order with pushes between pops, past its first growth (1,024 slots) and several levels', () => {
+    fc.assert(
+      fc.property(fc.array(fc.tuple(fc.integer({ min: 0, max: 50 }), fc.nat({ max: 3 })), { minLength: 1_500, maxLength: 4_000 }), (ops) => {
+        const q = new EventQueue<number>()
+        // The reference: a sorted list of the pending (time, number), kept by insertion.
+        const pending: [number, number][] = []
+        let clock = 0
+        ops.forEach(([dt, pops], i) => {
+          q.push(clock + dt, i)
+          pending.push([clock + dt, i])
+          for (let k = 0; k < pops && q.size > 0; k++) {
+            pending.sort((a, b) => a[0] - b[0] || a[1] - b[1])
+            const [t, item] = pending.shift()!
+            expect(q.peekTime()).toBe(t)
+            expect(q.take()).toBe(item)
+            clock = t
+          }
+          expect(q.size).toBe(pending.length)
+        })
+      }),
+      { numRuns: 20 },
+    )
+  })
 })
 
 describe('determinism', () => {
