@@ -61,6 +61,7 @@ const { values } = scriptArgs(
       tree: { type: 'string' },
       'scenario-file': { type: 'string' },
       nodes: { type: 'string' },
+      'time-check': { type: 'boolean', default: false },
     },
   },
   {
@@ -73,6 +74,7 @@ const { values } = scriptArgs(
       baseline: 'another checkout: run it too, at the same sizes, and print the ratios (writes nothing)',
       'report-only': 'rewrite the figure and the REPORT.md section from figures/scale.csv',
       child: 'internal: one run, its outcome as a JSON line (with --tree, --scenario-file, --nodes)',
+      'time-check': 'with --child: check every table a second time after the run and print how long that check took (stderr)',
     },
   },
 )
@@ -150,6 +152,12 @@ async function child(): Promise<void> {
     outcome.liveMiB = (memory.heapUsed + memory.arrayBuffers) / 2 ** 20
     // Used after the collection, so the simulation is still reachable during it.
     if (simulation === undefined) throw new Error('scale: the simulation was not kept')
+  }
+  if (values['time-check']) {
+    // The run's own check is inside its wall time; this one repeats it alone (same method, same tables).
+    const checkStart = performance.now()
+    const check = simulation.checkTables()
+    process.stderr.write(`  table check: ${((performance.now() - checkStart) / 1000).toFixed(2)} s (${check.method}, ${check.ok ? 'ok' : 'failed'})\n`)
   }
   // The co-hubs' waits (packages/core fanout.ts), summed over the gateways: how many send rounds
   // waited for another gateway's plan, and how many of those waits the bound ended instead.

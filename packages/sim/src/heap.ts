@@ -21,6 +21,8 @@ const SLOTS_INITIAL = 1_024
 export class EventQueue<T> {
   /** Slot i's time at 2i, its insertion number at 2i + 1. */
   private keys = new Float64Array(2 * SLOTS_INITIAL)
+  /** Slot i's tag: a number the caller gives with the item (0 unless it does). */
+  private tags = new Int32Array(SLOTS_INITIAL)
   private readonly items: T[] = []
   private inserted = 0
 
@@ -28,7 +30,8 @@ export class EventQueue<T> {
     return this.items.length
   }
 
-  push(timeMs: number, item: T): void {
+  /** Schedules `item` at `timeMs`, with `tag` (an int32 the caller reads back with `peekTag`: a kind of item that needs no object of its own). */
+  push(timeMs: number, item: T, tag = 0): void {
     const n = this.items.length
     if (n >= EVENT_QUEUE_MAX) {
       throw new SimulationError('LIMIT_EXCEEDED', `event queue holds ${EVENT_QUEUE_MAX} events (EVENT_QUEUE_MAX); the scenario is too large for one process`)
@@ -36,6 +39,7 @@ export class EventQueue<T> {
     if (2 * n + 2 > this.keys.length) this.grow()
     const order = this.inserted++
     const keys = this.keys
+    const tags = this.tags
     const items = this.items
     items.push(item)
     let i = n
@@ -45,16 +49,23 @@ export class EventQueue<T> {
       if (pt < timeMs || (pt === timeMs && keys[2 * parent + 1]! < order)) break
       keys[2 * i] = pt
       keys[2 * i + 1] = keys[2 * parent + 1]!
+      tags[i] = tags[parent]!
       items[i] = items[parent]!
       i = parent
     }
     keys[2 * i] = timeMs
     keys[2 * i + 1] = order
+    tags[i] = tag
     items[i] = item
   }
 
   peekTime(): number | undefined {
     return this.items.length > 0 ? this.keys[0] : undefined
+  }
+
+  /** The earliest event's tag (`push`); call only when size > 0. */
+  peekTag(): number {
+    return this.tags[0]!
   }
 
   /** Removes the earliest event; call only when size > 0. */
@@ -67,12 +78,14 @@ export class EventQueue<T> {
   take(): T {
     const items = this.items
     const keys = this.keys
+    const tags = this.tags
     const top = items[0]!
     const lastItem = items.pop()!
     const n = items.length
     if (n === 0) return top
     const lastTime = keys[2 * n]!
     const lastOrder = keys[2 * n + 1]!
+    const lastTag = tags[n]!
     let i = 0
     for (;;) {
       const first = ARITY * i + 1
@@ -93,11 +106,13 @@ export class EventQueue<T> {
       if (ct > lastTime || (ct === lastTime && co > lastOrder)) break
       keys[2 * i] = ct
       keys[2 * i + 1] = co
+      tags[i] = tags[child]!
       items[i] = items[child]!
       i = child
     }
     keys[2 * i] = lastTime
     keys[2 * i + 1] = lastOrder
+    tags[i] = lastTag
     items[i] = lastItem
     return top
   }
@@ -106,5 +121,8 @@ export class EventQueue<T> {
     const grown = new Float64Array(2 * this.keys.length)
     grown.set(this.keys)
     this.keys = grown
+    const tags = new Int32Array(2 * this.tags.length)
+    tags.set(this.tags)
+    this.tags = tags
   }
 }

@@ -234,14 +234,14 @@ export class Network {
     counters.inFlight++
     const arrival = txEnd + link.latencyMs
     table.retain(conn)
-    this.kernel.schedule(arrival, { k: 'deliver', conn, toB, payload })
+    this.kernel.scheduleDelivery(arrival, conn, toB, payload)
     return arrival
   }
 
-  onDeliver(e: Extract<SimEvent, { k: 'deliver' }>): void {
+  /** A delivery is due (`Kernel.scheduleDelivery`, its tag read back). */
+  onDeliver(conn: LinkSlot, toB: boolean, payload: Payload): void {
     const counters = this.kernel.counters
     counters.inFlight--
-    const { conn, toB, payload } = e
     const { table } = this
     const nodes = this.kernel.nodes
     const to = nodes[toB ? table.b[conn]! : table.a[conn]!]!

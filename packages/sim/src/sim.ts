@@ -9,7 +9,7 @@ import { Lifecycle } from './lifecycle.ts'
 import { Measurement, type RouteCorruption, type TableCheck, type TableDump } from './measure.ts'
 import { Network } from './network.ts'
 import { Prng } from '@phoenix-overlay/core/testing'
-import { createNodes, type SimNode, type SimProcess, type SimRoute } from './process.ts'
+import { createNodes, type Payload, type SimNode, type SimProcess, type SimRoute } from './process.ts'
 import { assembleResult, round3, type SimResult } from './result.ts'
 import { checkNodesCanMeet, type Scenario } from './scenario.ts'
 
@@ -114,6 +114,7 @@ export class Simulation {
     const queue = kernel.queue
     while (queue.size > 0) {
       const timeMs = queue.peekTime()!
+      const tag = queue.peekTag()
       const item = queue.take()
       if (timeMs > scenario.endMs) {
         kernel.nowMs = scenario.endMs
@@ -122,7 +123,9 @@ export class Simulation {
       kernel.nowMs = timeMs
       if (++this.events > EVENTS_PER_RUN_MAX) throw new SimulationError('LIMIT_EXCEEDED', `more than ${EVENTS_PER_RUN_MAX} events (EVENTS_PER_RUN_MAX)`)
       if (this.events % PROGRESS_EVERY_EVENTS === 0) options.onProgress?.(kernel.nowMs, this.events, this.reachableFraction())
-      ;(handlers[item.k] as (event: SimEvent) => void)(item)
+      // A delivery is its payload under a tag (kernel.ts deliveryTag); the rest are event objects.
+      if (tag > 0) this.network.onDeliver((tag - 1) >> 1, (tag & 1) === 1, item as Payload)
+      else (handlers[(item as SimEvent).k] as (event: SimEvent) => void)(item as SimEvent)
       if (this.converged) break
     }
     this.finished = true
@@ -157,7 +160,6 @@ export class Simulation {
     const { kernel, network, measurement, lifecycle } = this
     return {
       step: (e) => kernel.onStep(e, (node) => network.retryHeld(node)),
-      deliver: (e) => network.onDeliver(e),
       dial: (e) => network.onDialDone(e),
       down: (e) => network.onDown(e),
       close: (e) => network.onClose(e),
