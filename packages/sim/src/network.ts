@@ -1,4 +1,4 @@
-import { invariant, subnetFirewallAllows } from '@phoenix-overlay/core'
+import { invariant, subnetFirewallAllows, type UpdateMessage } from '@phoenix-overlay/core'
 import { HELD_MESSAGES_PER_LINK_MAX } from './constants.ts'
 import { SimulationError } from './errors.ts'
 import type { Kernel, SimEvent } from './kernel.ts'
@@ -214,6 +214,15 @@ export class Network {
    * (bandwidth), arriving a latency later; returns the arrival time. Counted even if lost.
    */
   send(from: SimNode, to: SimNode, payload: Payload, departMs: number, entries: number, bytes: number): number {
+    return this.transmit(from, to, payload, false, departMs, entries, bytes)
+  }
+
+  /** `send` of a core's update, queued bare (`Kernel.scheduleDelivery`): its `Payload` is made when it arrives. */
+  sendUpdate(from: SimNode, to: SimNode, message: UpdateMessage, departMs: number, bytes: number): number {
+    return this.transmit(from, to, message, true, departMs, message.entries.length, bytes)
+  }
+
+  private transmit(from: SimNode, to: SimNode, item: Payload | UpdateMessage, update: boolean, departMs: number, entries: number, bytes: number): number {
     const counters = this.kernel.counters
     counters.messages++
     counters.entries += entries
@@ -234,7 +243,7 @@ export class Network {
     counters.inFlight++
     const arrival = txEnd + link.latencyMs
     table.retain(conn)
-    this.kernel.scheduleDelivery(arrival, conn, toB, payload)
+    this.kernel.scheduleDelivery(arrival, conn, toB, item, update)
     return arrival
   }
 

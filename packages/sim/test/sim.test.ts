@@ -2,6 +2,8 @@ import { readFileSync } from 'node:fs'
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import type { CoreProcess } from '../src/core-process.ts'
+import { NODES_MAX } from '../src/constants.ts'
+import { DELIVERY, deliveryTag } from '../src/kernel.ts'
 import { EventQueue, Graph, Simulation, checkRoutesFast, SimulationError, parseScenario, resultToJson, scaleScenario, simulate, type Scenario } from '../src/index.ts'
 
 const scenarioFile = (name: string): unknown => JSON.parse(readFileSync(new URL(`../../../simulations/scenarios/${name}`, import.meta.url), 'utf8'))
@@ -52,6 +54,19 @@ describe('event queue', () => {
         })
       }),
       { numRuns: 20 },
+    )
+  })
+})
+
+describe('delivery tags', () => {
+  it('give back the connection, the direction and the kind, and are positive int32s up to NODES_MAX²/2 connections', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: (NODES_MAX * NODES_MAX) / 2 }), fc.boolean(), fc.boolean(), (conn, toB, update) => {
+        const tag = deliveryTag(conn, toB, update)
+        expect(tag).toBeGreaterThan(0)
+        expect(tag | 0).toBe(tag)
+        expect([DELIVERY.conn(tag), DELIVERY.toB(tag), DELIVERY.update(tag)]).toEqual([conn, toB, update])
+      }),
     )
   })
 })
