@@ -164,3 +164,22 @@ describe('SharedNumbering: trans sets left on a message for its receiver', () =>
     expect(JSON.stringify(message)).toBe(JSON.stringify({ neighbourSlots: ['a'], transSets: [{ 0: 1 }], entries: [] }))
   })
 })
+
+describe('messages without trans sets', () => {
+  it('share one frozen empty slot table and one frozen empty list of sets (no two arrays per message)', () => {
+    // Naive DSDV names no holders: every update it sends is such a message.
+    const u = new PhoenixCore({ id: 'u', addresses: ['addr:u'], mode: 'naive' })
+    for (const p of ['p0', 'p1', 'p2']) u.connectionUp(p, 0)
+    const sent: Effect[] = []
+    for (let i = 0; i < 100 && u.hasWork(0); i++) sent.push(...u.step(0).effects)
+    const messages = sent.flatMap((e) => (e.type === 'send' ? [e.message] : []))
+    expect(messages.length).toBe(3)
+    for (const m of messages) {
+      expect(m.entries.length).toBeGreaterThan(0)
+      expect(m.transSets).toEqual([])
+      expect(m.transSets).toBe(messages[0]!.transSets)
+      expect(m.neighbourSlots).toBe(messages[0]!.neighbourSlots)
+      expect(Object.isFrozen(m.transSets) && Object.isFrozen(m.neighbourSlots)).toBe(true)
+    }
+  })
+})
