@@ -10,6 +10,7 @@
  *   ... run scale -- --baseline ../other-checkout                                        # also run another checkout (same sizes) and print ratios
  *   ... run scale -- --report-only                                                       # rewrite the figure and the REPORT.md section from figures/scale.csv
  *   ... run scale -- --rss-limit-mib 8000                                                # stop a run whose resident set passes 8,000 MiB (default 16,384; the V8 heap limit of a run too large for 4,096 MiB)
+ *   node ... scale.ts --child --time-check --tree .. --scenario-file scenarios/paper-3-subnets.json --nodes 5000   # one run, then the final table check again, timed (stderr)
  *
  * Each row also records the machine's load average during the run (wall time depends on it) and
  * the live set at the end (heap and array buffers after a full collection).
