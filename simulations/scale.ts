@@ -10,6 +10,7 @@
  *   ... run scale -- --baseline ../other-checkout                                        # also run another checkout (same sizes) and print ratios
  *   ... run scale -- --report-only                                                       # rewrite the figure and the REPORT.md section from figures/scale.csv
  *   ... run scale -- --rss-limit-mib 8000                                                # stop a run whose resident set passes 8,000 MiB (default 16,384; the V8 heap limit of a run too large for 4,096 MiB)
+ *   node ... scale.ts --child --time-check --tree .. --scenario-file scenarios/paper-3-subnets.json --nodes 5000   # one run, then the final table check again, timed (stderr)
  *
  * Each row also records the machine's load average during the run (wall time depends on it) and
  * the live set at the end (heap and array buffers after a full collection).
@@ -61,6 +62,7 @@ const { values } = scriptArgs(
       tree: { type: 'string' },
       'scenario-file': { type: 'string' },
       nodes: { type: 'string' },
+      'time-check': { type: 'boolean', default: false },
     },
   },
   {
@@ -73,6 +75,7 @@ const { values } = scriptArgs(
       baseline: 'another checkout: run it too, at the same sizes, and print the ratios (writes nothing)',
       'report-only': 'rewrite the figure and the REPORT.md section from figures/scale.csv',
       child: 'internal: one run, its outcome as a JSON line (with --tree, --scenario-file, --nodes)',
+      'time-check': 'with --child: check every table a second time after the run and print how long that check took (stderr)',
     },
   },
 )
@@ -150,6 +153,12 @@ async function child(): Promise<void> {
     outcome.liveMiB = (memory.heapUsed + memory.arrayBuffers) / 2 ** 20
     // Used after the collection, so the simulation is still reachable during it.
     if (simulation === undefined) throw new Error('scale: the simulation was not kept')
+  }
+  if (values['time-check']) {
+    // The run's own check is inside its wall time; this one repeats it alone (same method, same tables).
+    const checkStart = performance.now()
+    const check = simulation.checkTables()
+    process.stderr.write(`  table check: ${((performance.now() - checkStart) / 1000).toFixed(2)} s (${check.method}, ${check.ok ? 'ok' : 'failed'})\n`)
   }
   // The co-hubs' waits (packages/core fanout.ts), summed over the gateways: how many send rounds
   // waited for another gateway's plan, and how many of those waits the bound ended instead.

@@ -175,7 +175,7 @@ function hubsServe(p: CoreParts, entry: RouteEntry): void {
   // alternates.ts: with several next hops, holding it at exactly our offer is not covered.
   if (!table.alternates.covers(HUB_NEIGHBOUR_HOPS, entry.nhops + 1)) return
   for (const [hub, served] of p.neighbours.servedBy) {
-    if (!served.has(entry.row) || entry.rcpt.containsAll(served)) continue
+    if (!served.has(entry.row) || table.holders.covers(entry.rcpt, served)) continue
     entry.rcpt = table.holders.union(entry.rcpt, -1, served)
     entry.rcptHopsMax = Math.max(entry.rcptHopsMax, HUB_NEIGHBOUR_HOPS)
     entry.vouchers = table.holders.union(entry.vouchers, hub, undefined)

@@ -7,6 +7,14 @@ import { seqNewer } from './seq.ts'
 import type { Effect, NodeId, RouteAdvert, StepResult, UpdateMessage } from './types.ts'
 
 /**
+ * The slot table and trans sets of a message without trans sets (a hello, a record with no
+ * holders to name): one frozen empty list each, shared by every such message, not two new arrays
+ * per message (a one-subnet run has every node's hello to every other in flight at once).
+ */
+const NO_SLOTS: readonly NodeId[] = Object.freeze([])
+const NO_SETS: readonly Uint8Array[] = Object.freeze([])
+
+/**
  * Priority 3 of the scheduler: one step of a send round. Every changed entry (every entry, after a
  * new neighbour) goes to each neighbour that is in neither its trans nor its rcpt, and all entries
  * for one neighbour go out merged, in messages of at most `entriesPerMessageMax` entries. A round
@@ -421,7 +429,7 @@ class SendRound {
       }
       return this.advertFor(entry, index)
     })
-    const message: UpdateMessage = { neighbourSlots: transSets.length > 0 ? this.slotTable : [], transSets, entries: adverts, ...(hello !== undefined ? { hello } : {}), ...(lost !== undefined ? { lostNeighbours: lost } : {}), ...(planEnd ? { planEnd: true as const } : {}), ...(allServed && transSets.length > 0 ? { allServed: true as const } : {}) }
+    const message: UpdateMessage = { neighbourSlots: transSets.length > 0 ? this.slotTable : NO_SLOTS, transSets: transSets.length > 0 ? transSets : NO_SETS, entries: adverts, ...(hello !== undefined ? { hello } : {}), ...(lost !== undefined ? { lostNeighbours: lost } : {}), ...(planEnd ? { planEnd: true as const } : {}), ...(allServed && transSets.length > 0 ? { allServed: true as const } : {}) }
     const numbering = this.p.numbering
     if (numbering !== undefined && transSets.length > 0) {
       numbering.attach(

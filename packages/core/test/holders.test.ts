@@ -75,6 +75,22 @@ describe('HolderSets: the memo of recent operations', () => {
     )
   })
 
+  it('covers(a, b) answers a.containsAll(b), asked twice over a few sets (the second from the memo, across collisions)', () => {
+    fc.assert(
+      fc.property(fc.array(members, { minLength: 1, maxLength: 6 }), fc.array(fc.tuple(fc.nat(), fc.nat()), { maxLength: 40 }), fc.constantFrom(1, 2, 8), (seeds, pairs, memoSlots) => {
+        const holders = new HolderSets(1_000, memoSlots)
+        // Frozen sets (the memo's keys) and unfrozen ones of the same contents (never remembered).
+        const pool = [...seeds.map((m) => holders.union(setOf(m), -1, undefined)), ...seeds.map((m) => setOf(m))]
+        for (const [i, j] of [...pairs, ...pairs]) {
+          const a = pool[i % pool.length]!
+          const b = pool[j % pool.length]!
+          const expected = membersOf(b).every((m) => a.has(m))
+          expect(holders.covers(a, b)).toBe(expected)
+        }
+      }),
+    )
+  })
+
   it('a memo size that is not a power of two is refused', () => {
     expect(() => new HolderSets(10, 3)).toThrow(/memoSlots/)
   })
@@ -146,5 +162,24 @@ describe('SharedNumbering: trans sets left on a message for its receiver', () =>
     expect(other.setsOf(message)).toBeUndefined()
     expect(numbering.setsOf({ ...message })).toBeUndefined()
     expect(JSON.stringify(message)).toBe(JSON.stringify({ neighbourSlots: ['a'], transSets: [{ 0: 1 }], entries: [] }))
+  })
+})
+
+describe('messages without trans sets', () => {
+  it('share one frozen empty slot table and one frozen empty list of sets (no two arrays per message)', () => {
+    // Naive DSDV names no holders: every update it sends is such a message.
+    const u = new PhoenixCore({ id: 'u', addresses: ['addr:u'], mode: 'naive' })
+    for (const p of ['p0', 'p1', 'p2']) u.connectionUp(p, 0)
+    const sent: Effect[] = []
+    for (let i = 0; i < 100 && u.hasWork(0); i++) sent.push(...u.step(0).effects)
+    const messages = sent.flatMap((e) => (e.type === 'send' ? [e.message] : []))
+    expect(messages.length).toBe(3)
+    for (const m of messages) {
+      expect(m.entries.length).toBeGreaterThan(0)
+      expect(m.transSets).toEqual([])
+      expect(m.transSets).toBe(messages[0]!.transSets)
+      expect(m.neighbourSlots).toBe(messages[0]!.neighbourSlots)
+      expect(Object.isFrozen(m.transSets) && Object.isFrozen(m.neighbourSlots)).toBe(true)
+    }
   })
 })

@@ -14,11 +14,13 @@ export const SUBNETS_MAX = 250
 export const SCENARIO_EVENTS_MAX = 10_000
 
 /**
- * Pending events in the event queue. A 10,000-node run keeps a few million messages and dials in
- * flight at its peak (each node has at most one merged message per neighbour in flight per
- * round); 40 M events of ~100 bytes is the most memory (4 GiB) we allow the queue to take.
+ * Pending events in the event queue. A one-subnet run has every node's hello to every other in
+ * flight at once: N(N−1) messages (998,470 events in the queue at 1,000 processes), ~100 M at
+ * 10,000, which the former 40 M would have stopped. The queue's own cost is ~28 bytes an event
+ * (time and number 16, tag 4, reference 8; heap.ts), 3.4 GB at this limit, under V8's largest
+ * array (2^27 − 3 elements, the references' column); the messages themselves are the core's.
  */
-export const EVENT_QUEUE_MAX = 40_000_000
+export const EVENT_QUEUE_MAX = 120_000_000
 
 /**
  * Events processed in one run. Bounds a run that never settles (say, a routing bug that keeps

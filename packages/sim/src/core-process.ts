@@ -128,7 +128,7 @@ export class CoreProcess implements SimProcess {
     for (const effect of this.core.leave(nowMs)) {
       if (effect.type !== 'send') continue
       const to = kernel.node(effect.to)
-      lastArrival.set(to.index, network.send(this.node, to, { t: 'update', message: effect.message }, nowMs, effect.message.entries.length, this.env.sizeOfUpdate(effect.message)))
+      lastArrival.set(to.index, network.sendUpdate(this.node, to, effect.message, nowMs, this.env.sizeOfUpdate(effect.message)))
     }
     return lastArrival
   }
@@ -183,7 +183,7 @@ export class CoreProcess implements SimProcess {
     for (const effect of effects) {
       if (effect.type === 'send') {
         const to = kernel.node(effect.to)
-        network.send(this.node, to, { t: 'update', message: effect.message }, atMs, effect.message.entries.length, this.env.sizeOfUpdate(effect.message))
+        network.sendUpdate(this.node, to, effect.message, atMs, this.env.sizeOfUpdate(effect.message))
       } else if (effect.type === 'dial') {
         network.startDial(this.node, effect.address, atMs)
       } else {

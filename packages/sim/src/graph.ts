@@ -1,6 +1,10 @@
 import type { RouteCheckFailure, ValidRoute } from '@phoenix-overlay/core'
 import { CHECK_DISTANCE_CELLS_MAX } from './constants.ts'
 
+/** FNV-1a's constants, over node numbers instead of bytes (a hash of a closed neighbourhood). */
+const FNV_OFFSET_BASIS = 0x811c9dc5
+const FNV_PRIME = 0x01000193
+
 /**
  * An undirected graph over node numbers 0..n-1 in compressed sparse rows, with sorted neighbour
  * lists (adjacency tests by binary search) and its true-twin classes: nodes with the same closed
@@ -35,19 +39,56 @@ export class Graph {
     }
     for (let i = 0; i < n; i++) this.adjacent.subarray(this.start[i]!, this.start[i + 1]!).sort()
     this.classOf = new Int32Array(n)
-    const classByKey = new Map<string, number>()
+    // Classes by a hash of the closed neighbourhood, each candidate compared member by member: a
+    // string of every closed neighbourhood was N² numbers printed in a clique (at 10,000
+    // processes in one subnet, ~500 MB of strings to find one class).
+    const classesByHash = new Map<number, number[]>()
     for (let v = 0; v < n; v++) {
-      const closed = Array.from(this.neighbours(v))
-      closed.push(v)
-      closed.sort((x, y) => x - y)
-      const key = closed.join(',')
-      let c = classByKey.get(key)
+      const hash = this.closedHash(v)
+      let bucket = classesByHash.get(hash)
+      if (bucket === undefined) classesByHash.set(hash, (bucket = []))
+      let c = bucket.find((k) => this.twins(this.classRep[k]!, v))
       if (c === undefined) {
         c = this.classRep.length
-        classByKey.set(key, c)
+        bucket.push(c)
         this.classRep.push(v)
       }
       this.classOf[v] = c
+    }
+  }
+
+  /** A hash of N[v] (v's sorted neighbours with v in its place), the same for twins. */
+  private closedHash(v: number): number {
+    let hash = FNV_OFFSET_BASIS
+    let placed = false
+    for (let i = this.start[v]!; i < this.start[v + 1]!; i++) {
+      const x = this.adjacent[i]!
+      if (!placed && x > v) {
+        hash = Math.imul(hash ^ v, FNV_PRIME)
+        placed = true
+      }
+      hash = Math.imul(hash ^ x, FNV_PRIME)
+    }
+    return placed ? hash : Math.imul(hash ^ v, FNV_PRIME)
+  }
+
+  /** Whether N[u] = N[v] (true twins): u and v adjacent (or the same) and their other neighbours the same. */
+  twins(u: number, v: number): boolean {
+    if (u === v) return true
+    const du = this.start[u + 1]! - this.start[u]!
+    if (du !== this.start[v + 1]! - this.start[v]! || !this.isAdjacent(u, v)) return false
+    // N(u) \ {v} = N(v) \ {u}: two sorted lists of du - 1 members each.
+    let i = this.start[u]!
+    let j = this.start[v]!
+    const iEnd = this.start[u + 1]!
+    const jEnd = this.start[v + 1]!
+    for (;;) {
+      if (i < iEnd && this.adjacent[i] === v) i++
+      if (j < jEnd && this.adjacent[j] === u) j++
+      if (i === iEnd || j === jEnd) return i === iEnd && j === jEnd
+      if (this.adjacent[i] !== this.adjacent[j]) return false
+      i++
+      j++
     }
   }
 

@@ -1,4 +1,4 @@
-import { invariant } from '@phoenix-overlay/core'
+import { invariant, type UpdateMessage } from '@phoenix-overlay/core'
 import { EventQueue } from './heap.ts'
 import type { LinkSlot } from './links.ts'
 import type { Payload, SimNode } from './process.ts'
@@ -8,13 +8,28 @@ import type { Scenario } from './scenario.ts'
 export type SimEvent =
   | { readonly k: 'step'; readonly node: SimNode; readonly token: number }
   | { readonly k: 'dial'; readonly node: SimNode; readonly incarnation: number; readonly address: string; readonly target: SimNode | undefined; readonly ok: boolean; readonly first: boolean }
-  | { readonly k: 'deliver'; readonly conn: LinkSlot; readonly toB: boolean; readonly payload: Payload }
   | { readonly k: 'down'; readonly node: SimNode; readonly incarnation: number; readonly peer: SimNode; readonly connId: number }
   | { readonly k: 'scenario'; readonly index: number }
   | { readonly k: 'start'; readonly node: SimNode; readonly first?: boolean }
   | { readonly k: 'close'; readonly conn: LinkSlot }
   | { readonly k: 'sample' }
   | { readonly k: 'quiet' }
+
+/**
+ * A delivery's tag in the event queue: 1 + 4·slot + 2 if the item is a bare core update (its
+ * `Payload` made only when it is delivered) + 1 if it goes to the connection's `b` end; 0 tags the
+ * other events, which are objects. Slots stay below NODES_MAX²/2, so the tag fits an int32.
+ */
+export function deliveryTag(conn: LinkSlot, toB: boolean, update: boolean): number {
+  return 1 + 4 * conn + (update ? 2 : 0) + (toB ? 1 : 0)
+}
+
+/** What a delivery's tag (`deliveryTag`, > 0) says: its connection, whether to `b`, whether a bare core update. */
+export const DELIVERY = {
+  conn: (tag: number): LinkSlot => (tag - 1) >> 2,
+  toB: (tag: number): boolean => ((tag - 1) & 1) === 1,
+  update: (tag: number): boolean => ((tag - 1) & 2) === 2,
+} as const
 
 /** What a run counts as it goes; the result is assembled from it (`result.ts`). */
 export interface SimCounters {
@@ -50,7 +65,8 @@ export interface SimCounters {
  */
 export class Kernel {
   nowMs = 0
-  readonly queue = new EventQueue<SimEvent>()
+  /** Events, and deliveries as their payload alone, tagged `deliveryTag` (`scheduleDelivery`). */
+  readonly queue = new EventQueue<SimEvent | Payload | UpdateMessage>()
   readonly byId = new Map<string, SimNode>()
   readonly byAddress = new Map<string, SimNode>()
   readonly counters: SimCounters
@@ -88,6 +104,17 @@ export class Kernel {
 
   schedule(atMs: number, event: SimEvent): void {
     this.queue.push(atMs, event)
+  }
+
+  /**
+   * `item` arrives on connection `conn` at its `b` end (`toB`) or its `a` end at `atMs`: queued
+   * as itself under a tag (deliveryTag), no event object per message, and a core's update
+   * (`update`) bare, without its `Payload`. A one-subnet run holds every hello of its burst in
+   * the queue at once (1,000 processes: 998,470 events), each as long as hundreds of young
+   * collections: two objects fewer per message to copy and to mark.
+   */
+  scheduleDelivery(atMs: number, conn: LinkSlot, toB: boolean, item: Payload | UpdateMessage, update: boolean): void {
+    this.queue.push(atMs, item, deliveryTag(conn, toB, update))
   }
 
   /** The node is busy for `costMs` more, after whatever it was already doing; returns when it is free. */

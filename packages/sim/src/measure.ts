@@ -214,8 +214,10 @@ export class Measurement {
     let linksTotal = 0
     const { table } = this.network
     for (const u of live) linksTotal += table.degree(u.index)
-    // At most every link of a live node, two numbers each; one pass over the links, and the unused tail cut off.
-    const pairs = new Int32Array(2 * linksTotal)
+    // Two numbers per connection, each counted at both its ends in linksTotal: at most linksTotal
+    // numbers (twice that was 400 MB too many at 10,000 processes in one subnet); one pass over
+    // the links, and the unused tail (connections to nodes not live) cut off.
+    const pairs = new Int32Array(linksTotal)
     let at = 0
     for (const u of live) {
       table.forEachOf(u.index, (v) => {

@@ -1,4 +1,4 @@
-import { invariant, subnetFirewallAllows } from '@phoenix-overlay/core'
+import { invariant, subnetFirewallAllows, type UpdateMessage } from '@phoenix-overlay/core'
 import { HELD_MESSAGES_PER_LINK_MAX } from './constants.ts'
 import { SimulationError } from './errors.ts'
 import type { Kernel, SimEvent } from './kernel.ts'
@@ -11,9 +11,12 @@ export interface LinkClass {
   readonly msPerByte: number
 }
 
-/** A node pair's key, the same either way round. */
-function pairKey(a: SimNode, b: SimNode): string {
-  return a.index < b.index ? `${a.index}|${b.index}` : `${b.index}|${a.index}`
+/** Node indices in a pair key: NODES_MAX (20,000) fits 15 bits. */
+const PAIR_SHIFT = 15
+
+/** A node pair's key, the same either way round (a number: a string per dial was allocated and hashed twice). */
+function pairKey(a: SimNode, b: SimNode): number {
+  return a.index < b.index ? (a.index << PAIR_SHIFT) | b.index : (b.index << PAIR_SHIFT) | a.index
 }
 
 /**
@@ -24,7 +27,7 @@ function pairKey(a: SimNode, b: SimNode): string {
  */
 export class Network {
   /** Node pairs whose link failed (a `linkFail` event): no dial between them until `linkHeal`. */
-  private readonly blockedPairs = new Set<string>()
+  private readonly blockedPairs = new Set<number>()
   private readonly links: { readonly intra: LinkClass; readonly inter: LinkClass }
   /** The connections (open, and closed ones events still name). */
   readonly table: LinkTable
@@ -45,7 +48,7 @@ export class Network {
   /** May `from` open a connection to `to` now: the subnet firewall, and the link not failed. */
   allowed(from: SimNode, to: SimNode): boolean {
     if (from === to) return false
-    if (this.blockedPairs.has(pairKey(from, to))) return false
+    if (this.blockedPairs.size > 0 && this.blockedPairs.has(pairKey(from, to))) return false
     return subnetFirewallAllows(from, to)
   }
 
@@ -67,9 +70,8 @@ export class Network {
   failedAllowedLinks(): number {
     let blocked = 0
     for (const key of this.blockedPairs) {
-      const [a, b] = key.split('|').map(Number) as [number, number]
-      const x = this.kernel.nodes[a]!
-      const y = this.kernel.nodes[b]!
+      const x = this.kernel.nodes[key >> PAIR_SHIFT]!
+      const y = this.kernel.nodes[key & ((1 << PAIR_SHIFT) - 1)]!
       if (x.alive && y.alive && x !== y && (subnetFirewallAllows(x, y) || subnetFirewallAllows(y, x))) blocked++
     }
     return blocked
@@ -212,6 +214,15 @@ export class Network {
    * (bandwidth), arriving a latency later; returns the arrival time. Counted even if lost.
    */
   send(from: SimNode, to: SimNode, payload: Payload, departMs: number, entries: number, bytes: number): number {
+    return this.transmit(from, to, payload, false, departMs, entries, bytes)
+  }
+
+  /** `send` of a core's update, queued bare (`Kernel.scheduleDelivery`): its `Payload` is made when it arrives. */
+  sendUpdate(from: SimNode, to: SimNode, message: UpdateMessage, departMs: number, bytes: number): number {
+    return this.transmit(from, to, message, true, departMs, message.entries.length, bytes)
+  }
+
+  private transmit(from: SimNode, to: SimNode, item: Payload | UpdateMessage, update: boolean, departMs: number, entries: number, bytes: number): number {
     const counters = this.kernel.counters
     counters.messages++
     counters.entries += entries
@@ -232,14 +243,14 @@ export class Network {
     counters.inFlight++
     const arrival = txEnd + link.latencyMs
     table.retain(conn)
-    this.kernel.schedule(arrival, { k: 'deliver', conn, toB, payload })
+    this.kernel.scheduleDelivery(arrival, conn, toB, item, update)
     return arrival
   }
 
-  onDeliver(e: Extract<SimEvent, { k: 'deliver' }>): void {
+  /** A delivery is due (`Kernel.scheduleDelivery`, its tag read back). */
+  onDeliver(conn: LinkSlot, toB: boolean, payload: Payload): void {
     const counters = this.kernel.counters
     counters.inFlight--
-    const { conn, toB, payload } = e
     const { table } = this
     const nodes = this.kernel.nodes
     const to = nodes[toB ? table.b[conn]! : table.a[conn]!]!
@@ -250,7 +261,8 @@ export class Network {
       return
     }
     const key = 2 * conn + (toB ? 1 : 0)
-    let held = this.held.get(key)
+    // Almost no link ever holds anything: no lookup per delivery while none does.
+    let held = this.held.size === 0 ? undefined : this.held.get(key)
     if (held !== undefined || !this.accept(to, nodes[toB ? table.a[conn]! : table.b[conn]!]!, payload)) {
       if (held === undefined) this.held.set(key, (held = []))
       if (held.length >= HELD_MESSAGES_PER_LINK_MAX) {

@@ -1,15 +1,15 @@
-import { SharedNumbering } from '@phoenix-overlay/core'
+import { SharedNumbering, type UpdateMessage } from '@phoenix-overlay/core'
 import { encodedUpdateSize } from '@phoenix-overlay/wire'
 import { MasterBaseline } from './baselines/master.ts'
 import { EVENTS_PER_RUN_MAX, PRNG_SALTS, PROGRESS_EVERY_EVENTS, QUIET_CHECK_EVERY_MS, SHARED_NUMBERING_NODES_MAX } from './constants.ts'
 import { CoreProcess, NumberedNodes, coreConfigFor, type CoreProcessEnv, type UpdateSizer } from './core-process.ts'
 import { SimulationError } from './errors.ts'
-import { Kernel, type SimEvent } from './kernel.ts'
+import { DELIVERY, Kernel, type SimEvent } from './kernel.ts'
 import { Lifecycle } from './lifecycle.ts'
 import { Measurement, type RouteCorruption, type TableCheck, type TableDump } from './measure.ts'
 import { Network } from './network.ts'
 import { Prng } from '@phoenix-overlay/core/testing'
-import { createNodes, type SimNode, type SimProcess, type SimRoute } from './process.ts'
+import { createNodes, type Payload, type SimNode, type SimProcess, type SimRoute } from './process.ts'
 import { assembleResult, round3, type SimResult } from './result.ts'
 import { checkNodesCanMeet, type Scenario } from './scenario.ts'
 
@@ -111,8 +111,11 @@ export class Simulation {
     this.scheduleStart()
     const handlers = this.handlers()
     const { kernel, scenario } = this
-    while (kernel.queue.size > 0) {
-      const { timeMs, item } = kernel.queue.pop()
+    const queue = kernel.queue
+    while (queue.size > 0) {
+      const timeMs = queue.peekTime()!
+      const tag = queue.peekTag()
+      const item = queue.take()
       if (timeMs > scenario.endMs) {
         kernel.nowMs = scenario.endMs
         break
@@ -120,7 +123,9 @@ export class Simulation {
       kernel.nowMs = timeMs
       if (++this.events > EVENTS_PER_RUN_MAX) throw new SimulationError('LIMIT_EXCEEDED', `more than ${EVENTS_PER_RUN_MAX} events (EVENTS_PER_RUN_MAX)`)
       if (this.events % PROGRESS_EVERY_EVENTS === 0) options.onProgress?.(kernel.nowMs, this.events, this.reachableFraction())
-      ;(handlers[item.k] as (event: SimEvent) => void)(item)
+      // A delivery is its payload under a tag (kernel.ts deliveryTag); the rest are event objects.
+      if (tag > 0) this.deliver(tag, item as Payload | UpdateMessage)
+      else (handlers[(item as SimEvent).k] as (event: SimEvent) => void)(item as SimEvent)
       if (this.converged) break
     }
     this.finished = true
@@ -128,6 +133,12 @@ export class Simulation {
     if (this.converged && measurement.samples.at(-1)?.tMs !== round3(kernel.nowMs)) measurement.sample(true)
     options.onProgress?.(kernel.nowMs, this.events, this.reachableFraction())
     return this.result()
+  }
+
+  /** A delivery is due: its connection, direction and kind from its tag (kernel.ts `deliveryTag`). */
+  private deliver(tag: number, item: Payload | UpdateMessage): void {
+    const payload: Payload = DELIVERY.update(tag) ? { t: 'update', message: item as UpdateMessage } : (item as Payload)
+    this.network.onDeliver(DELIVERY.conn(tag), DELIVERY.toB(tag), payload)
   }
 
   private reachableFraction(): number {
@@ -155,7 +166,6 @@ export class Simulation {
     const { kernel, network, measurement, lifecycle } = this
     return {
       step: (e) => kernel.onStep(e, (node) => network.retryHeld(node)),
-      deliver: (e) => network.onDeliver(e),
       dial: (e) => network.onDialDone(e),
       down: (e) => network.onDown(e),
       close: (e) => network.onClose(e),

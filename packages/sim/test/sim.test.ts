@@ -2,6 +2,8 @@ import { readFileSync } from 'node:fs'
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import type { CoreProcess } from '../src/core-process.ts'
+import { NODES_MAX } from '../src/constants.ts'
+import { DELIVERY, deliveryTag } from '../src/kernel.ts'
 import { EventQueue, Graph, Simulation, checkRoutesFast, SimulationError, parseScenario, resultToJson, scaleScenario, simulate, type Scenario } from '../src/index.ts'
 
 const scenarioFile = (name: string): unknown => JSON.parse(readFileSync(new URL(`../../../simulations/scenarios/${name}`, import.meta.url), 'utf8'))
@@ -26,6 +28,45 @@ describe('event queue', () => {
         expect(out).toEqual(expected)
       }),
       { numRuns: 200 },
+    )
+  })
+
+  it('pops in (time, insertion) order, each item with its tag, with pushes between pops, past its first growth (1,024 slots) and several levels', () => {
+    fc.assert(
+      fc.property(fc.array(fc.tuple(fc.integer({ min: 0, max: 50 }), fc.nat({ max: 3 })), { minLength: 1_500, maxLength: 4_000 }), (ops) => {
+        const q = new EventQueue<number>()
+        // The reference: a sorted list of the pending (time, number), kept by insertion.
+        const pending: [number, number][] = []
+        let clock = 0
+        ops.forEach(([dt, pops], i) => {
+          // Each item tagged with its own number, read back beside it.
+          q.push(clock + dt, i, i)
+          pending.push([clock + dt, i])
+          for (let k = 0; k < pops && q.size > 0; k++) {
+            pending.sort((a, b) => a[0] - b[0] || a[1] - b[1])
+            const [t, item] = pending.shift()!
+            expect(q.peekTime()).toBe(t)
+            expect(q.peekTag()).toBe(item)
+            expect(q.take()).toBe(item)
+            clock = t
+          }
+          expect(q.size).toBe(pending.length)
+        })
+      }),
+      { numRuns: 20 },
+    )
+  })
+})
+
+describe('delivery tags', () => {
+  it('give back the connection, the direction and the kind, and are positive int32s up to NODES_MAX²/2 connections', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: (NODES_MAX * NODES_MAX) / 2 }), fc.boolean(), fc.boolean(), (conn, toB, update) => {
+        const tag = deliveryTag(conn, toB, update)
+        expect(tag).toBeGreaterThan(0)
+        expect(tag | 0).toBe(tag)
+        expect([DELIVERY.conn(tag), DELIVERY.toB(tag), DELIVERY.update(tag)]).toEqual([conn, toB, update])
+      }),
     )
   })
 })
@@ -132,6 +173,43 @@ describe('final table check', () => {
         }
       }),
       { numRuns: 60 },
+    )
+  })
+})
+
+describe('twin classes', () => {
+  it('are the classes of equal closed neighbourhoods, numbered by first member', () => {
+    // Random graphs of up to 12 nodes, cliques among them (where twins are), edges given twice.
+    const graphs = fc.integer({ min: 1, max: 12 }).chain((n) =>
+      fc.tuple(fc.constant(n), fc.array(fc.tuple(fc.nat(n - 1), fc.nat(n - 1)), { maxLength: 40 }), fc.array(fc.nat(n - 1), { maxLength: 6 })),
+    )
+    fc.assert(
+      fc.property(graphs, ([n, pairs, clique]) => {
+        const seen = new Set<string>()
+        const edges: [number, number][] = []
+        const add = (a: number, b: number): void => {
+          const key = `${Math.min(a, b)},${Math.max(a, b)}`
+          if (a === b || seen.has(key)) return
+          seen.add(key)
+          edges.push([a, b])
+        }
+        for (const [a, b] of pairs) add(a, b)
+        for (const a of clique) for (const b of clique) add(a, b)
+        const graph = new Graph(n, edges)
+        const closed = (v: number): string => [...graph.neighbours(v), v].sort((x, y) => x - y).join(',')
+        const reps: number[] = []
+        const classOf = Array.from({ length: n }, (_, v) => {
+          const c = reps.findIndex((r) => closed(r) === closed(v))
+          if (c >= 0) return c
+          reps.push(v)
+          return reps.length - 1
+        })
+        expect([...graph.classOf]).toEqual(classOf)
+        expect(graph.classRep).toEqual(reps)
+        // Every pair, not only those whose hashes met in a bucket.
+        for (let u = 0; u < n; u++) for (let v = 0; v < n; v++) expect(graph.twins(u, v)).toBe(closed(u) === closed(v))
+      }),
+      { numRuns: 300 },
     )
   })
 })
