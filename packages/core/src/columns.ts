@@ -12,6 +12,8 @@ const PRESENT = 1
 const DIRTY = 2
 /** Learned only as unreachable (RouteEntry.hearsay). */
 const HEARSAY = 4
+/** Removed, with its old position still in `order` (dropped at the next compaction, which an insert of the row forces). */
+const IN_ORDER = 8
 const NONE = -1
 const NO_NAMES: readonly string[] = Object.freeze([])
 
@@ -40,7 +42,7 @@ export class RouteColumns {
   private capacity = 0
   /** Present rows (the table's size). */
   private present = 0
-  /** Flags per row: PRESENT, DIRTY, HEARSAY. */
+  /** Flags per row: PRESENT, DIRTY, HEARSAY, IN_ORDER. */
   private flags = new Uint8Array(0)
   seq = new Uint32Array(0)
   /** Hops to the destination; HOPS_NONE when unreachable. */
@@ -49,9 +51,15 @@ export class RouteColumns {
   rcptHopsMax = new Uint16Array(0)
   /** The next hop's node index; NONE when unreachable. A next hop is a neighbour: its index lives as long as the route. */
   fwd = new Int32Array(0)
-  changedAtMs = new Float64Array(0)
-  /** Where the row sits in `order`. */
-  private orderAt = new Int32Array(0)
+  /**
+   * `RouteEntry.changedAtMs`, kept only for rows that are unreachable (odd seq) when it is written:
+   * it is read only of unreachable rows (expiry, and the oldest unreachable dirty row), and every
+   * change that makes a row unreachable writes it after the seq (`RouteTable.adopt`, `invalidate`;
+   * a new row reads 0, as its blank column did). A Float64 column was 8 bytes a (node,
+   * destination) pair, nearly all of reachable rows (heap snapshot, 1,000 processes, three
+   * subnets). At most one per row; a row's time goes when it is written reachable or removed.
+   */
+  private readonly unreachableSinceMs = new Map<number, number>()
   /** Who introduced the destination; an id, not an index: it outlives the introducer's own entry (police.ts counts against it). */
   introducedBy: (NodeId | undefined)[] = []
   /** trans, rcpt and vouchers by id in `ids` (read through `transOf` etc.; EMPTY_SET_ID in a blank row). */
@@ -69,9 +77,12 @@ export class RouteColumns {
   private namesList: (readonly string[] | undefined)[] | undefined
   private signatureList: (Uint8Array | undefined)[] | undefined
   /**
-   * Rows in insertion order, NONE where a row was removed; compacted on insert once half is holes,
-   * so it holds at most twice the present rows. Map iteration order was insertion order, and a
-   * send round's messages follow it: keeping it keeps results byte-identical.
+   * Rows in insertion order, with the positions of removed rows (IN_ORDER) until compacted:
+   * compacted on insert once half is holes, so it holds at most twice the present rows, and before
+   * a removed row is inserted again (its old position would otherwise name it twice). No column of
+   * positions: a removal leaves its position behind instead of clearing it (4 bytes a pair).
+   * Map iteration order was insertion order, and a send round's messages follow it: keeping it
+   * keeps results byte-identical.
    */
   private order = new Int32Array(0)
   private orderLength = 0
@@ -154,16 +165,14 @@ export class RouteColumns {
     if (row === undefined) return undefined
     invariant(!this.has(row), 'a destination is inserted once')
     if (row >= this.capacity) this.grow(row + 1)
-    this.flags[row] = PRESENT
     this.seq[row] = 0
     this.nhops[row] = HOPS_NONE
     this.rcptHopsMax[row] = 0
     this.fwd[row] = NONE
-    this.changedAtMs[row] = 0
     this.clearReferences(row)
-    if (this.orderHoles > 0 && this.orderHoles * 2 >= this.orderLength) this.compactOrder()
+    if ((this.orderHoles > 0 && this.orderHoles * 2 >= this.orderLength) || (this.flags[row]! & IN_ORDER) !== 0) this.compactOrder()
+    this.flags[row] = PRESENT
     if (this.orderLength === this.order.length) this.order = grownInt32(this.order, Math.max(ROWS_INITIAL, this.orderLength * 2), NONE)
-    this.orderAt[row] = this.orderLength
     this.order[this.orderLength++] = row
     this.present++
     return row
@@ -172,11 +181,27 @@ export class RouteColumns {
   /** Forgets `row` (not dirty: the caller keeps dirty rows); what it referenced is let go, its numbers stay until the row is inserted again. */
   remove(row: number): void {
     invariant(this.has(row) && (this.flags[row]! & DIRTY) === 0, 'only a present, clean row is removed')
-    this.flags[row] = 0
-    this.order[this.orderAt[row]!] = NONE
+    this.flags[row] = IN_ORDER
     this.orderHoles++
     this.present--
+    this.unreachableSinceMs.delete(row)
     this.clearReferences(row)
+  }
+
+  /** `RouteEntry.changedAtMs` of an unreachable row (0 if never written since it became so, as a new row's). */
+  changedAtMsOf(row: number): number {
+    return this.unreachableSinceMs.get(row) ?? 0
+  }
+
+  /** How many rows keep a `changedAtMs` (tests: only unreachable rows do). */
+  get changedTimesKept(): number {
+    return this.unreachableSinceMs.size
+  }
+
+  /** Keeps `ms` only if the row is unreachable now (see `unreachableSinceMs`): a reachable row's time is never read. */
+  setChangedAtMs(row: number, ms: number): void {
+    if (isUnreachableSeq(this.seq[row]!)) this.unreachableSinceMs.set(row, ms)
+    else this.unreachableSinceMs.delete(row)
   }
 
   /** Lets go of what `row` referenced (shared sets, the record's names, addresses and signature): a blank row's values. */
@@ -240,7 +265,7 @@ export class RouteColumns {
     const { order, flags, transId, rcptId, seq, ids } = this
     for (let i = 0; i < this.orderLength; i++) {
       const row = order[i]!
-      if (row !== NONE && wanted(row, (flags[row]! & DIRTY) !== 0, ids.at(transId[row]!), ids.at(rcptId[row]!), seq[row]!)) out.push(row)
+      if ((flags[row]! & PRESENT) !== 0 && wanted(row, (flags[row]! & DIRTY) !== 0, ids.at(transId[row]!), ids.at(rcptId[row]!), seq[row]!)) out.push(row)
     }
     return out
   }
@@ -249,7 +274,7 @@ export class RouteColumns {
   *rows(): IterableIterator<number> {
     for (let i = 0; i < this.orderLength; i++) {
       const row = this.order[i]!
-      if (row !== NONE) yield row
+      if ((this.flags[row]! & PRESENT) !== 0) yield row
     }
   }
 
@@ -290,7 +315,7 @@ export class RouteColumns {
     let oldest = Number.POSITIVE_INFINITY
     for (const row of this.dirtyList) {
       if (row === except || !isUnreachableSeq(this.seq[row]!)) continue
-      const at = this.changedAtMs[row]!
+      const at = this.changedAtMsOf(row)
       if (at < oldest) oldest = at
     }
     return oldest
@@ -301,12 +326,16 @@ export class RouteColumns {
     this.dirtyList.length = 0
   }
 
+  /** Drops the positions of removed rows (each loses its IN_ORDER mark), keeping the order of the rest. */
   private compactOrder(): void {
     let to = 0
+    const flags = this.flags
     for (let i = 0; i < this.orderLength; i++) {
       const row = this.order[i]!
-      if (row === NONE) continue
-      this.orderAt[row] = to
+      if ((flags[row]! & PRESENT) === 0) {
+        flags[row] = flags[row]! & ~IN_ORDER
+        continue
+      }
       this.order[to++] = row
     }
     this.order.fill(NONE, to, this.orderLength)
@@ -330,8 +359,6 @@ export class RouteColumns {
     this.nhops = grown(this.nhops, new Uint16Array(capacity))
     this.rcptHopsMax = grown(this.rcptHopsMax, new Uint16Array(capacity))
     this.fwd = grownInt32(this.fwd, capacity, NONE)
-    this.changedAtMs = grown(this.changedAtMs, new Float64Array(capacity))
-    this.orderAt = grownInt32(this.orderAt, capacity, NONE)
     // Every reference column grows with the others, so a row is written within its length (a
     // write past the end of an empty list by more than ~1,000 makes V8 keep it as a hash table),
     // each in one allocation (pushed a row at a time, a list was reallocated many times on the way).
@@ -353,7 +380,7 @@ function grownList<T>(old: T[], capacity: number): T[] {
   return next
 }
 
-function grown<T extends Uint32Array | Uint16Array | Float64Array>(old: T, next: T): T {
+function grown<T extends Uint32Array | Uint16Array>(old: T, next: T): T {
   next.set(old)
   return next
 }

@@ -152,13 +152,16 @@ export class RouteEntry {
     this.columns.introducedBy[this.row] = id
   }
 
-  /** When fwd/nhops/seq last changed: how long an unreachable entry has been kept. */
+  /**
+   * When fwd/nhops/seq last changed: how long an unreachable entry has been kept. Kept only while
+   * unreachable (columns.ts `unreachableSinceMs`): write it after the seq; a reachable entry reads 0.
+   */
   get changedAtMs(): number {
-    return this.columns.changedAtMs[this.row]!
+    return this.columns.changedAtMsOf(this.row)
   }
 
   set changedAtMs(ms: number) {
-    this.columns.changedAtMs[this.row] = ms
+    this.columns.setChangedAtMs(this.row, ms)
   }
 }
 

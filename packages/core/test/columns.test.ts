@@ -54,8 +54,59 @@ describe('RouteColumns: the routing table in columns', () => {
         for (const op of steps) {
           apply(columns, index, model, dirty, op)
           expect([...columns.rows()].map((row) => columns.idOf(row))).toEqual([...model.keys()])
+          expect(columns.rowsWhere(() => true).map((row) => columns.idOf(row))).toEqual([...model.keys()])
           expect(columns.dirtyRows().map((row) => columns.idOf(row))).toEqual(dirty)
           expect(columns.size).toBe(model.size)
+        }
+      }),
+    )
+  })
+
+  it('keeps changedAtMs only for unreachable rows, and reads every unreachable row as a column of every write did (a Float64Array before)', () => {
+    // The table's discipline (table.ts): a change writes the seq, then the time (adopt, invalidate,
+    // routeDirectly); a new row takes its seq with no time (insert). The model keeps every write.
+    const step = fc.oneof(
+      fc.record({ k: fc.constant('insert' as const), node: fc.nat({ max: 7 }), odd: fc.boolean() }),
+      fc.record({ k: fc.constant('remove' as const), node: fc.nat({ max: 7 }) }),
+      { arbitrary: fc.record({ k: fc.constant('change' as const), node: fc.nat({ max: 7 }), odd: fc.boolean(), ms: fc.double({ min: 0, max: 1e12, noNaN: true }) }), weight: 4 },
+      fc.record({ k: fc.constant('dirty' as const), node: fc.nat({ max: 7 }) }),
+      fc.constant({ k: 'clear' as const }),
+    )
+    fc.assert(
+      fc.property(fc.array(step, { maxLength: 150, size: 'max' }), (steps) => {
+        const index = new NodeIndex(16)
+        const columns = new RouteColumns(index, new SetIds())
+        const model = new Map<string, { seq: number; ms: number; dirty: boolean }>()
+        for (const s of steps) {
+          if (s.k === 'clear') {
+            columns.clearDirty()
+            for (const m of model.values()) m.dirty = false
+            continue
+          }
+          const id = `n${s.node}`
+          const row = columns.rowOf(id)
+          const m = model.get(id)
+          if (s.k === 'insert' && row === undefined) {
+            const entry = columns.view(columns.insert(id)!)
+            entry.seq = s.odd ? 3 : 2
+            model.set(id, { seq: entry.seq, ms: 0, dirty: false })
+          } else if (s.k === 'remove' && row !== undefined && !m!.dirty) {
+            columns.remove(row)
+            model.delete(id)
+          } else if (s.k === 'change' && row !== undefined) {
+            const entry = columns.view(row)
+            entry.seq = entry.seq + (s.odd === (entry.seq % 2 === 0) ? 1 : 2)
+            entry.changedAtMs = s.ms
+            Object.assign(m!, { seq: entry.seq, ms: s.ms })
+          } else if (s.k === 'dirty' && row !== undefined) {
+            columns.markDirty(row)
+            m!.dirty = true
+          }
+          const unreachable = [...model].filter(([, v]) => v.seq % 2 === 1)
+          expect(unreachable.map(([d]) => columns.view(columns.rowOf(d)!).changedAtMs)).toEqual(unreachable.map(([, v]) => v.ms))
+          expect(columns.changedTimesKept).toBeLessThanOrEqual(unreachable.length)
+          const dirtyTimes = unreachable.filter(([, v]) => v.dirty).map(([, v]) => v.ms)
+          expect(columns.oldestDirtyUnreachableMs(-1)).toBe(Math.min(Number.POSITIVE_INFINITY, ...dirtyTimes))
         }
       }),
     )
@@ -85,8 +136,11 @@ describe('RouteColumns: the routing table in columns', () => {
     const b = columns.view(row)
     a.seq = 2 ** 32 - 2
     a.fwd = 'hop'
+    expect([b.seq, b.fwd, b.reachable]).toEqual([2 ** 32 - 2, 'hop', true])
+    a.seq = 2 ** 32 - 1
     a.changedAtMs = 12.25
-    expect([b.seq, b.fwd, b.changedAtMs, b.reachable]).toEqual([2 ** 32 - 2, 'hop', 12.25, true])
+    expect([b.changedAtMs, b.reachable]).toEqual([12.25, false])
+    a.seq = 2 ** 32 - 2
     expect(columns.fwd[row]).toBe(index.get('hop'))
     b.fwd = undefined
     expect(a.fwd).toBeUndefined()
