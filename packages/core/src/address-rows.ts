@@ -9,6 +9,10 @@ type RedialCode = (typeof REDIAL_CODES)[number]
 const ROWS_INITIAL = 16
 const QUEUED = 1
 const REDIAL_SHIFT = 1
+/** The redial code's bits in `flags`. */
+const REDIAL_MASK = 0b110
+/** A row of an address learned, in a book whose rows are the address numbers (`rowIsNumber`). */
+const LEARNED = 0x40
 /** A row whose address was forgotten (`remove`), free for the next one learned. */
 const FREE = 0x80
 
@@ -27,10 +31,23 @@ const FREE = 0x80
  * and its number reused); a simulator's books, on shared numberings, never forget.
  */
 export class AddressRows {
-  /** Address number (`numbers`) -> row, -1 for an address this book has not learned. */
+  /**
+   * Address number (`numbers`) -> row, -1 for an address this book has not learned. Empty in a book
+   * on a shared numbering (`rowIsNumber`).
+   */
   private rowOfNumber: Int32Array = new Int32Array(0)
-  /** Row -> address number: the row's address, and the order addresses were learned. */
+  /** Row -> address number: the row's address, and the order addresses were learned. Empty where `rowIsNumber`. */
   private numberOfRow: Int32Array = new Int32Array(0)
+  /**
+   * Whether a row is its address's number (LEARNED in `flags` once learned): in a book on a shared
+   * numbering, which never forgets, so rows need not be packed for reuse. The two columns above
+   * then stay empty: they were 8 bytes a (node, destination) pair in a simulator, where every book
+   * learns nearly every address (heap snapshot, 1,000 processes, three subnets). Such a book lists
+   * its addresses in number order, not in the order learned (nothing depends on the order: the
+   * only walk, `AddressBook.setOwnAddresses`, sets each row by itself).
+   */
+  private readonly rowIsNumber: boolean
+  /** Addresses learned, forgotten ones included (their rows are in `freeRows`). */
   private count = 0
   private capacity = 0
   /** QUEUED, and the redial code above REDIAL_SHIFT. */
@@ -92,6 +109,7 @@ export class AddressRows {
     this.numbersOwn = numbers === undefined
     this.owners = owners ?? new NodeIndex(max)
     this.ownersOwn = owners === undefined
+    this.rowIsNumber = !this.numbersOwn
   }
 
   get size(): number {
@@ -114,12 +132,15 @@ export class AddressRows {
     invariant(this.rowOf(address) < 0 && this.size < this.max, 'an address is added once, within the book limit')
     const number = this.numbers.intern(address)
     invariant(number !== undefined, 'an address is numbered within the numbering limit')
-    const row = this.freeRows.pop() ?? this.count++
-    if (row >= this.capacity) this.grow()
-    if (number >= this.rowOfNumber.length) this.rowOfNumber = grownInt32(this.rowOfNumber, Math.max(ROWS_INITIAL, number + 1, this.rowOfNumber.length * 2, this.numbers.expected), -1)
-    this.rowOfNumber[number] = row
-    this.numberOfRow[row] = number
-    this.flags[row] = 0
+    const row = this.rowIsNumber ? number : (this.freeRows.pop() ?? this.count)
+    if (this.rowIsNumber || row === this.count) this.count++
+    if (row >= this.capacity) this.grow(row + 1)
+    if (!this.rowIsNumber) {
+      if (number >= this.rowOfNumber.length) this.rowOfNumber = grownInt32(this.rowOfNumber, Math.max(ROWS_INITIAL, number + 1, this.rowOfNumber.length * 2, this.numbers.expected), -1)
+      this.rowOfNumber[number] = row
+      this.numberOfRow[row] = number
+    }
+    this.flags[row] = this.rowIsNumber ? LEARNED : 0
     this.consecutiveFailures[row] = 0
     this.retryAtMsOfRow.delete(row)
     this.dialStartedAtMsOfRow.delete(row)
@@ -136,7 +157,7 @@ export class AddressRows {
    */
   remove(address: PhysicalAddress): boolean {
     const row = this.rowOf(address)
-    if (row < 0 || !this.numbersOwn || !this.ownersOwn) return false
+    if (row < 0 || this.rowIsNumber || !this.ownersOwn) return false
     const owner = this.ownerOfRow[row]!
     if (owner >= 0) this.unlink(row, owner)
     this.rowOfNumber[this.numberOfRow[row]!] = -1
@@ -220,33 +241,42 @@ export class AddressRows {
   }
 
   private addressAt(row: number): PhysicalAddress {
-    const address = this.numbers.id(this.numberOfRow[row]!)
+    const address = this.numbers.id(this.rowIsNumber ? row : this.numberOfRow[row]!)
     invariant(address !== undefined, 'a learned address keeps its number')
     return address
   }
 
-  /** Every address learned with its state, in the order learned. */
+  /** Every address learned with its state, in the order learned (in number order where `rowIsNumber`). */
   *[Symbol.iterator](): IterableIterator<[PhysicalAddress, AddressState]> {
+    if (this.rowIsNumber) {
+      for (let row = 0; row < this.capacity; row++) if ((this.flags[row]! & LEARNED) !== 0) yield [this.addressAt(row), new AddressState(this, row)]
+      return
+    }
     for (let row = 0; row < this.count; row++) if ((this.flags[row]! & FREE) === 0) yield [this.addressAt(row), new AddressState(this, row)]
   }
 
   private rowOf(address: PhysicalAddress): number {
     const number = this.numbers.get(address)
-    return number === undefined || number >= this.rowOfNumber.length ? -1 : this.rowOfNumber[number]!
+    if (number === undefined) return -1
+    if (this.rowIsNumber) return number < this.capacity && (this.flags[number]! & LEARNED) !== 0 ? number : -1
+    return number >= this.rowOfNumber.length ? -1 : this.rowOfNumber[number]!
   }
 
-  private grow(): void {
+  /** Room for rows below `needed`. */
+  private grow(needed: number): void {
     // Doubling, or at once to as many as the numbering expects (a simulator's: each book learns
-    // about every address of the run), never past the book's limit.
-    const capacity = Math.min(Math.max(ROWS_INITIAL, this.capacity * 2, this.numbers.expected), Math.max(ROWS_INITIAL, this.max))
-    invariant(capacity > this.capacity, 'the address book grows within knownAddressesMax')
+    // about every address of the run), never past the book's limit (where rows are numbers, the
+    // numbering's: its numbers are below its own limit, and the book holds at most its own).
+    const bound = this.rowIsNumber ? this.numbers.max : this.max
+    const capacity = Math.min(Math.max(ROWS_INITIAL, needed, this.capacity * 2, this.numbers.expected), Math.max(ROWS_INITIAL, bound))
+    invariant(capacity >= needed && capacity > this.capacity, 'the address book grows within knownAddressesMax')
     const flags = new Uint8Array(capacity)
     flags.set(this.flags)
     this.flags = flags
     const failures = new Uint32Array(capacity)
     failures.set(this.consecutiveFailures)
     this.consecutiveFailures = failures
-    this.numberOfRow = grownInt32(this.numberOfRow, capacity, 0)
+    if (!this.rowIsNumber) this.numberOfRow = grownInt32(this.numberOfRow, capacity, 0)
     const nearness = new Uint16Array(capacity)
     nearness.set(this.nearness)
     this.nearness = nearness
@@ -280,12 +310,12 @@ export class AddressState {
   }
 
   get redial(): RedialCode {
-    return REDIAL_CODES[this.rows.flags[this.row]! >> REDIAL_SHIFT]
+    return REDIAL_CODES[(this.rows.flags[this.row]! & REDIAL_MASK) >> REDIAL_SHIFT]
   }
 
   set redial(why: RedialCode) {
     const code = REDIAL_CODES.indexOf(why)
-    this.rows.flags[this.row] = (this.rows.flags[this.row]! & QUEUED) | (code << REDIAL_SHIFT)
+    this.rows.flags[this.row] = (this.rows.flags[this.row]! & ~REDIAL_MASK) | (code << REDIAL_SHIFT)
   }
 
   get queued(): boolean {

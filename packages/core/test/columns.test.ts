@@ -274,7 +274,7 @@ describe('AddressRows: the address book in columns', () => {
     expect(rows.get('/a/none')).toBeUndefined()
   })
 
-  it('books sharing one address numbering (a simulator) keep their own rows, states and order', () => {
+  it('books sharing one address numbering (a simulator) keep their own rows and states; each lists its addresses in number order', () => {
     const numbers = new NodeIndex(10)
     const a = new AddressRows(10, numbers)
     const b = new AddressRows(10, numbers)
@@ -286,7 +286,8 @@ describe('AddressRows: the address book in columns', () => {
     expect(b.get('/y')!.consecutiveFailures).toBe(0)
     expect(b.get('/x')).toBeUndefined()
     expect([...a].map(([address]) => address)).toEqual(['/x', '/y'])
-    expect([...b].map(([address]) => address)).toEqual(['/z', '/y'])
+    // Rows are the shared numbers there (no map from number to row): /y is 1, /z is 2.
+    expect([...b].map(([address]) => address)).toEqual(['/y', '/z'])
     expect([a.size, b.size, numbers.size]).toEqual([2, 2, 3])
   })
 
@@ -296,9 +297,16 @@ describe('AddressRows: the address book in columns', () => {
     const book = new AddressRows(10_000, numbers)
     book.add('/x')
     expect(book.flags.length).toBe(3000)
-    const small = new AddressRows(50, numbers)
+    // A book's own limit bounds its rows where it numbers its addresses itself; on a shared
+    // numbering a row is the address's number, so the columns span what the numbering expects.
+    const small = new AddressRows(50)
     small.add('/y')
+    expect(small.flags.length).toBe(16)
+    for (let i = 0; i < 49; i++) small.add(`/y${i}`)
     expect(small.flags.length).toBe(50)
+    const smallShared = new AddressRows(50, numbers)
+    smallShared.add('/y')
+    expect(smallShared.flags.length).toBe(3000)
     const unhinted = new AddressRows(10_000, new NodeIndex(10_000))
     unhinted.add('/z')
     expect(unhinted.flags.length).toBeLessThan(100)
@@ -348,6 +356,40 @@ describe('AddressRows: the address book in columns', () => {
     for (let i = 0; i < 100; i++) a.owner = `n${i}`
     expect(rows.addressesOf('n99')).toEqual(['/a'])
     expect(rows.addressesOf('n98')).toEqual([])
+  })
+
+  it('a book on a shared numbering (rows are numbers) keeps every field as a book numbering its own addresses (packed rows)', () => {
+    const field = fc.constantFrom('queued' as const, 'redial' as const, 'failures' as const, 'retry' as const, 'dial' as const, 'owner' as const, 'nearness' as const)
+    const step = fc.record({ address: fc.nat({ max: 11 }), field, value: fc.nat({ max: 5 }) })
+    fc.assert(
+      fc.property(fc.array(step, { maxLength: 120, size: 'max' }), fc.nat({ max: 20 }), (steps, others) => {
+        const numbers = new NodeIndex(64)
+        // Another book on the same numbering numbered some addresses first: numbers are not rows 0, 1, ...
+        const other = new AddressRows(64, numbers)
+        for (let i = 0; i < others; i++) other.add(`/o/${i}`)
+        const shared = new AddressRows(64, numbers)
+        const own = new AddressRows(64)
+        for (const { address: k, field: f, value: v } of steps) {
+          const address = `/a/${k}`
+          for (const rows of [shared, own]) {
+            const state = rows.get(address) ?? rows.add(address)
+            if (f === 'queued') state.queued = v % 2 === 0
+            else if (f === 'redial') state.redial = ([undefined, 'hub', 'lost'] as const)[v % 3]
+            else if (f === 'failures') state.consecutiveFailures = v
+            else if (f === 'retry') state.retryAtMs = v * 1.5
+            else if (f === 'dial') state.dialStartedAtMs = v === 0 ? undefined : v
+            else if (f === 'owner') state.owner = v === 0 ? undefined : `n${v}`
+            else state.nearness = v
+          }
+          const read = (rows: AddressRows) => new Map([...rows].map(([a, s]) => [a, [s.queued, s.redial, s.consecutiveFailures, s.retryAtMs, s.dialStartedAtMs, s.owner, s.nearness]]))
+          expect(read(shared)).toEqual(read(own))
+          expect(shared.size).toBe(own.size)
+          for (let n = 1; n <= 5; n++) expect(shared.addressesOf(`n${n}`)).toEqual(own.addressesOf(`n${n}`))
+          expect(shared.get('/a/none')).toBeUndefined()
+          expect(shared.get('/o/0')).toBeUndefined()
+        }
+      }),
+    )
   })
 
   it('holds at most its limit (the book checks it first): one more is an invariant violation', () => {
