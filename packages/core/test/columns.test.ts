@@ -448,3 +448,40 @@ describe('RouteColumns: trans, rcpt and vouchers by id (SetIds)', () => {
     )
   })
 })
+
+describe('AddressBook: the dial queue', () => {
+  it('dials in the order addresses were wanted, and holds what is pending plus at most a quarter more (none once all are taken)', () => {
+    const timing = { dialBackoffInitialMs: 1000, dialBackoffMaxMs: 60_000, redialBackoffMaxMs: 4000, lostRedialsPerSecondMax: 10 }
+    // Each step wants address k (if not wanted before), or takes up to n dials and then ends the dials in flight (succeeded or failed).
+    const step = fc.oneof(
+      { arbitrary: fc.record({ k: fc.constant('want' as const), address: fc.nat({ max: 399 }) }), weight: 3 },
+      // Mostly a few at a time, so many are taken while more are pending (the queue then drops its prefix); now and then all.
+      fc.record({ k: fc.constant('take' as const), n: fc.oneof({ arbitrary: fc.integer({ min: 1, max: 12 }), weight: 30 }, fc.constant(400)), fail: fc.boolean() }),
+    )
+    fc.assert(
+      fc.property(fc.array(step, { maxLength: 600, size: 'max' }), (steps) => {
+        const book = new AddressBook(1000, 256, timing)
+        for (let i = 0; i < 400; i++) book.learn(`/a/${i}`, `n${i}`)
+        const pending: string[] = []
+        const wanted = new Set<string>()
+        for (const s of steps) {
+          if (s.k === 'want') {
+            const address = `/a/${s.address}`
+            if (wanted.has(address)) continue
+            wanted.add(address)
+            book.want(address)
+            pending.push(address)
+            continue
+          }
+          const taken = book.takeDials(0, () => false, s.n).map((d) => d.address)
+          expect(taken).toEqual(pending.splice(0, s.n))
+          for (const address of taken) {
+            if (s.fail) book.dialFailed(address, 0)
+            else book.dialSucceeded(address, `n${address.slice(3)}`)
+          }
+          expect(book.dialQueueHeld - pending.length).toBeLessThanOrEqual(pending.length === 0 ? 0 : Math.max(64, pending.length / 3))
+        }
+      }),
+    )
+  })
+})
