@@ -36,7 +36,7 @@ export class NeighbourTable {
    * at one entry per neighbour per node, a Map cost ~42 bytes a pair in a simulator of fully
    * connected subnets (heap snapshot, 500 processes, one subnet).
    */
-  private order = new Int32Array(0)
+  private order: SlotColumn = new Int16Array(0)
   private orderLength = 0
   /** One more than the highest slot ever taken: how far the slot table reaches before trimming free slots. */
   private slotsEnd = 0
@@ -46,8 +46,13 @@ export class NeighbourTable {
   private freeSlotsSorted = true
   /** The wire form of the slots, rebuilt only after a change so receivers can recognise it. */
   private cachedSlotTable: readonly NodeId[] | undefined
-  /** Node index -> neighbour slot (-1: not a neighbour), for the hot paths of sending. */
-  private slotOfIndexMap = new Int32Array(CORE_CONSTANTS.slotOfIndexInitial).fill(-1)
+  /**
+   * Node index -> neighbour slot (-1: not a neighbour), for the hot paths of sending. Over every
+   * node index, in each core: 4 bytes an index were 5-6 bytes a (node, destination) pair in a
+   * simulator (heap snapshot, 1,000 processes). 2 while every slot fits (`widened`), and sized at
+   * once for as many nodes as the numbering expects, not doubled up to it.
+   */
+  private slotOfIndexMap: SlotColumn = new Int16Array(CORE_CONSTANTS.slotOfIndexInitial).fill(-1)
   /** Our neighbours, as node indices: the universe of every send decision. */
   readonly indexSet = new NodeSet()
   /**
@@ -134,7 +139,7 @@ export class NeighbourTable {
   }
 
   /** The occupied slots in connection order, a copy (no view made). */
-  slotsInOrder(): Int32Array {
+  slotsInOrder(): Int16Array | Int32Array {
     return this.order.slice(0, this.orderLength)
   }
 
@@ -319,11 +324,8 @@ export class NeighbourTable {
   }
 
   private pushOrder(slot: number): void {
-    if (this.orderLength === this.order.length) {
-      const grown = new Int32Array(grownCapacity(this.order.length, this.orderLength + 1))
-      grown.set(this.order)
-      this.order = grown
-    }
+    if (this.orderLength === this.order.length) this.order = grownSlots(this.order, grownCapacity(this.order.length, this.orderLength + 1), 0)
+    this.order = widened(this.order, slot)
     this.order[this.orderLength++] = slot
   }
 
@@ -332,11 +334,28 @@ export class NeighbourTable {
   }
 
   private setSlotOfIndex(index: number, slot: number): void {
-    if (index >= this.slotOfIndexMap.length) {
-      const grown = new Int32Array(Math.max(index + 1, this.slotOfIndexMap.length * 2)).fill(-1)
-      grown.set(this.slotOfIndexMap)
-      this.slotOfIndexMap = grown
-    }
+    const length = this.slotOfIndexMap.length
+    if (index >= length) this.slotOfIndexMap = grownSlots(this.slotOfIndexMap, Math.max(index + 1, index < this.nodeIndex.expected ? this.nodeIndex.expected : length * 2), -1)
+    this.slotOfIndexMap = widened(this.slotOfIndexMap, slot)
     this.slotOfIndexMap[index] = slot
   }
+}
+
+/**
+ * Slot numbers, 2 bytes each while every slot is below 32,768 (neighboursMax is 4,096 by default;
+ * a simulator sets it to its process count), 4 from the first that is not (`widened`).
+ */
+type SlotColumn = Int16Array | Int32Array
+
+/** `column`, or a copy 4 bytes an element if it is 2 and `slot` does not fit. */
+function widened(column: SlotColumn, slot: number): SlotColumn {
+  return column instanceof Int16Array && slot > 0x7fff ? Int32Array.from(column) : column
+}
+
+/** `column` copied into a column of the same width and `length`, the rest `fill`. */
+function grownSlots(column: SlotColumn, length: number, fill: number): SlotColumn {
+  const grown = column instanceof Int16Array ? new Int16Array(length) : new Int32Array(length)
+  grown.fill(fill)
+  grown.set(column)
+  return grown
 }

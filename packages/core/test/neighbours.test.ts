@@ -37,6 +37,30 @@ describe('NeighbourTable: slots', () => {
   })
 })
 
+describe('NeighbourTable: slot columns 2 bytes wide until a slot needs 4', () => {
+  it('finds every neighbour by id and keeps connection order across slot 32,767 (the columns widen, then grow), and after closes', () => {
+    const numbering = new NodeIndex(80_000)
+    const table = new NeighbourTable(numbering)
+    const ids = Array.from({ length: 70_000 }, (_, i) => `n${i}`)
+    // Others numbered first, so slots are not the indices; the columns grow past the widening.
+    for (let i = 0; i < 100; i++) numbering.intern(`other${i}`)
+    for (const id of ids) table.add(id, numbering.intern(id)!, 'optimized')
+    expect(table.get('n32767')?.slot).toBe(32_767)
+    expect(table.get('n35999')?.slot).toBe(35_999)
+    expect(table.slotOfIndex(numbering.get('n35999')!)).toBe(35_999)
+    expect(table.slotOfIndex(numbering.get('n5')!)).toBe(5)
+    // Close a few, open others: the lowest free slots are taken again, found by id.
+    for (const id of ['n3', 'n40000x', 'n32800']) table.remove(id)
+    const later = ['m0', 'm1']
+    for (const id of later) table.add(id, numbering.intern(id)!, 'optimized')
+    expect(later.map((id) => table.get(id)?.slot)).toEqual([3, 32_800])
+    const expected = [...ids.filter((id) => id !== 'n3' && id !== 'n32800'), ...later]
+    expect(table.ids()).toEqual(expected)
+    expect([...table.slotsInOrder()]).toEqual(expected.map((id) => table.get(id)!.slot))
+    table.checkInvariants(80_000)
+  })
+})
+
 /** What an object per connection held (the `Neighbour` record before its state became columns over the slot). */
 interface ConnectionModel {
   readonly id: string
