@@ -1,4 +1,5 @@
 import { invariant } from './errors.ts'
+import { Introducers } from './introducers.ts'
 import type { NodeIndex } from './nodeindex.ts'
 import type { NodeSet } from './nodeset.ts'
 import { HOPS_NONE, NO_SIGNATURE, RouteEntry } from './route.ts'
@@ -60,8 +61,8 @@ export class RouteColumns {
    * subnets). At most one per row; a row's time goes when it is written reachable or removed.
    */
   private readonly unreachableSinceMs = new Map<number, number>()
-  /** Who introduced the destination; an id, not an index: it outlives the introducer's own entry (police.ts counts against it). */
-  introducedBy: (NodeId | undefined)[] = []
+  /** Who introduced the destination, numbered (introducers.ts): an id, not a node index, it outlives the introducer's own entry (police.ts counts against it). */
+  readonly introducers = new Introducers()
   /** trans, rcpt and vouchers by id in `ids` (read through `transOf` etc.; EMPTY_SET_ID in a blank row). */
   private transId = new Int32Array(0)
   private rcptId = new Int32Array(0)
@@ -206,7 +207,7 @@ export class RouteColumns {
 
   /** Lets go of what `row` referenced (shared sets, the record's names, addresses and signature): a blank row's values. */
   private clearReferences(row: number): void {
-    this.introducedBy[row] = undefined
+    this.introducers.set(row, undefined)
     for (const column of [this.transId, this.rcptId, this.vouchersId]) {
       this.ids.release(column[row]!)
       column[row] = EMPTY_SET_ID
@@ -362,7 +363,7 @@ export class RouteColumns {
     // Every reference column grows with the others, so a row is written within its length (a
     // write past the end of an empty list by more than ~1,000 makes V8 keep it as a hash table),
     // each in one allocation (pushed a row at a time, a list was reallocated many times on the way).
-    this.introducedBy = grownList(this.introducedBy, capacity)
+    this.introducers.grow(capacity)
     this.transId = grownInt32(this.transId, capacity, EMPTY_SET_ID)
     this.rcptId = grownInt32(this.rcptId, capacity, EMPTY_SET_ID)
     this.vouchersId = grownInt32(this.vouchersId, capacity, EMPTY_SET_ID)

@@ -145,11 +145,11 @@ export class RouteEntry {
 
   /** The neighbour that first told us of this destination (per-neighbour limits count against it). */
   get introducedBy(): NodeId | undefined {
-    return this.columns.introducedBy[this.row]
+    return this.columns.introducers.of(this.row)
   }
 
   set introducedBy(id: NodeId | undefined) {
-    this.columns.introducedBy[this.row] = id
+    this.columns.introducers.set(this.row, id)
   }
 
   /**
