@@ -1,11 +1,12 @@
 import { invariant } from './errors.ts'
 import { Introducers } from './introducers.ts'
+import { RecordAddresses } from './record-addresses.ts'
 import type { NodeIndex } from './nodeindex.ts'
 import type { NodeSet } from './nodeset.ts'
 import { HOPS_NONE, NO_SIGNATURE, RouteEntry } from './route.ts'
 import { isUnreachableSeq } from './seq.ts'
 import { EMPTY_SET_ID, type SetIds } from './set-ids.ts'
-import type { NodeId, PhysicalAddress } from './types.ts'
+import type { NodeId } from './types.ts'
 
 /** Rows a table starts with; it doubles from there. */
 const ROWS_INITIAL = 16
@@ -68,7 +69,8 @@ export class RouteColumns {
   private rcptId = new Int32Array(0)
   /** The neighbours on whose word (their trans sets) trans and rcpt hold others (see `RouteEntry.vouchers`). */
   private vouchersId = new Int32Array(0)
-  addresses: (readonly PhysicalAddress[])[] = []
+  /** The records' addresses (record-addresses.ts: a reference per row, or on a shared numbering a 1-byte version). */
+  readonly addresses: RecordAddresses
   /**
    * The records' names and signatures, allocated only once a row holds a non-empty one (read
    * through `namesOf` / `signatureOf`: an empty one reads as the shared empty value). Nodes
@@ -95,7 +97,9 @@ export class RouteColumns {
   constructor(
     readonly index: NodeIndex,
     private readonly ids: SetIds,
-  ) {}
+  ) {
+    this.addresses = new RecordAddresses(index.addressVersions)
+  }
 
   transOf(row: number): NodeSet {
     return this.ids.at(this.transId[row]!)
@@ -213,7 +217,7 @@ export class RouteColumns {
       column[row] = EMPTY_SET_ID
     }
     if (this.namesList !== undefined) this.namesList[row] = undefined
-    this.addresses[row] = NO_NAMES
+    this.addresses.set(row, NO_NAMES)
     if (this.signatureList !== undefined) this.signatureList[row] = undefined
   }
 
@@ -368,7 +372,7 @@ export class RouteColumns {
     this.rcptId = grownInt32(this.rcptId, capacity, EMPTY_SET_ID)
     this.vouchersId = grownInt32(this.vouchersId, capacity, EMPTY_SET_ID)
     if (this.namesList !== undefined) this.namesList = grownList(this.namesList, capacity)
-    this.addresses = grownList(this.addresses, capacity)
+    this.addresses.grow(capacity)
     if (this.signatureList !== undefined) this.signatureList = grownList(this.signatureList, capacity)
     this.capacity = capacity
   }

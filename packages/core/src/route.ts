@@ -85,11 +85,11 @@ export class RouteEntry {
   }
 
   get addresses(): readonly PhysicalAddress[] {
-    return this.columns.addresses[this.row]!
+    return this.columns.addresses.of(this.row)
   }
 
   set addresses(addresses: readonly PhysicalAddress[]) {
-    this.columns.addresses[this.row] = addresses
+    this.columns.addresses.set(this.row, addresses)
   }
 
   /** The destination's signature over the record (names, addresses, even part of seq); empty when unsigned. */

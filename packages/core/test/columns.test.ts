@@ -161,7 +161,7 @@ describe('RouteColumns: the routing table in columns', () => {
     const columns = new RouteColumns(index, new SetIds())
     const row = columns.insert('n1499')!
     expect(row).toBe(1499)
-    const lengths = [columns.introducers.capacity, columns.addresses.length]
+    const lengths = [columns.introducers.capacity, columns.addresses.capacity]
     expect(lengths).toEqual(lengths.map(() => columns.seq.length))
     expect(columns.seq.length).toBe(3000)
     expect(columns.view(row).vouchers.isEmpty()).toBe(true)
@@ -199,7 +199,7 @@ describe('RouteColumns: the routing table in columns', () => {
     index.expected = 2000
     const columns = new RouteColumns(index, new SetIds())
     columns.insert('first')
-    expect([columns.seq.length, columns.introducers.capacity, columns.addresses.length]).toEqual([2000, 2000, 2000])
+    expect([columns.seq.length, columns.introducers.capacity, columns.addresses.capacity]).toEqual([2000, 2000, 2000])
     // A hint past the bound is cut to the bound; without one, the columns double from a few rows.
     const bounded = new RouteColumns(Object.assign(new NodeIndex(100), { expected: 1000 }), new SetIds())
     bounded.insert('a')
