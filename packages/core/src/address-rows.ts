@@ -15,6 +15,13 @@ const REDIAL_MASK = 0b110
 const LEARNED = 0x40
 /** A row whose address was forgotten (`remove`), free for the next one learned. */
 const FREE = 0x80
+/**
+ * Consecutive failures a row counts up to (it stays there): the back-off stops doubling at
+ * dialBackoffExponentMax + 1 failures (31), so it is the same from there on, and a byte a row is
+ * enough (4 were 3 bytes a (node, destination) pair more in a simulator, where every book holds
+ * every address).
+ */
+export const CONSECUTIVE_FAILURES_MAX = 0xff
 
 /**
  * The address book's per-address state (discovery.ts), in columns: a row per address learned, in
@@ -52,7 +59,8 @@ export class AddressRows {
   private capacity = 0
   /** QUEUED, and the redial code above REDIAL_SHIFT. */
   flags = new Uint8Array(0)
-  consecutiveFailures = new Uint32Array(0)
+  /** Up to CONSECUTIVE_FAILURES_MAX. */
+  consecutiveFailures = new Uint8Array(0)
   /**
    * Row -> earliest time a new dial may start, only for rows backed off or deferred (0, not
    * backed off, is not kept): at most one per row, so at most the book's limit; in a simulation
@@ -273,7 +281,7 @@ export class AddressRows {
     const flags = new Uint8Array(capacity)
     flags.set(this.flags)
     this.flags = flags
-    const failures = new Uint32Array(capacity)
+    const failures = new Uint8Array(capacity)
     failures.set(this.consecutiveFailures)
     this.consecutiveFailures = failures
     if (!this.rowIsNumber) this.numberOfRow = grownInt32(this.numberOfRow, capacity, 0)
@@ -331,8 +339,9 @@ export class AddressState {
     return this.rows.consecutiveFailures[this.row]!
   }
 
+  /** Counts up to CONSECUTIVE_FAILURES_MAX and stays there. */
   set consecutiveFailures(n: number) {
-    this.rows.consecutiveFailures[this.row] = n
+    this.rows.consecutiveFailures[this.row] = Math.min(n, CONSECUTIVE_FAILURES_MAX)
   }
 
   /** Earliest time a new dial may start; 0 = not backed off. */

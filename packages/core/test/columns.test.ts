@@ -1,6 +1,7 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { AddressRows } from '../src/address-rows.ts'
+import { AddressRows, CONSECUTIVE_FAILURES_MAX } from '../src/address-rows.ts'
+import { CORE_CONSTANTS } from '../src/constants.ts'
 import { AddressBook } from '../src/discovery.ts'
 import { RouteColumns } from '../src/columns.ts'
 import { NodeIndex } from '../src/nodeindex.ts'
@@ -483,5 +484,24 @@ describe('AddressBook: the dial queue', () => {
         }
       }),
     )
+  })
+})
+
+describe('AddressBook: consecutive failures in a byte', () => {
+  it('counts failures up to 255 and stays there, the back-off the same as with every failure counted (it stops doubling long before)', () => {
+    expect(CORE_CONSTANTS.dialBackoffExponentMax + 1).toBeLessThan(CONSECUTIVE_FAILURES_MAX)
+    const timing = { dialBackoffInitialMs: 1, dialBackoffMaxMs: 2 ** 40, redialBackoffMaxMs: 2 ** 40, lostRedialsPerSecondMax: 10 }
+    const book = new AddressBook(10, 2, timing)
+    book.learn('/a', 'n1')
+    const seen: { failures: number; waitMs: number }[] = []
+    for (let i = 1; i <= 300; i++) {
+      book.redialNow('/a')
+      expect(book.takeDials(0, () => false).map((d) => d.address)).toEqual(['/a'])
+      book.dialFailed('/a', 0)
+      const { consecutiveFailures, retryAtMs } = book.backoffOf('/a')!
+      seen.push({ failures: consecutiveFailures, waitMs: retryAtMs })
+    }
+    expect(seen.map((s) => s.failures)).toEqual(seen.map((_, i) => Math.min(i + 1, 255)))
+    expect(seen.map((s) => s.waitMs)).toEqual(seen.map((_, i) => 2 ** Math.min(i, CORE_CONSTANTS.dialBackoffExponentMax)))
   })
 })
