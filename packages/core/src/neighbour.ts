@@ -61,8 +61,15 @@ export class NeighbourColumns {
   ownerSeqHeard = new Uint32Array(0)
   /** How many of the losses logged it has been told of (`NeighbourTable`'s log of losses; at most CONNECTIONS_MAX). */
   lostCursor = new Int32Array(0)
-  /** When the connection came up, in whole milliseconds (`Neighbour.upAtMs`). */
-  upAtMs = new Float64Array(0)
+  /**
+   * When the connection came up, in whole milliseconds (`Neighbour.upAtMs`, read through `upAtMsOf`):
+   * 4 bytes a slot, as milliseconds from `upEpochMs` (the first connection's), while every time is
+   * within ±2^31 ms (24 days) of it; past that the column holds the times themselves, 8 bytes a
+   * slot (`setUpAtMs`). 8 were 4 bytes a (node, destination) pair on one subnet, 2 on three
+   * (heap snapshot, 1,000 processes).
+   */
+  private upAtMs: Int32Array | Float64Array = new Int32Array(0)
+  private upEpochMs: number | undefined
   /**
    * Each slot's update token bucket (`police.ts`: `updateEntriesPerSecondMax`, burst
    * `updateEntriesBurstMax`): tokens left, NaN until the neighbour's first update, and when they
@@ -91,10 +98,26 @@ export class NeighbourColumns {
     this.flags[slot] = initialFlags(mode)
     this.ownerSeqHeard[slot] = 0
     this.lostCursor[slot] = 0
-    this.upAtMs[slot] = upAtMs
+    this.setUpAtMs(slot, upAtMs)
     this.budgetTokens[slot] = Number.NaN
     this.budgetAtMs[slot] = 0
     this.senderSlots.delete(slot)
+  }
+
+  /** When the connection in `slot` came up (whole milliseconds). */
+  upAtMsOf(slot: number): number {
+    return this.upAtMs instanceof Int32Array ? this.upEpochMs! + this.upAtMs[slot]! : this.upAtMs[slot]!
+  }
+
+  private setUpAtMs(slot: number, ms: number): void {
+    this.upEpochMs ??= ms
+    const offset = ms - this.upEpochMs
+    if (this.upAtMs instanceof Int32Array && (offset | 0) !== offset) {
+      const times = new Float64Array(this.upAtMs.length)
+      for (let i = 0; i < times.length; i++) times[i] = this.upEpochMs + this.upAtMs[i]!
+      this.upAtMs = times
+    }
+    this.upAtMs[slot] = this.upAtMs instanceof Int32Array ? offset : ms
   }
 
   /** Frees `slot`: only the connection number is cleared (a view of the closed connection then refuses to read the row). */
@@ -114,7 +137,7 @@ export class NeighbourColumns {
     this.flags = grown(this.flags, (n) => new Uint8Array(n))
     this.ownerSeqHeard = grown(this.ownerSeqHeard, (n) => new Uint32Array(n))
     this.lostCursor = grown(this.lostCursor, (n) => new Int32Array(n))
-    this.upAtMs = grown(this.upAtMs, (n) => new Float64Array(n))
+    this.upAtMs = this.upAtMs instanceof Int32Array ? grown(this.upAtMs, (n) => new Int32Array(n)) : grown(this.upAtMs, (n) => new Float64Array(n))
     this.budgetTokens = grown(this.budgetTokens, (n) => new Float64Array(n))
     this.budgetAtMs = grown(this.budgetAtMs, (n) => new Float64Array(n))
   }
@@ -157,7 +180,7 @@ export class Neighbour {
    * Readable after the close, until the slot is reused.
    */
   get upAtMs(): number {
-    return this.columns.upAtMs[this.slot]!
+    return this.columns.upAtMsOf(this.slot)
   }
 
   /** Optimized mode: its first update on this connection (carrying its hello) is not applied yet. */
