@@ -305,16 +305,18 @@ export class NeighbourTable {
   /**
    * Charges `entries` to `neighbour`'s update token bucket (`perSecond` tokens a second, at most
    * `burst`; full at its first update) and returns the tokens left: below 0, it sent too much.
+   * The bucket is kept as when it is full again (`NeighbourColumns.budgetFullAtMs`): the same
+   * tokens as `min(burst, tokens then + elapsed · rate)`, up to rounding, and exactly `burst` once
+   * full. The rate and burst are the core's limits, the same at every charge.
    */
   chargeUpdateBudget(neighbour: Neighbour, entries: number, nowMs: number, perSecond: number, burst: number): number {
     const slot = neighbour.slot
     invariant(neighbour.open, 'a bucket is charged to a neighbour of the table')
-    const { budgetTokens, budgetAtMs } = this.rows
-    const before = budgetTokens[slot]!
-    const tokens = Number.isNaN(before) ? burst : Math.min(burst, before + ((nowMs - budgetAtMs[slot]!) * perSecond) / 1000)
-    budgetAtMs[slot] = nowMs
-    budgetTokens[slot] = tokens - entries
-    return tokens - entries
+    const full = this.rows.budgetFullAtMs
+    const owedMs = full[slot]! - nowMs
+    const left = (owedMs > 0 ? burst - (owedMs * perSecond) / 1000 : burst) - entries
+    full[slot] = nowMs + ((burst - left) * 1000) / perSecond
+    return left
   }
 
   private idOf(index: number): NodeId {

@@ -136,7 +136,8 @@ describe('NeighbourTable: each connection\'s state in columns', () => {
             const tokens = Number.isNaN(model.tokens) ? BURST : Math.min(BURST, model.tokens + ((nowMs - model.atMs) * 10) / 1000)
             model.tokens = tokens - o.entries
             model.atMs = nowMs
-            expect(table.chargeUpdateBudget(view, o.entries, nowMs, 10, BURST)).toBe(model.tokens)
+            // One number kept (when the bucket is full again) where the model keeps two: the same tokens up to rounding.
+            expect(table.chargeUpdateBudget(view, o.entries, nowMs, 10, BURST)).toBeCloseTo(model.tokens, 6)
           } else if (o.k === 'lost') {
             table.noteLost(model.id, LOST_MAX)
             for (const m of open) m.lost = [...m.lost, model.id].slice(-LOST_MAX)
