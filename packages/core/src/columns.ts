@@ -1,5 +1,6 @@
 import { invariant } from './errors.ts'
 import { Introducers } from './introducers.ts'
+import { grownNarrow, type NarrowColumn, widenedFor } from './narrow.ts'
 import { RecordAddresses } from './record-addresses.ts'
 import type { NodeIndex } from './nodeindex.ts'
 import type { NodeSet } from './nodeset.ts'
@@ -51,8 +52,11 @@ export class RouteColumns {
   nhops = new Uint16Array(0)
   /** What members of rcpt hold (see `RouteEntry.rcptHopsMax`); HOPS_NONE for Infinity. */
   rcptHopsMax = new Uint16Array(0)
-  /** The next hop's node index; NONE when unreachable. A next hop is a neighbour: its index lives as long as the route. */
-  fwd = new Int32Array(0)
+  /**
+   * The next hop's node index; NONE when unreachable. A next hop is a neighbour: its index lives as
+   * long as the route. 2 bytes a row while every index is below 32,768 (narrow.ts; written through `setFwd`).
+   */
+  fwd: NarrowColumn = new Int16Array(0)
   /**
    * `RouteEntry.changedAtMs`, kept only for rows that are unreachable (odd seq) when it is written:
    * it is read only of unreachable rows (expiry, and the oldest unreachable dirty row), and every
@@ -85,9 +89,9 @@ export class RouteColumns {
    * a removed row is inserted again (its old position would otherwise name it twice). No column of
    * positions: a removal leaves its position behind instead of clearing it (4 bytes a pair).
    * Map iteration order was insertion order, and a send round's messages follow it: keeping it
-   * keeps results byte-identical.
+   * keeps results byte-identical. 2 bytes a position while every row is below 32,768 (narrow.ts).
    */
-  private order = new Int32Array(0)
+  private order: NarrowColumn = new Int16Array(0)
   private orderLength = 0
   private orderHoles = 0
   /** Dirty rows in the order they became dirty (a Set's order before); at most one per present row, emptied every send round. */
@@ -177,7 +181,8 @@ export class RouteColumns {
     this.clearReferences(row)
     if ((this.orderHoles > 0 && this.orderHoles * 2 >= this.orderLength) || (this.flags[row]! & IN_ORDER) !== 0) this.compactOrder()
     this.flags[row] = PRESENT
-    if (this.orderLength === this.order.length) this.order = grownInt32(this.order, Math.max(ROWS_INITIAL, this.orderLength * 2), NONE)
+    if (this.orderLength === this.order.length) this.order = grownNarrow(this.order, Math.max(ROWS_INITIAL, this.orderLength * 2), NONE)
+    this.order = widenedFor(this.order, row)
     this.order[this.orderLength++] = row
     this.present++
     return row
@@ -191,6 +196,12 @@ export class RouteColumns {
     this.present--
     this.unreachableSinceMs.delete(row)
     this.clearReferences(row)
+  }
+
+  /** Sets the next hop's index of `row` (-1: none); the column widens for an index past 32,767 (narrow.ts). */
+  setFwd(row: number, index: number): void {
+    this.fwd = widenedFor(this.fwd, index)
+    this.fwd[row] = index
   }
 
   /** `RouteEntry.changedAtMs` of an unreachable row (0 if never written since it became so, as a new row's). */
@@ -363,7 +374,7 @@ export class RouteColumns {
     this.seq = grown(this.seq, new Uint32Array(capacity))
     this.nhops = grown(this.nhops, new Uint16Array(capacity))
     this.rcptHopsMax = grown(this.rcptHopsMax, new Uint16Array(capacity))
-    this.fwd = grownInt32(this.fwd, capacity, NONE)
+    this.fwd = grownNarrow(this.fwd, capacity, NONE)
     // Every reference column grows with the others, so a row is written within its length (a
     // write past the end of an empty list by more than ~1,000 makes V8 keep it as a hash table),
     // each in one allocation (pushed a row at a time, a list was reallocated many times on the way).

@@ -1,6 +1,7 @@
 import { CORE_CONSTANTS } from './constants.ts'
 import { invariant } from './errors.ts'
 import { CONNECTIONS_MAX, FLAG_BITS, NEIGHBOUR_FLAGS, grownCapacity, Neighbour, NeighbourColumns, type NeighbourFlag } from './neighbour.ts'
+import { grownNarrow, type NarrowColumn, widenedFor } from './narrow.ts'
 import type { NodeIndex } from './nodeindex.ts'
 import { NodeSet } from './nodeset.ts'
 import type { NodeId, RoutingMode } from './types.ts'
@@ -36,7 +37,7 @@ export class NeighbourTable {
    * at one entry per neighbour per node, a Map cost ~42 bytes a pair in a simulator of fully
    * connected subnets (heap snapshot, 500 processes, one subnet).
    */
-  private order: SlotColumn = new Int16Array(0)
+  private order: NarrowColumn = new Int16Array(0)
   private orderLength = 0
   /** One more than the highest slot ever taken: how far the slot table reaches before trimming free slots. */
   private slotsEnd = 0
@@ -49,10 +50,10 @@ export class NeighbourTable {
   /**
    * Node index -> neighbour slot (-1: not a neighbour), for the hot paths of sending. Over every
    * node index, in each core: 4 bytes an index were 5-6 bytes a (node, destination) pair in a
-   * simulator (heap snapshot, 1,000 processes). 2 while every slot fits (`widened`), and sized at
+   * simulator (heap snapshot, 1,000 processes). 2 while every slot fits (narrow.ts), and sized at
    * once for as many nodes as the numbering expects, not doubled up to it.
    */
-  private slotOfIndexMap: SlotColumn = new Int16Array(CORE_CONSTANTS.slotOfIndexInitial).fill(-1)
+  private slotOfIndexMap: NarrowColumn = new Int16Array(CORE_CONSTANTS.slotOfIndexInitial).fill(-1)
   /** Our neighbours, as node indices: the universe of every send decision. */
   readonly indexSet = new NodeSet()
   /**
@@ -326,8 +327,8 @@ export class NeighbourTable {
   }
 
   private pushOrder(slot: number): void {
-    if (this.orderLength === this.order.length) this.order = grownSlots(this.order, grownCapacity(this.order.length, this.orderLength + 1), 0)
-    this.order = widened(this.order, slot)
+    if (this.orderLength === this.order.length) this.order = grownNarrow(this.order, grownCapacity(this.order.length, this.orderLength + 1), 0)
+    this.order = widenedFor(this.order, slot)
     this.order[this.orderLength++] = slot
   }
 
@@ -337,27 +338,9 @@ export class NeighbourTable {
 
   private setSlotOfIndex(index: number, slot: number): void {
     const length = this.slotOfIndexMap.length
-    if (index >= length) this.slotOfIndexMap = grownSlots(this.slotOfIndexMap, Math.max(index + 1, index < this.nodeIndex.expected ? this.nodeIndex.expected : length * 2), -1)
-    this.slotOfIndexMap = widened(this.slotOfIndexMap, slot)
+    if (index >= length) this.slotOfIndexMap = grownNarrow(this.slotOfIndexMap, Math.max(index + 1, index < this.nodeIndex.expected ? this.nodeIndex.expected : length * 2), -1)
+    this.slotOfIndexMap = widenedFor(this.slotOfIndexMap, slot)
     this.slotOfIndexMap[index] = slot
   }
 }
 
-/**
- * Slot numbers, 2 bytes each while every slot is below 32,768 (neighboursMax is 4,096 by default;
- * a simulator sets it to its process count), 4 from the first that is not (`widened`).
- */
-type SlotColumn = Int16Array | Int32Array
-
-/** `column`, or a copy 4 bytes an element if it is 2 and `slot` does not fit. */
-function widened(column: SlotColumn, slot: number): SlotColumn {
-  return column instanceof Int16Array && slot > 0x7fff ? Int32Array.from(column) : column
-}
-
-/** `column` copied into a column of the same width and `length`, the rest `fill`. */
-function grownSlots(column: SlotColumn, length: number, fill: number): SlotColumn {
-  const grown = column instanceof Int16Array ? new Int16Array(length) : new Int32Array(length)
-  grown.fill(fill)
-  grown.set(column)
-  return grown
-}

@@ -38,7 +38,7 @@ export class RouteEntry {
   }
 
   set fwd(id: NodeId | undefined) {
-    this.columns.fwd[this.row] = id === undefined ? -1 : this.columns.rowOfNextHop(id)
+    this.columns.setFwd(this.row, id === undefined ? -1 : this.columns.rowOfNextHop(id))
   }
 
   get nhops(): number {

@@ -147,6 +147,21 @@ describe('RouteColumns: the routing table in columns', () => {
     expect(a.fwd).toBeUndefined()
   })
 
+  it('keeps insertion order and next hops past row 32,767 (the 2-byte columns widen), and every row before it', () => {
+    const index = new NodeIndex(70_000)
+    const columns = new RouteColumns(index, new SetIds())
+    // Rows 0 to 39,999 in turn, so the order column widens while it holds small rows, then grows.
+    const ids = Array.from({ length: 40_000 }, (_, i) => `n${i}`)
+    for (const id of ids) columns.insert(id)
+    // Small next hops first, then one that widens the column.
+    columns.view(columns.rowOf('n32768')!).fwd = 'n32767'
+    columns.view(columns.rowOf('n39999')!).fwd = 'n5'
+    columns.view(columns.rowOf('n5')!).fwd = 'n39999'
+    expect(['n5', 'n39999', 'n32768', 'n7'].map((id) => columns.view(columns.rowOf(id)!).fwd)).toEqual(['n39999', 'n5', 'n32767', undefined])
+    const order = [...columns.rows()].map((row) => columns.idOf(row))
+    expect(order).toEqual(ids)
+  })
+
   it('holds no more rows than its node numbering may hand out: a destination past it is refused (undefined), not stored', () => {
     const index = new NodeIndex(3)
     const columns = new RouteColumns(index, new SetIds())
