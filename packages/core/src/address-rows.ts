@@ -78,6 +78,12 @@ export class AddressRows {
   /** Row -> the next row of the same owner, in the order it got them; -1 after the last. */
   private nextOfOwner: Int32Array = new Int32Array(0)
   /**
+   * Where rows are numbers (`rowIsNumber`, a simulator's books) the same, only for rows with a next
+   * (an owner with several addresses in this book; at most one per row), and `nextOfOwner` stays
+   * empty: there owners have one address each, and the column was 4 bytes a (node, destination) pair.
+   */
+  private readonly nextOfOwnerMap = new Map<number, number>()
+  /**
    * Owner number -> its first row, -1 for none. With the two columns above, a lost neighbour's
    * addresses are found without a walk of the book and without a map of owners: a Map of owner
    * -> address cost ~41 bytes a pair in a simulation where every node learns every address (heap
@@ -153,7 +159,7 @@ export class AddressRows {
     this.retryAtMsOfRow.delete(row)
     this.dialStartedAtMsOfRow.delete(row)
     this.ownerOfRow[row] = -1
-    this.nextOfOwner[row] = -1
+    this.setNext(row, -1)
     this.nearness[row] = 0
     return new AddressState(this, row)
   }
@@ -216,14 +222,14 @@ export class AddressRows {
     invariant(number !== undefined, 'an owner is numbered within the numbering limit')
     if (number >= this.firstOfOwner.length) this.firstOfOwner = grownInt32(this.firstOfOwner, Math.max(ROWS_INITIAL, number + 1, this.firstOfOwner.length * 2, owners.expected), -1)
     this.ownerOfRow[row] = number
-    this.nextOfOwner[row] = -1
+    this.setNext(row, -1)
     let at = this.firstOfOwner[number]!
     if (at < 0) {
       this.firstOfOwner[number] = row
       return
     }
-    while (this.nextOfOwner[at]! >= 0) at = this.nextOfOwner[at]!
-    this.nextOfOwner[at] = row
+    while (this.nextOf(at) >= 0) at = this.nextOf(at)
+    this.setNext(at, row)
   }
 
   /** The addresses of `owner`, in the order it got them. */
@@ -231,20 +237,31 @@ export class AddressRows {
     const number = this.owners.get(owner)
     const out: PhysicalAddress[] = []
     if (number === undefined || number >= this.firstOfOwner.length) return out
-    for (let row = this.firstOfOwner[number]!; row >= 0; row = this.nextOfOwner[row]!) out.push(this.addressAt(row))
+    for (let row = this.firstOfOwner[number]!; row >= 0; row = this.nextOf(row)) out.push(this.addressAt(row))
     return out
+  }
+
+  /** The next row of `row`'s owner, -1 after the last. */
+  private nextOf(row: number): number {
+    return this.rowIsNumber ? (this.nextOfOwnerMap.get(row) ?? -1) : this.nextOfOwner[row]!
+  }
+
+  private setNext(row: number, next: number): void {
+    if (!this.rowIsNumber) this.nextOfOwner[row] = next
+    else if (next < 0) this.nextOfOwnerMap.delete(row)
+    else this.nextOfOwnerMap.set(row, next)
   }
 
   /** Takes `row` out of its owner's (number `owner`) list; an owner of nothing gives its own number back. */
   private unlink(row: number, owner: number): void {
-    if (this.firstOfOwner[owner] === row) this.firstOfOwner[owner] = this.nextOfOwner[row]!
+    if (this.firstOfOwner[owner] === row) this.firstOfOwner[owner] = this.nextOf(row)
     else {
       let at = this.firstOfOwner[owner]!
-      while (this.nextOfOwner[at] !== row) at = this.nextOfOwner[at]!
-      this.nextOfOwner[at] = this.nextOfOwner[row]!
+      while (this.nextOf(at) !== row) at = this.nextOf(at)
+      this.setNext(at, this.nextOf(row))
     }
     this.ownerOfRow[row] = -1
-    this.nextOfOwner[row] = -1
+    this.setNext(row, -1)
     if (this.ownersOwn && this.firstOfOwner[owner]! < 0) this.owners.release(this.owners.id(owner)!)
   }
 
@@ -289,7 +306,7 @@ export class AddressRows {
     nearness.set(this.nearness)
     this.nearness = nearness
     this.ownerOfRow = grownInt32(this.ownerOfRow, capacity, -1)
-    this.nextOfOwner = grownInt32(this.nextOfOwner, capacity, -1)
+    if (!this.rowIsNumber) this.nextOfOwner = grownInt32(this.nextOfOwner, capacity, -1)
     this.capacity = capacity
   }
 }
