@@ -1,4 +1,5 @@
 import { invariant } from './errors.ts'
+import { grownNarrow, type NarrowColumn, widenedFor } from './narrow.ts'
 import type { NodeSet } from './nodeset.ts'
 import { isValidSeq } from './seq.ts'
 import type { NodeId, RoutingMode } from './types.ts'
@@ -52,15 +53,20 @@ export function grownCapacity(capacity: number, needed: number): number {
  */
 export class NeighbourColumns {
   /** Which connection holds the slot (`Neighbour.connection`, numbered from 1); 0: the slot is free. */
-  connection = new Int32Array(0)
+  connection: NarrowColumn = new Int16Array(0)
   /** The neighbour's number in the core's `NodeIndex`. */
-  index = new Int32Array(0)
+  index: NarrowColumn = new Int16Array(0)
   /** Bits of `FLAG_BITS` and `AWAITING_HELLO_BIT`. */
   flags = new Uint8Array(0)
   /** `Neighbour.ownerSeqHeard` (a sequence number is unsigned 32-bit), meaningful once `OWNER_SEQ_HEARD_BIT` is set. */
   ownerSeqHeard = new Uint32Array(0)
-  /** How many of the losses logged it has been told of (`NeighbourTable`'s log of losses; at most CONNECTIONS_MAX). */
-  lostCursor = new Int32Array(0)
+  /**
+   * How many of the losses logged it has been told of (`NeighbourTable`'s log of losses; at most
+   * CONNECTIONS_MAX; the table makes room for each new end of the log, `roomForLostPosition`).
+   * This, `connection` and `index` are 2 bytes a slot while their numbers are below 32,768
+   * (narrow.ts): 6 bytes a connection fewer, 2.6 a (node, destination) pair on three subnets.
+   */
+  lostCursor: NarrowColumn = new Int16Array(0)
   /**
    * When the connection came up, in whole milliseconds (`Neighbour.upAtMs`, read through `upAtMsOf`):
    * 4 bytes a slot, as milliseconds from `upEpochMs` (the first connection's), while every time is
@@ -94,7 +100,9 @@ export class NeighbourColumns {
     invariant(connection > 0 && connection <= CONNECTIONS_MAX, `a connection number fits its column (at most ${CONNECTIONS_MAX})`)
     if (slot >= this.capacity) this.grow(grownCapacity(this.capacity, slot + 1))
     invariant(this.connection[slot] === 0, 'a connection opens in a free slot')
+    this.connection = widenedFor(this.connection, connection)
     this.connection[slot] = connection
+    this.index = widenedFor(this.index, index)
     this.index[slot] = index
     this.flags[slot] = initialFlags(mode)
     this.ownerSeqHeard[slot] = 0
@@ -126,17 +134,22 @@ export class NeighbourColumns {
     this.senderSlots.delete(slot)
   }
 
+  /** Room in `lostCursor` for positions up to `position`. */
+  roomForLostPosition(position: number): void {
+    this.lostCursor = widenedFor(this.lostCursor, position)
+  }
+
   private grow(size: number): void {
     const grown = <T extends Int32Array | Uint32Array | Uint8Array | Float64Array>(old: T, make: (n: number) => T): T => {
       const out = make(size)
       out.set(old)
       return out
     }
-    this.connection = grown(this.connection, (n) => new Int32Array(n))
-    this.index = grown(this.index, (n) => new Int32Array(n))
+    this.connection = grownNarrow(this.connection, size, 0)
+    this.index = grownNarrow(this.index, size, 0)
     this.flags = grown(this.flags, (n) => new Uint8Array(n))
     this.ownerSeqHeard = grown(this.ownerSeqHeard, (n) => new Uint32Array(n))
-    this.lostCursor = grown(this.lostCursor, (n) => new Int32Array(n))
+    this.lostCursor = grownNarrow(this.lostCursor, size, 0)
     this.upAtMs = this.upAtMs instanceof Int32Array ? grown(this.upAtMs, (n) => new Int32Array(n)) : grown(this.upAtMs, (n) => new Float64Array(n))
     this.budgetFullAtMs = grown(this.budgetFullAtMs, (n) => new Float64Array(n))
   }

@@ -169,6 +169,7 @@ export class NeighbourTable {
     this.setSlotOfIndex(index, slot)
     const neighbour = new Neighbour(this.rows, id, index, slot, this.opened)
     this.countFlags(neighbour, 1)
+    this.rows.roomForLostPosition(this.lostBase + this.lostLog.length)
     this.rows.lostCursor[slot] = this.lostBase + this.lostLog.length // a new connection needs no news of older ones
     return neighbour
   }
@@ -208,10 +209,11 @@ export class NeighbourTable {
   noteLost(peer: NodeId, max: number): void {
     if (this.orderLength === 0) return
     const end = this.lostBase + this.lostLog.length
-    const cursor = this.rows.lostCursor
-    for (let i = 0; i < this.orderLength; i++) if (cursor[this.order[i]!] === end) this.lostDue++
+    for (let i = 0; i < this.orderLength; i++) if (this.rows.lostCursor[this.order[i]!] === end) this.lostDue++
     this.lostLog.push(peer)
     invariant(this.lostBase + this.lostLog.length <= CONNECTIONS_MAX, 'a position in the log of losses fits its column')
+    this.rows.roomForLostPosition(this.lostBase + this.lostLog.length)
+    const cursor = this.rows.lostCursor
     this.lostTails.clear()
     if (this.lostLog.length > max) {
       this.lostLog.shift()

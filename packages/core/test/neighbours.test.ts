@@ -61,6 +61,30 @@ describe('NeighbourTable: slot columns 2 bytes wide until a slot needs 4', () =>
   })
 })
 
+describe('NeighbourTable: positions in the log of losses past 32,767', () => {
+  it('tells each neighbour the losses it was not told, as positions pass 32,767 (the column widens)', () => {
+    const numbering = new NodeIndex(100)
+    const table = new NeighbourTable(numbering)
+    const a = table.add('a', numbering.intern('a')!, 'optimized')
+    const b = table.add('b', numbering.intern('b')!, 'optimized')
+    for (let i = 0; i < 40_000; i++) {
+      table.noteLost(`x${i}`, 4)
+      if (i < 39_999) expect(table.takeLost(table.get('a')!)).toEqual([`x${i}`])
+    }
+    // a was told every loss but the last one; b none: it hears the log's last 4.
+    expect(table.owesLostAt(a.slot)).toBe(true)
+    expect(table.takeLost(table.get('a')!)).toEqual(['x39999'])
+    expect(table.takeLost(table.get('b')!)).toEqual(['x39996', 'x39997', 'x39998', 'x39999'])
+    expect([table.owesLostAt(a.slot), table.owesLostAt(b.slot), table.lostNoticesDue]).toEqual([false, false, 0])
+    // A connection opened now starts at the end of the log.
+    const c = table.add('c', numbering.intern('c')!, 'optimized')
+    expect(table.owesLostAt(c.slot)).toBe(false)
+    table.noteLost('y', 4)
+    expect(table.takeLost(table.get('c')!)).toEqual(['y'])
+    table.checkInvariants(100)
+  })
+})
+
 /** What an object per connection held (the `Neighbour` record before its state became columns over the slot). */
 interface ConnectionModel {
   readonly id: string
