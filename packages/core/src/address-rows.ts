@@ -1,4 +1,5 @@
 import { invariant } from './errors.ts'
+import { grownNarrow, type NarrowColumn, widenedFor } from './narrow.ts'
 import { NodeIndex } from './nodeindex.ts'
 import type { NodeId, PhysicalAddress } from './types.ts'
 
@@ -73,10 +74,14 @@ export class AddressRows {
    * flight (`dialsInFlightMax`), the rows of its `inFlight` set. A column cost 8 bytes a pair, as above.
    */
   private readonly dialStartedAtMsOfRow = new Map<number, number>()
-  /** Row -> its owner's number in `owners`, -1 for an owner not known. */
-  private ownerOfRow: Int32Array = new Int32Array(0)
+  /**
+   * Row -> its owner's number in `owners`, -1 for an owner not known. This and the owner links
+   * below are 2 bytes a row while their numbers are below 32,768 (narrow.ts): 4 bytes a (node,
+   * destination) pair fewer in a simulator of up to 32,767 processes.
+   */
+  private ownerOfRow: NarrowColumn = new Int16Array(0)
   /** Row -> the next row of the same owner, in the order it got them; -1 after the last. */
-  private nextOfOwner: Int32Array = new Int32Array(0)
+  private nextOfOwner: NarrowColumn = new Int16Array(0)
   /**
    * Where rows are numbers (`rowIsNumber`, a simulator's books) the same, only for rows with a next
    * (an owner with several addresses in this book; at most one per row), and `nextOfOwner` stays
@@ -89,7 +94,7 @@ export class AddressRows {
    * -> address cost ~41 bytes a pair in a simulation where every node learns every address (heap
    * snapshot, 700 processes, three subnets), this ~12 (and 4 per owner number of the numbering).
    */
-  private firstOfOwner: Int32Array = new Int32Array(0)
+  private firstOfOwner: NarrowColumn = new Int16Array(0)
   /** Characters the address shares at the start with the nearest of our own addresses (dial order, discovery.ts's `takeDials`); text longer than 65,535 counts as 65,535. */
   nearness = new Uint16Array(0)
 
@@ -220,12 +225,13 @@ export class AddressRows {
     const number = owners.intern(owner)
     // Its own numbering holds at most one owner per row; a shared one numbers every node.
     invariant(number !== undefined, 'an owner is numbered within the numbering limit')
-    if (number >= this.firstOfOwner.length) this.firstOfOwner = grownInt32(this.firstOfOwner, Math.max(ROWS_INITIAL, number + 1, this.firstOfOwner.length * 2, owners.expected), -1)
+    if (number >= this.firstOfOwner.length) this.firstOfOwner = grownNarrow(this.firstOfOwner, Math.max(ROWS_INITIAL, number + 1, this.firstOfOwner.length * 2, owners.expected), -1)
+    this.ownerOfRow = widenedFor(this.ownerOfRow, number)
     this.ownerOfRow[row] = number
     this.setNext(row, -1)
     let at = this.firstOfOwner[number]!
     if (at < 0) {
-      this.firstOfOwner[number] = row
+      this.setFirst(number, row)
       return
     }
     while (this.nextOf(at) >= 0) at = this.nextOf(at)
@@ -241,20 +247,27 @@ export class AddressRows {
     return out
   }
 
+  private setFirst(owner: number, row: number): void {
+    this.firstOfOwner = widenedFor(this.firstOfOwner, row)
+    this.firstOfOwner[owner] = row
+  }
+
   /** The next row of `row`'s owner, -1 after the last. */
   private nextOf(row: number): number {
     return this.rowIsNumber ? (this.nextOfOwnerMap.get(row) ?? -1) : this.nextOfOwner[row]!
   }
 
   private setNext(row: number, next: number): void {
-    if (!this.rowIsNumber) this.nextOfOwner[row] = next
-    else if (next < 0) this.nextOfOwnerMap.delete(row)
+    if (!this.rowIsNumber) {
+      this.nextOfOwner = widenedFor(this.nextOfOwner, next)
+      this.nextOfOwner[row] = next
+    } else if (next < 0) this.nextOfOwnerMap.delete(row)
     else this.nextOfOwnerMap.set(row, next)
   }
 
   /** Takes `row` out of its owner's (number `owner`) list; an owner of nothing gives its own number back. */
   private unlink(row: number, owner: number): void {
-    if (this.firstOfOwner[owner] === row) this.firstOfOwner[owner] = this.nextOf(row)
+    if (this.firstOfOwner[owner] === row) this.setFirst(owner, this.nextOf(row))
     else {
       let at = this.firstOfOwner[owner]!
       while (this.nextOf(at) !== row) at = this.nextOf(at)
@@ -305,8 +318,8 @@ export class AddressRows {
     const nearness = new Uint16Array(capacity)
     nearness.set(this.nearness)
     this.nearness = nearness
-    this.ownerOfRow = grownInt32(this.ownerOfRow, capacity, -1)
-    if (!this.rowIsNumber) this.nextOfOwner = grownInt32(this.nextOfOwner, capacity, -1)
+    this.ownerOfRow = grownNarrow(this.ownerOfRow, capacity, -1)
+    if (!this.rowIsNumber) this.nextOfOwner = grownNarrow(this.nextOfOwner, capacity, -1)
     this.capacity = capacity
   }
 }

@@ -408,6 +408,22 @@ describe('AddressRows: the address book in columns', () => {
     )
   })
 
+  it('keeps owners and their addresses past number 32,767 (the 2-byte owner columns widen), on its own numbering and a shared one', () => {
+    for (const shared of [false, true]) {
+      const n = 40_000
+      const rows = shared ? new AddressRows(n + 10, new NodeIndex(n + 10), new NodeIndex(n + 10)) : new AddressRows(n + 10)
+      for (let i = 0; i < n; i++) rows.add(`/a/${i}`).owner = `n${i}`
+      // Owners with several addresses: a link from a high row to a low one, and back.
+      rows.get('/a/0')!.owner = 'n39999'
+      rows.get('/a/39998')!.owner = 'n1'
+      rows.get('/a/1')!.owner = 'n39999'
+      expect([rows.addressesOf('n39999'), rows.addressesOf('n1'), rows.addressesOf('n0'), rows.addressesOf('n32768')]).toEqual([['/a/39999', '/a/0', '/a/1'], ['/a/39998'], [], ['/a/32768']])
+      expect(['/a/0', '/a/1', '/a/39998', '/a/5'].map((a) => rows.get(a)!.owner)).toEqual(['n39999', 'n39999', 'n1', 'n5'])
+      rows.get('/a/39999')!.owner = undefined
+      expect(rows.addressesOf('n39999')).toEqual(['/a/0', '/a/1'])
+    }
+  })
+
   it('holds at most its limit (the book checks it first): one more is an invariant violation', () => {
     const rows = new AddressRows(2)
     rows.add('/x')
