@@ -1,4 +1,5 @@
 import { invariant } from './errors.ts'
+import { grownNarrow, type NarrowColumn, widenedFor } from './narrow.ts'
 import { NodeIndex } from './nodeindex.ts'
 import type { NodeId, PhysicalAddress } from './types.ts'
 
@@ -9,8 +10,19 @@ type RedialCode = (typeof REDIAL_CODES)[number]
 const ROWS_INITIAL = 16
 const QUEUED = 1
 const REDIAL_SHIFT = 1
+/** The redial code's bits in `flags`. */
+const REDIAL_MASK = 0b110
+/** A row of an address learned, in a book whose rows are the address numbers (`rowIsNumber`). */
+const LEARNED = 0x40
 /** A row whose address was forgotten (`remove`), free for the next one learned. */
 const FREE = 0x80
+/**
+ * Consecutive failures a row counts up to (it stays there): the back-off stops doubling at
+ * dialBackoffExponentMax + 1 failures (31), so it is the same from there on, and a byte a row is
+ * enough (4 were 3 bytes a (node, destination) pair more in a simulator, where every book holds
+ * every address).
+ */
+export const CONSECUTIVE_FAILURES_MAX = 0xff
 
 /**
  * The address book's per-address state (discovery.ts), in columns: a row per address learned, in
@@ -27,15 +39,29 @@ const FREE = 0x80
  * and its number reused); a simulator's books, on shared numberings, never forget.
  */
 export class AddressRows {
-  /** Address number (`numbers`) -> row, -1 for an address this book has not learned. */
+  /**
+   * Address number (`numbers`) -> row, -1 for an address this book has not learned. Empty in a book
+   * on a shared numbering (`rowIsNumber`).
+   */
   private rowOfNumber: Int32Array = new Int32Array(0)
-  /** Row -> address number: the row's address, and the order addresses were learned. */
+  /** Row -> address number: the row's address, and the order addresses were learned. Empty where `rowIsNumber`. */
   private numberOfRow: Int32Array = new Int32Array(0)
+  /**
+   * Whether a row is its address's number (LEARNED in `flags` once learned): in a book on a shared
+   * numbering, which never forgets, so rows need not be packed for reuse. The two columns above
+   * then stay empty: they were 8 bytes a (node, destination) pair in a simulator, where every book
+   * learns nearly every address (heap snapshot, 1,000 processes, three subnets). Such a book lists
+   * its addresses in number order, not in the order learned (nothing depends on the order: the
+   * only walk, `AddressBook.setOwnAddresses`, sets each row by itself).
+   */
+  private readonly rowIsNumber: boolean
+  /** Addresses learned, forgotten ones included (their rows are in `freeRows`). */
   private count = 0
   private capacity = 0
   /** QUEUED, and the redial code above REDIAL_SHIFT. */
   flags = new Uint8Array(0)
-  consecutiveFailures = new Uint32Array(0)
+  /** Up to CONSECUTIVE_FAILURES_MAX. */
+  consecutiveFailures = new Uint8Array(0)
   /**
    * Row -> earliest time a new dial may start, only for rows backed off or deferred (0, not
    * backed off, is not kept): at most one per row, so at most the book's limit; in a simulation
@@ -48,17 +74,27 @@ export class AddressRows {
    * flight (`dialsInFlightMax`), the rows of its `inFlight` set. A column cost 8 bytes a pair, as above.
    */
   private readonly dialStartedAtMsOfRow = new Map<number, number>()
-  /** Row -> its owner's number in `owners`, -1 for an owner not known. */
-  private ownerOfRow: Int32Array = new Int32Array(0)
+  /**
+   * Row -> its owner's number in `owners`, -1 for an owner not known. This and the owner links
+   * below are 2 bytes a row while their numbers are below 32,768 (narrow.ts): 4 bytes a (node,
+   * destination) pair fewer in a simulator of up to 32,767 processes.
+   */
+  private ownerOfRow: NarrowColumn = new Int16Array(0)
   /** Row -> the next row of the same owner, in the order it got them; -1 after the last. */
-  private nextOfOwner: Int32Array = new Int32Array(0)
+  private nextOfOwner: NarrowColumn = new Int16Array(0)
+  /**
+   * Where rows are numbers (`rowIsNumber`, a simulator's books) the same, only for rows with a next
+   * (an owner with several addresses in this book; at most one per row), and `nextOfOwner` stays
+   * empty: there owners have one address each, and the column was 4 bytes a (node, destination) pair.
+   */
+  private readonly nextOfOwnerMap = new Map<number, number>()
   /**
    * Owner number -> its first row, -1 for none. With the two columns above, a lost neighbour's
    * addresses are found without a walk of the book and without a map of owners: a Map of owner
    * -> address cost ~41 bytes a pair in a simulation where every node learns every address (heap
    * snapshot, 700 processes, three subnets), this ~12 (and 4 per owner number of the numbering).
    */
-  private firstOfOwner: Int32Array = new Int32Array(0)
+  private firstOfOwner: NarrowColumn = new Int16Array(0)
   /** Characters the address shares at the start with the nearest of our own addresses (dial order, discovery.ts's `takeDials`); text longer than 65,535 counts as 65,535. */
   nearness = new Uint16Array(0)
 
@@ -92,6 +128,7 @@ export class AddressRows {
     this.numbersOwn = numbers === undefined
     this.owners = owners ?? new NodeIndex(max)
     this.ownersOwn = owners === undefined
+    this.rowIsNumber = !this.numbersOwn
   }
 
   get size(): number {
@@ -114,17 +151,20 @@ export class AddressRows {
     invariant(this.rowOf(address) < 0 && this.size < this.max, 'an address is added once, within the book limit')
     const number = this.numbers.intern(address)
     invariant(number !== undefined, 'an address is numbered within the numbering limit')
-    const row = this.freeRows.pop() ?? this.count++
-    if (row >= this.capacity) this.grow()
-    if (number >= this.rowOfNumber.length) this.rowOfNumber = grownInt32(this.rowOfNumber, Math.max(ROWS_INITIAL, number + 1, this.rowOfNumber.length * 2, this.numbers.expected), -1)
-    this.rowOfNumber[number] = row
-    this.numberOfRow[row] = number
-    this.flags[row] = 0
+    const row = this.rowIsNumber ? number : (this.freeRows.pop() ?? this.count)
+    if (this.rowIsNumber || row === this.count) this.count++
+    if (row >= this.capacity) this.grow(row + 1)
+    if (!this.rowIsNumber) {
+      if (number >= this.rowOfNumber.length) this.rowOfNumber = grownInt32(this.rowOfNumber, Math.max(ROWS_INITIAL, number + 1, this.rowOfNumber.length * 2, this.numbers.expected), -1)
+      this.rowOfNumber[number] = row
+      this.numberOfRow[row] = number
+    }
+    this.flags[row] = this.rowIsNumber ? LEARNED : 0
     this.consecutiveFailures[row] = 0
     this.retryAtMsOfRow.delete(row)
     this.dialStartedAtMsOfRow.delete(row)
     this.ownerOfRow[row] = -1
-    this.nextOfOwner[row] = -1
+    this.setNext(row, -1)
     this.nearness[row] = 0
     return new AddressState(this, row)
   }
@@ -136,7 +176,7 @@ export class AddressRows {
    */
   remove(address: PhysicalAddress): boolean {
     const row = this.rowOf(address)
-    if (row < 0 || !this.numbersOwn || !this.ownersOwn) return false
+    if (row < 0 || this.rowIsNumber || !this.ownersOwn) return false
     const owner = this.ownerOfRow[row]!
     if (owner >= 0) this.unlink(row, owner)
     this.rowOfNumber[this.numberOfRow[row]!] = -1
@@ -185,16 +225,17 @@ export class AddressRows {
     const number = owners.intern(owner)
     // Its own numbering holds at most one owner per row; a shared one numbers every node.
     invariant(number !== undefined, 'an owner is numbered within the numbering limit')
-    if (number >= this.firstOfOwner.length) this.firstOfOwner = grownInt32(this.firstOfOwner, Math.max(ROWS_INITIAL, number + 1, this.firstOfOwner.length * 2, owners.expected), -1)
+    if (number >= this.firstOfOwner.length) this.firstOfOwner = grownNarrow(this.firstOfOwner, Math.max(ROWS_INITIAL, number + 1, this.firstOfOwner.length * 2, owners.expected), -1)
+    this.ownerOfRow = widenedFor(this.ownerOfRow, number)
     this.ownerOfRow[row] = number
-    this.nextOfOwner[row] = -1
+    this.setNext(row, -1)
     let at = this.firstOfOwner[number]!
     if (at < 0) {
-      this.firstOfOwner[number] = row
+      this.setFirst(number, row)
       return
     }
-    while (this.nextOfOwner[at]! >= 0) at = this.nextOfOwner[at]!
-    this.nextOfOwner[at] = row
+    while (this.nextOf(at) >= 0) at = this.nextOf(at)
+    this.setNext(at, row)
   }
 
   /** The addresses of `owner`, in the order it got them. */
@@ -202,56 +243,83 @@ export class AddressRows {
     const number = this.owners.get(owner)
     const out: PhysicalAddress[] = []
     if (number === undefined || number >= this.firstOfOwner.length) return out
-    for (let row = this.firstOfOwner[number]!; row >= 0; row = this.nextOfOwner[row]!) out.push(this.addressAt(row))
+    for (let row = this.firstOfOwner[number]!; row >= 0; row = this.nextOf(row)) out.push(this.addressAt(row))
     return out
+  }
+
+  private setFirst(owner: number, row: number): void {
+    this.firstOfOwner = widenedFor(this.firstOfOwner, row)
+    this.firstOfOwner[owner] = row
+  }
+
+  /** The next row of `row`'s owner, -1 after the last. */
+  private nextOf(row: number): number {
+    return this.rowIsNumber ? (this.nextOfOwnerMap.get(row) ?? -1) : this.nextOfOwner[row]!
+  }
+
+  private setNext(row: number, next: number): void {
+    if (!this.rowIsNumber) {
+      this.nextOfOwner = widenedFor(this.nextOfOwner, next)
+      this.nextOfOwner[row] = next
+    } else if (next < 0) this.nextOfOwnerMap.delete(row)
+    else this.nextOfOwnerMap.set(row, next)
   }
 
   /** Takes `row` out of its owner's (number `owner`) list; an owner of nothing gives its own number back. */
   private unlink(row: number, owner: number): void {
-    if (this.firstOfOwner[owner] === row) this.firstOfOwner[owner] = this.nextOfOwner[row]!
+    if (this.firstOfOwner[owner] === row) this.setFirst(owner, this.nextOf(row))
     else {
       let at = this.firstOfOwner[owner]!
-      while (this.nextOfOwner[at] !== row) at = this.nextOfOwner[at]!
-      this.nextOfOwner[at] = this.nextOfOwner[row]!
+      while (this.nextOf(at) !== row) at = this.nextOf(at)
+      this.setNext(at, this.nextOf(row))
     }
     this.ownerOfRow[row] = -1
-    this.nextOfOwner[row] = -1
+    this.setNext(row, -1)
     if (this.ownersOwn && this.firstOfOwner[owner]! < 0) this.owners.release(this.owners.id(owner)!)
   }
 
   private addressAt(row: number): PhysicalAddress {
-    const address = this.numbers.id(this.numberOfRow[row]!)
+    const address = this.numbers.id(this.rowIsNumber ? row : this.numberOfRow[row]!)
     invariant(address !== undefined, 'a learned address keeps its number')
     return address
   }
 
-  /** Every address learned with its state, in the order learned. */
+  /** Every address learned with its state, in the order learned (in number order where `rowIsNumber`). */
   *[Symbol.iterator](): IterableIterator<[PhysicalAddress, AddressState]> {
+    if (this.rowIsNumber) {
+      for (let row = 0; row < this.capacity; row++) if ((this.flags[row]! & LEARNED) !== 0) yield [this.addressAt(row), new AddressState(this, row)]
+      return
+    }
     for (let row = 0; row < this.count; row++) if ((this.flags[row]! & FREE) === 0) yield [this.addressAt(row), new AddressState(this, row)]
   }
 
   private rowOf(address: PhysicalAddress): number {
     const number = this.numbers.get(address)
-    return number === undefined || number >= this.rowOfNumber.length ? -1 : this.rowOfNumber[number]!
+    if (number === undefined) return -1
+    if (this.rowIsNumber) return number < this.capacity && (this.flags[number]! & LEARNED) !== 0 ? number : -1
+    return number >= this.rowOfNumber.length ? -1 : this.rowOfNumber[number]!
   }
 
-  private grow(): void {
+  /** Room for rows below `needed`. */
+  private grow(needed: number): void {
     // Doubling, or at once to as many as the numbering expects (a simulator's: each book learns
-    // about every address of the run), never past the book's limit.
-    const capacity = Math.min(Math.max(ROWS_INITIAL, this.capacity * 2, this.numbers.expected), Math.max(ROWS_INITIAL, this.max))
-    invariant(capacity > this.capacity, 'the address book grows within knownAddressesMax')
+    // about every address of the run), never past the book's limit (where rows are numbers, the
+    // numbering's: its numbers are below its own limit, and the book holds at most its own).
+    const bound = this.rowIsNumber ? this.numbers.max : this.max
+    const capacity = Math.min(Math.max(ROWS_INITIAL, needed, this.capacity * 2, this.numbers.expected), Math.max(ROWS_INITIAL, bound))
+    invariant(capacity >= needed && capacity > this.capacity, 'the address book grows within knownAddressesMax')
     const flags = new Uint8Array(capacity)
     flags.set(this.flags)
     this.flags = flags
-    const failures = new Uint32Array(capacity)
+    const failures = new Uint8Array(capacity)
     failures.set(this.consecutiveFailures)
     this.consecutiveFailures = failures
-    this.numberOfRow = grownInt32(this.numberOfRow, capacity, 0)
+    if (!this.rowIsNumber) this.numberOfRow = grownInt32(this.numberOfRow, capacity, 0)
     const nearness = new Uint16Array(capacity)
     nearness.set(this.nearness)
     this.nearness = nearness
-    this.ownerOfRow = grownInt32(this.ownerOfRow, capacity, -1)
-    this.nextOfOwner = grownInt32(this.nextOfOwner, capacity, -1)
+    this.ownerOfRow = grownNarrow(this.ownerOfRow, capacity, -1)
+    if (!this.rowIsNumber) this.nextOfOwner = grownNarrow(this.nextOfOwner, capacity, -1)
     this.capacity = capacity
   }
 }
@@ -280,12 +348,12 @@ export class AddressState {
   }
 
   get redial(): RedialCode {
-    return REDIAL_CODES[this.rows.flags[this.row]! >> REDIAL_SHIFT]
+    return REDIAL_CODES[(this.rows.flags[this.row]! & REDIAL_MASK) >> REDIAL_SHIFT]
   }
 
   set redial(why: RedialCode) {
     const code = REDIAL_CODES.indexOf(why)
-    this.rows.flags[this.row] = (this.rows.flags[this.row]! & QUEUED) | (code << REDIAL_SHIFT)
+    this.rows.flags[this.row] = (this.rows.flags[this.row]! & ~REDIAL_MASK) | (code << REDIAL_SHIFT)
   }
 
   get queued(): boolean {
@@ -301,8 +369,9 @@ export class AddressState {
     return this.rows.consecutiveFailures[this.row]!
   }
 
+  /** Counts up to CONSECUTIVE_FAILURES_MAX and stays there. */
   set consecutiveFailures(n: number) {
-    this.rows.consecutiveFailures[this.row] = n
+    this.rows.consecutiveFailures[this.row] = Math.min(n, CONSECUTIVE_FAILURES_MAX)
   }
 
   /** Earliest time a new dial may start; 0 = not backed off. */

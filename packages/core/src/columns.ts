@@ -1,10 +1,13 @@
 import { invariant } from './errors.ts'
+import { Introducers } from './introducers.ts'
+import { grownNarrow, type NarrowColumn, widenedFor } from './narrow.ts'
+import { RecordAddresses } from './record-addresses.ts'
 import type { NodeIndex } from './nodeindex.ts'
 import type { NodeSet } from './nodeset.ts'
 import { HOPS_NONE, NO_SIGNATURE, RouteEntry } from './route.ts'
 import { isUnreachableSeq } from './seq.ts'
 import { EMPTY_SET_ID, type SetIds } from './set-ids.ts'
-import type { NodeId, PhysicalAddress } from './types.ts'
+import type { NodeId } from './types.ts'
 
 /** Rows a table starts with; it doubles from there. */
 const ROWS_INITIAL = 16
@@ -12,6 +15,8 @@ const PRESENT = 1
 const DIRTY = 2
 /** Learned only as unreachable (RouteEntry.hearsay). */
 const HEARSAY = 4
+/** Removed, with its old position still in `order` (dropped at the next compaction, which an insert of the row forces). */
+const IN_ORDER = 8
 const NONE = -1
 const NO_NAMES: readonly string[] = Object.freeze([])
 
@@ -40,26 +45,36 @@ export class RouteColumns {
   private capacity = 0
   /** Present rows (the table's size). */
   private present = 0
-  /** Flags per row: PRESENT, DIRTY, HEARSAY. */
+  /** Flags per row: PRESENT, DIRTY, HEARSAY, IN_ORDER. */
   private flags = new Uint8Array(0)
   seq = new Uint32Array(0)
   /** Hops to the destination; HOPS_NONE when unreachable. */
   nhops = new Uint16Array(0)
   /** What members of rcpt hold (see `RouteEntry.rcptHopsMax`); HOPS_NONE for Infinity. */
   rcptHopsMax = new Uint16Array(0)
-  /** The next hop's node index; NONE when unreachable. A next hop is a neighbour: its index lives as long as the route. */
-  fwd = new Int32Array(0)
-  changedAtMs = new Float64Array(0)
-  /** Where the row sits in `order`. */
-  private orderAt = new Int32Array(0)
-  /** Who introduced the destination; an id, not an index: it outlives the introducer's own entry (police.ts counts against it). */
-  introducedBy: (NodeId | undefined)[] = []
+  /**
+   * The next hop's node index; NONE when unreachable. A next hop is a neighbour: its index lives as
+   * long as the route. 2 bytes a row while every index is below 32,768 (narrow.ts; written through `setFwd`).
+   */
+  fwd: NarrowColumn = new Int16Array(0)
+  /**
+   * `RouteEntry.changedAtMs`, kept only for rows that are unreachable (odd seq) when it is written:
+   * it is read only of unreachable rows (expiry, and the oldest unreachable dirty row), and every
+   * change that makes a row unreachable writes it after the seq (`RouteTable.adopt`, `invalidate`;
+   * a new row reads 0, as its blank column did). A Float64 column was 8 bytes a (node,
+   * destination) pair, nearly all of reachable rows (heap snapshot, 1,000 processes, three
+   * subnets). At most one per row; a row's time goes when it is written reachable or removed.
+   */
+  private readonly unreachableSinceMs = new Map<number, number>()
+  /** Who introduced the destination, numbered (introducers.ts): an id, not a node index, it outlives the introducer's own entry (police.ts counts against it). */
+  readonly introducers = new Introducers()
   /** trans, rcpt and vouchers by id in `ids` (read through `transOf` etc.; EMPTY_SET_ID in a blank row). */
   private transId = new Int32Array(0)
   private rcptId = new Int32Array(0)
   /** The neighbours on whose word (their trans sets) trans and rcpt hold others (see `RouteEntry.vouchers`). */
   private vouchersId = new Int32Array(0)
-  addresses: (readonly PhysicalAddress[])[] = []
+  /** The records' addresses (record-addresses.ts: a reference per row, or on a shared numbering a 1-byte version). */
+  readonly addresses: RecordAddresses
   /**
    * The records' names and signatures, allocated only once a row holds a non-empty one (read
    * through `namesOf` / `signatureOf`: an empty one reads as the shared empty value). Nodes
@@ -69,11 +84,14 @@ export class RouteColumns {
   private namesList: (readonly string[] | undefined)[] | undefined
   private signatureList: (Uint8Array | undefined)[] | undefined
   /**
-   * Rows in insertion order, NONE where a row was removed; compacted on insert once half is holes,
-   * so it holds at most twice the present rows. Map iteration order was insertion order, and a
-   * send round's messages follow it: keeping it keeps results byte-identical.
+   * Rows in insertion order, with the positions of removed rows (IN_ORDER) until compacted:
+   * compacted on insert once half is holes, so it holds at most twice the present rows, and before
+   * a removed row is inserted again (its old position would otherwise name it twice). No column of
+   * positions: a removal leaves its position behind instead of clearing it (4 bytes a pair).
+   * Map iteration order was insertion order, and a send round's messages follow it: keeping it
+   * keeps results byte-identical. 2 bytes a position while every row is below 32,768 (narrow.ts).
    */
-  private order = new Int32Array(0)
+  private order: NarrowColumn = new Int16Array(0)
   private orderLength = 0
   private orderHoles = 0
   /** Dirty rows in the order they became dirty (a Set's order before); at most one per present row, emptied every send round. */
@@ -83,7 +101,9 @@ export class RouteColumns {
   constructor(
     readonly index: NodeIndex,
     private readonly ids: SetIds,
-  ) {}
+  ) {
+    this.addresses = new RecordAddresses(index.addressVersions)
+  }
 
   transOf(row: number): NodeSet {
     return this.ids.at(this.transId[row]!)
@@ -154,16 +174,15 @@ export class RouteColumns {
     if (row === undefined) return undefined
     invariant(!this.has(row), 'a destination is inserted once')
     if (row >= this.capacity) this.grow(row + 1)
-    this.flags[row] = PRESENT
     this.seq[row] = 0
     this.nhops[row] = HOPS_NONE
     this.rcptHopsMax[row] = 0
     this.fwd[row] = NONE
-    this.changedAtMs[row] = 0
     this.clearReferences(row)
-    if (this.orderHoles > 0 && this.orderHoles * 2 >= this.orderLength) this.compactOrder()
-    if (this.orderLength === this.order.length) this.order = grownInt32(this.order, Math.max(ROWS_INITIAL, this.orderLength * 2), NONE)
-    this.orderAt[row] = this.orderLength
+    if ((this.orderHoles > 0 && this.orderHoles * 2 >= this.orderLength) || (this.flags[row]! & IN_ORDER) !== 0) this.compactOrder()
+    this.flags[row] = PRESENT
+    if (this.orderLength === this.order.length) this.order = grownNarrow(this.order, Math.max(ROWS_INITIAL, this.orderLength * 2), NONE)
+    this.order = widenedFor(this.order, row)
     this.order[this.orderLength++] = row
     this.present++
     return row
@@ -172,22 +191,44 @@ export class RouteColumns {
   /** Forgets `row` (not dirty: the caller keeps dirty rows); what it referenced is let go, its numbers stay until the row is inserted again. */
   remove(row: number): void {
     invariant(this.has(row) && (this.flags[row]! & DIRTY) === 0, 'only a present, clean row is removed')
-    this.flags[row] = 0
-    this.order[this.orderAt[row]!] = NONE
+    this.flags[row] = IN_ORDER
     this.orderHoles++
     this.present--
+    this.unreachableSinceMs.delete(row)
     this.clearReferences(row)
+  }
+
+  /** Sets the next hop's index of `row` (-1: none); the column widens for an index past 32,767 (narrow.ts). */
+  setFwd(row: number, index: number): void {
+    this.fwd = widenedFor(this.fwd, index)
+    this.fwd[row] = index
+  }
+
+  /** `RouteEntry.changedAtMs` of an unreachable row (0 if never written since it became so, as a new row's). */
+  changedAtMsOf(row: number): number {
+    return this.unreachableSinceMs.get(row) ?? 0
+  }
+
+  /** How many rows keep a `changedAtMs` (tests: only unreachable rows do). */
+  get changedTimesKept(): number {
+    return this.unreachableSinceMs.size
+  }
+
+  /** Keeps `ms` only if the row is unreachable now (see `unreachableSinceMs`): a reachable row's time is never read. */
+  setChangedAtMs(row: number, ms: number): void {
+    if (isUnreachableSeq(this.seq[row]!)) this.unreachableSinceMs.set(row, ms)
+    else this.unreachableSinceMs.delete(row)
   }
 
   /** Lets go of what `row` referenced (shared sets, the record's names, addresses and signature): a blank row's values. */
   private clearReferences(row: number): void {
-    this.introducedBy[row] = undefined
+    this.introducers.set(row, undefined)
     for (const column of [this.transId, this.rcptId, this.vouchersId]) {
       this.ids.release(column[row]!)
       column[row] = EMPTY_SET_ID
     }
     if (this.namesList !== undefined) this.namesList[row] = undefined
-    this.addresses[row] = NO_NAMES
+    this.addresses.set(row, NO_NAMES)
     if (this.signatureList !== undefined) this.signatureList[row] = undefined
   }
 
@@ -240,7 +281,7 @@ export class RouteColumns {
     const { order, flags, transId, rcptId, seq, ids } = this
     for (let i = 0; i < this.orderLength; i++) {
       const row = order[i]!
-      if (row !== NONE && wanted(row, (flags[row]! & DIRTY) !== 0, ids.at(transId[row]!), ids.at(rcptId[row]!), seq[row]!)) out.push(row)
+      if ((flags[row]! & PRESENT) !== 0 && wanted(row, (flags[row]! & DIRTY) !== 0, ids.at(transId[row]!), ids.at(rcptId[row]!), seq[row]!)) out.push(row)
     }
     return out
   }
@@ -249,7 +290,7 @@ export class RouteColumns {
   *rows(): IterableIterator<number> {
     for (let i = 0; i < this.orderLength; i++) {
       const row = this.order[i]!
-      if (row !== NONE) yield row
+      if ((this.flags[row]! & PRESENT) !== 0) yield row
     }
   }
 
@@ -290,7 +331,7 @@ export class RouteColumns {
     let oldest = Number.POSITIVE_INFINITY
     for (const row of this.dirtyList) {
       if (row === except || !isUnreachableSeq(this.seq[row]!)) continue
-      const at = this.changedAtMs[row]!
+      const at = this.changedAtMsOf(row)
       if (at < oldest) oldest = at
     }
     return oldest
@@ -301,12 +342,16 @@ export class RouteColumns {
     this.dirtyList.length = 0
   }
 
+  /** Drops the positions of removed rows (each loses its IN_ORDER mark), keeping the order of the rest. */
   private compactOrder(): void {
     let to = 0
+    const flags = this.flags
     for (let i = 0; i < this.orderLength; i++) {
       const row = this.order[i]!
-      if (row === NONE) continue
-      this.orderAt[row] = to
+      if ((flags[row]! & PRESENT) === 0) {
+        flags[row] = flags[row]! & ~IN_ORDER
+        continue
+      }
       this.order[to++] = row
     }
     this.order.fill(NONE, to, this.orderLength)
@@ -329,18 +374,16 @@ export class RouteColumns {
     this.seq = grown(this.seq, new Uint32Array(capacity))
     this.nhops = grown(this.nhops, new Uint16Array(capacity))
     this.rcptHopsMax = grown(this.rcptHopsMax, new Uint16Array(capacity))
-    this.fwd = grownInt32(this.fwd, capacity, NONE)
-    this.changedAtMs = grown(this.changedAtMs, new Float64Array(capacity))
-    this.orderAt = grownInt32(this.orderAt, capacity, NONE)
+    this.fwd = grownNarrow(this.fwd, capacity, NONE)
     // Every reference column grows with the others, so a row is written within its length (a
     // write past the end of an empty list by more than ~1,000 makes V8 keep it as a hash table),
     // each in one allocation (pushed a row at a time, a list was reallocated many times on the way).
-    this.introducedBy = grownList(this.introducedBy, capacity)
+    this.introducers.grow(capacity)
     this.transId = grownInt32(this.transId, capacity, EMPTY_SET_ID)
     this.rcptId = grownInt32(this.rcptId, capacity, EMPTY_SET_ID)
     this.vouchersId = grownInt32(this.vouchersId, capacity, EMPTY_SET_ID)
     if (this.namesList !== undefined) this.namesList = grownList(this.namesList, capacity)
-    this.addresses = grownList(this.addresses, capacity)
+    this.addresses.grow(capacity)
     if (this.signatureList !== undefined) this.signatureList = grownList(this.signatureList, capacity)
     this.capacity = capacity
   }
@@ -353,7 +396,7 @@ function grownList<T>(old: T[], capacity: number): T[] {
   return next
 }
 
-function grown<T extends Uint32Array | Uint16Array | Float64Array>(old: T, next: T): T {
+function grown<T extends Uint32Array | Uint16Array>(old: T, next: T): T {
   next.set(old)
   return next
 }

@@ -188,10 +188,10 @@ export const CORE_CONSTANTS = {
   slotOfIndexInitial: 64,
   /**
    * The dial queue drops its consumed prefix once more than this many addresses were taken (and
-   * they are over half of it): its memory follows what is pending, not its history, without a
-   * copy on every dial.
+   * they are over a quarter of it; all of it at once when nothing is pending): its memory follows
+   * what is pending, not its history, without a copy on every dial.
    */
-  dialQueueCompactAfter: 1_024,
+  dialQueueCompactAfter: 64,
   /**
    * Back-off doubles per consecutive failure; the exponent stops here so 2^n cannot overflow to
    * Infinity (dialBackoffMaxMs caps the delay long before).

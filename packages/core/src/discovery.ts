@@ -26,8 +26,8 @@ export interface DiscoveryTiming {
 export class AddressBook {
   /** Each address's state, in columns (address-rows.ts). */
   private readonly addresses: AddressRows
-  /** FIFO of addresses ready to dial; discovery order is dial order. */
-  private readonly queue: PhysicalAddress[] = []
+  /** FIFO of addresses ready to dial; discovery order is dial order. Its consumed prefix is dropped as `takeDials` says. */
+  private queue: PhysicalAddress[] = []
   private queueHead = 0
   /** Addresses were queued since the pending part of the queue was last put in nearness order. */
   private queueUnsorted = false
@@ -67,6 +67,11 @@ export class AddressBook {
 
   get inFlightCount(): number {
     return this.inFlight.size
+  }
+
+  /** Addresses the dial queue holds, taken ones not yet dropped included (tests: its memory follows what is pending). */
+  get dialQueueHeld(): number {
+    return this.queue.length
   }
 
   /** Learns an address (and its owner if known). Returns false when the book is full. */
@@ -297,9 +302,15 @@ export class AddressBook {
       out.push({ address, owner: state.owner })
     }
     this.queue.push(...waiting)
-    // Compact the consumed prefix so the queue's memory follows what is pending, not history.
-    if (this.queueHead > CORE_CONSTANTS.dialQueueCompactAfter && this.queueHead * 2 > this.queue.length) {
-      this.queue.splice(0, this.queueHead)
+    // Drop the consumed prefix so the queue's memory follows what is pending, not history: at once
+    // when nothing is pending, else once it is over a quarter of the queue (a copy of the rest,
+    // so at most 3 moves per address taken). Kept at the end of a 1,000-process run, the prefix
+    // was 10 bytes a (node, destination) pair on one subnet and 3.4 of 10 on three (heap snapshot).
+    if (this.queueHead === this.queue.length) {
+      this.queue = []
+      this.queueHead = 0
+    } else if (this.queueHead > CORE_CONSTANTS.dialQueueCompactAfter && this.queueHead * 4 > this.queue.length) {
+      this.queue = this.queue.slice(this.queueHead)
       this.queueHead = 0
     }
     return out

@@ -1,4 +1,5 @@
 import { invariant } from './errors.ts'
+import { grownNarrow, type NarrowColumn, widenedFor } from './narrow.ts'
 import type { NodeSet } from './nodeset.ts'
 import { isValidSeq } from './seq.ts'
 import type { NodeId, RoutingMode } from './types.ts'
@@ -52,24 +53,37 @@ export function grownCapacity(capacity: number, needed: number): number {
  */
 export class NeighbourColumns {
   /** Which connection holds the slot (`Neighbour.connection`, numbered from 1); 0: the slot is free. */
-  connection = new Int32Array(0)
+  connection: NarrowColumn = new Int16Array(0)
   /** The neighbour's number in the core's `NodeIndex`. */
-  index = new Int32Array(0)
+  index: NarrowColumn = new Int16Array(0)
   /** Bits of `FLAG_BITS` and `AWAITING_HELLO_BIT`. */
   flags = new Uint8Array(0)
   /** `Neighbour.ownerSeqHeard` (a sequence number is unsigned 32-bit), meaningful once `OWNER_SEQ_HEARD_BIT` is set. */
   ownerSeqHeard = new Uint32Array(0)
-  /** How many of the losses logged it has been told of (`NeighbourTable`'s log of losses; at most CONNECTIONS_MAX). */
-  lostCursor = new Int32Array(0)
-  /** When the connection came up, in whole milliseconds (`Neighbour.upAtMs`). */
-  upAtMs = new Float64Array(0)
+  /**
+   * How many of the losses logged it has been told of (`NeighbourTable`'s log of losses; at most
+   * CONNECTIONS_MAX; the table makes room for each new end of the log, `roomForLostPosition`).
+   * This, `connection` and `index` are 2 bytes a slot while their numbers are below 32,768
+   * (narrow.ts): 6 bytes a connection fewer, 2.6 a (node, destination) pair on three subnets.
+   */
+  lostCursor: NarrowColumn = new Int16Array(0)
+  /**
+   * When the connection came up, in whole milliseconds (`Neighbour.upAtMs`, read through `upAtMsOf`):
+   * 4 bytes a slot, as milliseconds from `upEpochMs` (the first connection's), while every time is
+   * within ±2^31 ms (24 days) of it; past that the column holds the times themselves, 8 bytes a
+   * slot (`setUpAtMs`). 8 were 4 bytes a (node, destination) pair on one subnet, 2 on three
+   * (heap snapshot, 1,000 processes).
+   */
+  private upAtMs: Int32Array | Float64Array = new Int32Array(0)
+  private upEpochMs: number | undefined
   /**
    * Each slot's update token bucket (`police.ts`: `updateEntriesPerSecondMax`, burst
-   * `updateEntriesBurstMax`): tokens left, NaN until the neighbour's first update, and when they
-   * were counted.
+   * `updateEntriesBurstMax`) as one number: when it is full again (-Infinity: full, as before the
+   * neighbour's first update). The tokens at a time follow from it, the rate and the burst
+   * (`NeighbourTable.chargeUpdateBudget`). Tokens and the time they were counted took two
+   * columns, 8 bytes a (node, destination) pair more on one subnet (heap snapshot, 1,000 processes).
    */
-  budgetTokens = new Float64Array(0)
-  budgetAtMs = new Float64Array(0)
+  budgetFullAtMs = new Float64Array(0)
   /**
    * `Neighbour.senderSlots`, by slot: only for the neighbours that sent a slot table we had to
    * translate (in a simulator's shared numbering, only hubs saying their neighbours are served), so
@@ -86,15 +100,32 @@ export class NeighbourColumns {
     invariant(connection > 0 && connection <= CONNECTIONS_MAX, `a connection number fits its column (at most ${CONNECTIONS_MAX})`)
     if (slot >= this.capacity) this.grow(grownCapacity(this.capacity, slot + 1))
     invariant(this.connection[slot] === 0, 'a connection opens in a free slot')
+    this.connection = widenedFor(this.connection, connection)
     this.connection[slot] = connection
+    this.index = widenedFor(this.index, index)
     this.index[slot] = index
     this.flags[slot] = initialFlags(mode)
     this.ownerSeqHeard[slot] = 0
     this.lostCursor[slot] = 0
-    this.upAtMs[slot] = upAtMs
-    this.budgetTokens[slot] = Number.NaN
-    this.budgetAtMs[slot] = 0
+    this.setUpAtMs(slot, upAtMs)
+    this.budgetFullAtMs[slot] = Number.NEGATIVE_INFINITY
     this.senderSlots.delete(slot)
+  }
+
+  /** When the connection in `slot` came up (whole milliseconds). */
+  upAtMsOf(slot: number): number {
+    return this.upAtMs instanceof Int32Array ? this.upEpochMs! + this.upAtMs[slot]! : this.upAtMs[slot]!
+  }
+
+  private setUpAtMs(slot: number, ms: number): void {
+    this.upEpochMs ??= ms
+    const offset = ms - this.upEpochMs
+    if (this.upAtMs instanceof Int32Array && (offset | 0) !== offset) {
+      const times = new Float64Array(this.upAtMs.length)
+      for (let i = 0; i < times.length; i++) times[i] = this.upEpochMs + this.upAtMs[i]!
+      this.upAtMs = times
+    }
+    this.upAtMs[slot] = this.upAtMs instanceof Int32Array ? offset : ms
   }
 
   /** Frees `slot`: only the connection number is cleared (a view of the closed connection then refuses to read the row). */
@@ -103,20 +134,24 @@ export class NeighbourColumns {
     this.senderSlots.delete(slot)
   }
 
+  /** Room in `lostCursor` for positions up to `position`. */
+  roomForLostPosition(position: number): void {
+    this.lostCursor = widenedFor(this.lostCursor, position)
+  }
+
   private grow(size: number): void {
     const grown = <T extends Int32Array | Uint32Array | Uint8Array | Float64Array>(old: T, make: (n: number) => T): T => {
       const out = make(size)
       out.set(old)
       return out
     }
-    this.connection = grown(this.connection, (n) => new Int32Array(n))
-    this.index = grown(this.index, (n) => new Int32Array(n))
+    this.connection = grownNarrow(this.connection, size, 0)
+    this.index = grownNarrow(this.index, size, 0)
     this.flags = grown(this.flags, (n) => new Uint8Array(n))
     this.ownerSeqHeard = grown(this.ownerSeqHeard, (n) => new Uint32Array(n))
-    this.lostCursor = grown(this.lostCursor, (n) => new Int32Array(n))
-    this.upAtMs = grown(this.upAtMs, (n) => new Float64Array(n))
-    this.budgetTokens = grown(this.budgetTokens, (n) => new Float64Array(n))
-    this.budgetAtMs = grown(this.budgetAtMs, (n) => new Float64Array(n))
+    this.lostCursor = grownNarrow(this.lostCursor, size, 0)
+    this.upAtMs = this.upAtMs instanceof Int32Array ? grown(this.upAtMs, (n) => new Int32Array(n)) : grown(this.upAtMs, (n) => new Float64Array(n))
+    this.budgetFullAtMs = grown(this.budgetFullAtMs, (n) => new Float64Array(n))
   }
 }
 
@@ -157,7 +192,7 @@ export class Neighbour {
    * Readable after the close, until the slot is reused.
    */
   get upAtMs(): number {
-    return this.columns.upAtMs[this.slot]!
+    return this.columns.upAtMsOf(this.slot)
   }
 
   /** Optimized mode: its first update on this connection (carrying its hello) is not applied yet. */

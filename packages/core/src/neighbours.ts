@@ -1,6 +1,7 @@
 import { CORE_CONSTANTS } from './constants.ts'
 import { invariant } from './errors.ts'
 import { CONNECTIONS_MAX, FLAG_BITS, NEIGHBOUR_FLAGS, grownCapacity, Neighbour, NeighbourColumns, type NeighbourFlag } from './neighbour.ts'
+import { grownNarrow, type NarrowColumn, widenedFor } from './narrow.ts'
 import type { NodeIndex } from './nodeindex.ts'
 import { NodeSet } from './nodeset.ts'
 import type { NodeId, RoutingMode } from './types.ts'
@@ -36,7 +37,7 @@ export class NeighbourTable {
    * at one entry per neighbour per node, a Map cost ~42 bytes a pair in a simulator of fully
    * connected subnets (heap snapshot, 500 processes, one subnet).
    */
-  private order = new Int32Array(0)
+  private order: NarrowColumn = new Int16Array(0)
   private orderLength = 0
   /** One more than the highest slot ever taken: how far the slot table reaches before trimming free slots. */
   private slotsEnd = 0
@@ -46,8 +47,13 @@ export class NeighbourTable {
   private freeSlotsSorted = true
   /** The wire form of the slots, rebuilt only after a change so receivers can recognise it. */
   private cachedSlotTable: readonly NodeId[] | undefined
-  /** Node index -> neighbour slot (-1: not a neighbour), for the hot paths of sending. */
-  private slotOfIndexMap = new Int32Array(CORE_CONSTANTS.slotOfIndexInitial).fill(-1)
+  /**
+   * Node index -> neighbour slot (-1: not a neighbour), for the hot paths of sending. Over every
+   * node index, in each core: 4 bytes an index were 5-6 bytes a (node, destination) pair in a
+   * simulator (heap snapshot, 1,000 processes). 2 while every slot fits (narrow.ts), and sized at
+   * once for as many nodes as the numbering expects, not doubled up to it.
+   */
+  private slotOfIndexMap: NarrowColumn = new Int16Array(CORE_CONSTANTS.slotOfIndexInitial).fill(-1)
   /** Our neighbours, as node indices: the universe of every send decision. */
   readonly indexSet = new NodeSet()
   /**
@@ -134,7 +140,7 @@ export class NeighbourTable {
   }
 
   /** The occupied slots in connection order, a copy (no view made). */
-  slotsInOrder(): Int32Array {
+  slotsInOrder(): Int16Array | Int32Array {
     return this.order.slice(0, this.orderLength)
   }
 
@@ -163,6 +169,7 @@ export class NeighbourTable {
     this.setSlotOfIndex(index, slot)
     const neighbour = new Neighbour(this.rows, id, index, slot, this.opened)
     this.countFlags(neighbour, 1)
+    this.rows.roomForLostPosition(this.lostBase + this.lostLog.length)
     this.rows.lostCursor[slot] = this.lostBase + this.lostLog.length // a new connection needs no news of older ones
     return neighbour
   }
@@ -202,10 +209,11 @@ export class NeighbourTable {
   noteLost(peer: NodeId, max: number): void {
     if (this.orderLength === 0) return
     const end = this.lostBase + this.lostLog.length
-    const cursor = this.rows.lostCursor
-    for (let i = 0; i < this.orderLength; i++) if (cursor[this.order[i]!] === end) this.lostDue++
+    for (let i = 0; i < this.orderLength; i++) if (this.rows.lostCursor[this.order[i]!] === end) this.lostDue++
     this.lostLog.push(peer)
     invariant(this.lostBase + this.lostLog.length <= CONNECTIONS_MAX, 'a position in the log of losses fits its column')
+    this.rows.roomForLostPosition(this.lostBase + this.lostLog.length)
+    const cursor = this.rows.lostCursor
     this.lostTails.clear()
     if (this.lostLog.length > max) {
       this.lostLog.shift()
@@ -300,16 +308,18 @@ export class NeighbourTable {
   /**
    * Charges `entries` to `neighbour`'s update token bucket (`perSecond` tokens a second, at most
    * `burst`; full at its first update) and returns the tokens left: below 0, it sent too much.
+   * The bucket is kept as when it is full again (`NeighbourColumns.budgetFullAtMs`): the same
+   * tokens as `min(burst, tokens then + elapsed · rate)`, up to rounding, and exactly `burst` once
+   * full. The rate and burst are the core's limits, the same at every charge.
    */
   chargeUpdateBudget(neighbour: Neighbour, entries: number, nowMs: number, perSecond: number, burst: number): number {
     const slot = neighbour.slot
     invariant(neighbour.open, 'a bucket is charged to a neighbour of the table')
-    const { budgetTokens, budgetAtMs } = this.rows
-    const before = budgetTokens[slot]!
-    const tokens = Number.isNaN(before) ? burst : Math.min(burst, before + ((nowMs - budgetAtMs[slot]!) * perSecond) / 1000)
-    budgetAtMs[slot] = nowMs
-    budgetTokens[slot] = tokens - entries
-    return tokens - entries
+    const full = this.rows.budgetFullAtMs
+    const owedMs = full[slot]! - nowMs
+    const left = (owedMs > 0 ? burst - (owedMs * perSecond) / 1000 : burst) - entries
+    full[slot] = nowMs + ((burst - left) * 1000) / perSecond
+    return left
   }
 
   private idOf(index: number): NodeId {
@@ -319,11 +329,8 @@ export class NeighbourTable {
   }
 
   private pushOrder(slot: number): void {
-    if (this.orderLength === this.order.length) {
-      const grown = new Int32Array(grownCapacity(this.order.length, this.orderLength + 1))
-      grown.set(this.order)
-      this.order = grown
-    }
+    if (this.orderLength === this.order.length) this.order = grownNarrow(this.order, grownCapacity(this.order.length, this.orderLength + 1), 0)
+    this.order = widenedFor(this.order, slot)
     this.order[this.orderLength++] = slot
   }
 
@@ -332,11 +339,10 @@ export class NeighbourTable {
   }
 
   private setSlotOfIndex(index: number, slot: number): void {
-    if (index >= this.slotOfIndexMap.length) {
-      const grown = new Int32Array(Math.max(index + 1, this.slotOfIndexMap.length * 2)).fill(-1)
-      grown.set(this.slotOfIndexMap)
-      this.slotOfIndexMap = grown
-    }
+    const length = this.slotOfIndexMap.length
+    if (index >= length) this.slotOfIndexMap = grownNarrow(this.slotOfIndexMap, Math.max(index + 1, index < this.nodeIndex.expected ? this.nodeIndex.expected : length * 2), -1)
+    this.slotOfIndexMap = widenedFor(this.slotOfIndexMap, slot)
     this.slotOfIndexMap[index] = slot
   }
 }
+

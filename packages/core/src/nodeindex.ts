@@ -1,3 +1,4 @@
+import type { AddressVersions } from './record-addresses.ts'
 import type { NodeId } from './types.ts'
 
 /**
@@ -20,6 +21,13 @@ export class NodeIndex {
    * never a bound: `max` is the bound.
    */
   expected = 0
+
+  /**
+   * A simulator's shared numbering also keeps the distinct address lists of each node's records
+   * (record-addresses.ts), so the routing tables over it keep a 1-byte version a row instead of a
+   * reference. Undefined in a core's own numbering.
+   */
+  addressVersions: AddressVersions | undefined
 
   /** `max`: how many ids may be numbered at once (the bound of every table indexed by node). */
   constructor(readonly max: number) {}

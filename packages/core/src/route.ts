@@ -38,7 +38,7 @@ export class RouteEntry {
   }
 
   set fwd(id: NodeId | undefined) {
-    this.columns.fwd[this.row] = id === undefined ? -1 : this.columns.rowOfNextHop(id)
+    this.columns.setFwd(this.row, id === undefined ? -1 : this.columns.rowOfNextHop(id))
   }
 
   get nhops(): number {
@@ -85,11 +85,11 @@ export class RouteEntry {
   }
 
   get addresses(): readonly PhysicalAddress[] {
-    return this.columns.addresses[this.row]!
+    return this.columns.addresses.of(this.row)
   }
 
   set addresses(addresses: readonly PhysicalAddress[]) {
-    this.columns.addresses[this.row] = addresses
+    this.columns.addresses.set(this.row, addresses)
   }
 
   /** The destination's signature over the record (names, addresses, even part of seq); empty when unsigned. */
@@ -145,20 +145,23 @@ export class RouteEntry {
 
   /** The neighbour that first told us of this destination (per-neighbour limits count against it). */
   get introducedBy(): NodeId | undefined {
-    return this.columns.introducedBy[this.row]
+    return this.columns.introducers.of(this.row)
   }
 
   set introducedBy(id: NodeId | undefined) {
-    this.columns.introducedBy[this.row] = id
+    this.columns.introducers.set(this.row, id)
   }
 
-  /** When fwd/nhops/seq last changed: how long an unreachable entry has been kept. */
+  /**
+   * When fwd/nhops/seq last changed: how long an unreachable entry has been kept. Kept only while
+   * unreachable (columns.ts `unreachableSinceMs`): write it after the seq; a reachable entry reads 0.
+   */
   get changedAtMs(): number {
-    return this.columns.changedAtMs[this.row]!
+    return this.columns.changedAtMsOf(this.row)
   }
 
   set changedAtMs(ms: number) {
-    this.columns.changedAtMs[this.row] = ms
+    this.columns.setChangedAtMs(this.row, ms)
   }
 }
 

@@ -1,5 +1,6 @@
 import { HolderSets } from './holders.ts'
 import { NodeIndex } from './nodeindex.ts'
+import { AddressVersions } from './record-addresses.ts'
 import type { NodeSet } from './nodeset.ts'
 import type { UpdateMessage } from './types.ts'
 
@@ -49,6 +50,7 @@ export class SharedNumbering {
   /** `nodesMax`: how many node ids the whole process may number, and as many addresses. */
   constructor(nodesMax: number) {
     this.index = new NodeIndex(nodesMax)
+    this.index.addressVersions = new AddressVersions()
     this.addresses = new NodeIndex(nodesMax)
   }
 

@@ -1,6 +1,7 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { AddressRows } from '../src/address-rows.ts'
+import { AddressRows, CONSECUTIVE_FAILURES_MAX } from '../src/address-rows.ts'
+import { CORE_CONSTANTS } from '../src/constants.ts'
 import { AddressBook } from '../src/discovery.ts'
 import { RouteColumns } from '../src/columns.ts'
 import { NodeIndex } from '../src/nodeindex.ts'
@@ -54,8 +55,59 @@ describe('RouteColumns: the routing table in columns', () => {
         for (const op of steps) {
           apply(columns, index, model, dirty, op)
           expect([...columns.rows()].map((row) => columns.idOf(row))).toEqual([...model.keys()])
+          expect(columns.rowsWhere(() => true).map((row) => columns.idOf(row))).toEqual([...model.keys()])
           expect(columns.dirtyRows().map((row) => columns.idOf(row))).toEqual(dirty)
           expect(columns.size).toBe(model.size)
+        }
+      }),
+    )
+  })
+
+  it('keeps changedAtMs only for unreachable rows, and reads every unreachable row as a column of every write did (a Float64Array before)', () => {
+    // The table's discipline (table.ts): a change writes the seq, then the time (adopt, invalidate,
+    // routeDirectly); a new row takes its seq with no time (insert). The model keeps every write.
+    const step = fc.oneof(
+      fc.record({ k: fc.constant('insert' as const), node: fc.nat({ max: 7 }), odd: fc.boolean() }),
+      fc.record({ k: fc.constant('remove' as const), node: fc.nat({ max: 7 }) }),
+      { arbitrary: fc.record({ k: fc.constant('change' as const), node: fc.nat({ max: 7 }), odd: fc.boolean(), ms: fc.double({ min: 0, max: 1e12, noNaN: true }) }), weight: 4 },
+      fc.record({ k: fc.constant('dirty' as const), node: fc.nat({ max: 7 }) }),
+      fc.constant({ k: 'clear' as const }),
+    )
+    fc.assert(
+      fc.property(fc.array(step, { maxLength: 150, size: 'max' }), (steps) => {
+        const index = new NodeIndex(16)
+        const columns = new RouteColumns(index, new SetIds())
+        const model = new Map<string, { seq: number; ms: number; dirty: boolean }>()
+        for (const s of steps) {
+          if (s.k === 'clear') {
+            columns.clearDirty()
+            for (const m of model.values()) m.dirty = false
+            continue
+          }
+          const id = `n${s.node}`
+          const row = columns.rowOf(id)
+          const m = model.get(id)
+          if (s.k === 'insert' && row === undefined) {
+            const entry = columns.view(columns.insert(id)!)
+            entry.seq = s.odd ? 3 : 2
+            model.set(id, { seq: entry.seq, ms: 0, dirty: false })
+          } else if (s.k === 'remove' && row !== undefined && !m!.dirty) {
+            columns.remove(row)
+            model.delete(id)
+          } else if (s.k === 'change' && row !== undefined) {
+            const entry = columns.view(row)
+            entry.seq = entry.seq + (s.odd === (entry.seq % 2 === 0) ? 1 : 2)
+            entry.changedAtMs = s.ms
+            Object.assign(m!, { seq: entry.seq, ms: s.ms })
+          } else if (s.k === 'dirty' && row !== undefined) {
+            columns.markDirty(row)
+            m!.dirty = true
+          }
+          const unreachable = [...model].filter(([, v]) => v.seq % 2 === 1)
+          expect(unreachable.map(([d]) => columns.view(columns.rowOf(d)!).changedAtMs)).toEqual(unreachable.map(([, v]) => v.ms))
+          expect(columns.changedTimesKept).toBeLessThanOrEqual(unreachable.length)
+          const dirtyTimes = unreachable.filter(([, v]) => v.dirty).map(([, v]) => v.ms)
+          expect(columns.oldestDirtyUnreachableMs(-1)).toBe(Math.min(Number.POSITIVE_INFINITY, ...dirtyTimes))
         }
       }),
     )
@@ -85,11 +137,29 @@ describe('RouteColumns: the routing table in columns', () => {
     const b = columns.view(row)
     a.seq = 2 ** 32 - 2
     a.fwd = 'hop'
+    expect([b.seq, b.fwd, b.reachable]).toEqual([2 ** 32 - 2, 'hop', true])
+    a.seq = 2 ** 32 - 1
     a.changedAtMs = 12.25
-    expect([b.seq, b.fwd, b.changedAtMs, b.reachable]).toEqual([2 ** 32 - 2, 'hop', 12.25, true])
+    expect([b.changedAtMs, b.reachable]).toEqual([12.25, false])
+    a.seq = 2 ** 32 - 2
     expect(columns.fwd[row]).toBe(index.get('hop'))
     b.fwd = undefined
     expect(a.fwd).toBeUndefined()
+  })
+
+  it('keeps insertion order and next hops past row 32,767 (the 2-byte columns widen), and every row before it', () => {
+    const index = new NodeIndex(70_000)
+    const columns = new RouteColumns(index, new SetIds())
+    // Rows 0 to 39,999 in turn, so the order column widens while it holds small rows, then grows.
+    const ids = Array.from({ length: 40_000 }, (_, i) => `n${i}`)
+    for (const id of ids) columns.insert(id)
+    // Small next hops first, then one that widens the column.
+    columns.view(columns.rowOf('n32768')!).fwd = 'n32767'
+    columns.view(columns.rowOf('n39999')!).fwd = 'n5'
+    columns.view(columns.rowOf('n5')!).fwd = 'n39999'
+    expect(['n5', 'n39999', 'n32768', 'n7'].map((id) => columns.view(columns.rowOf(id)!).fwd)).toEqual(['n39999', 'n5', 'n32767', undefined])
+    const order = [...columns.rows()].map((row) => columns.idOf(row))
+    expect(order).toEqual(ids)
   })
 
   it('holds no more rows than its node numbering may hand out: a destination past it is refused (undefined), not stored', () => {
@@ -107,7 +177,7 @@ describe('RouteColumns: the routing table in columns', () => {
     const columns = new RouteColumns(index, new SetIds())
     const row = columns.insert('n1499')!
     expect(row).toBe(1499)
-    const lengths = [columns.introducedBy, columns.addresses].map((column) => column.length)
+    const lengths = [columns.introducers.capacity, columns.addresses.capacity]
     expect(lengths).toEqual(lengths.map(() => columns.seq.length))
     expect(columns.seq.length).toBe(3000)
     expect(columns.view(row).vouchers.isEmpty()).toBe(true)
@@ -145,7 +215,7 @@ describe('RouteColumns: the routing table in columns', () => {
     index.expected = 2000
     const columns = new RouteColumns(index, new SetIds())
     columns.insert('first')
-    expect([columns.seq.length, columns.introducedBy.length, columns.addresses.length]).toEqual([2000, 2000, 2000])
+    expect([columns.seq.length, columns.introducers.capacity, columns.addresses.capacity]).toEqual([2000, 2000, 2000])
     // A hint past the bound is cut to the bound; without one, the columns double from a few rows.
     const bounded = new RouteColumns(Object.assign(new NodeIndex(100), { expected: 1000 }), new SetIds())
     bounded.insert('a')
@@ -220,7 +290,7 @@ describe('AddressRows: the address book in columns', () => {
     expect(rows.get('/a/none')).toBeUndefined()
   })
 
-  it('books sharing one address numbering (a simulator) keep their own rows, states and order', () => {
+  it('books sharing one address numbering (a simulator) keep their own rows and states; each lists its addresses in number order', () => {
     const numbers = new NodeIndex(10)
     const a = new AddressRows(10, numbers)
     const b = new AddressRows(10, numbers)
@@ -232,7 +302,8 @@ describe('AddressRows: the address book in columns', () => {
     expect(b.get('/y')!.consecutiveFailures).toBe(0)
     expect(b.get('/x')).toBeUndefined()
     expect([...a].map(([address]) => address)).toEqual(['/x', '/y'])
-    expect([...b].map(([address]) => address)).toEqual(['/z', '/y'])
+    // Rows are the shared numbers there (no map from number to row): /y is 1, /z is 2.
+    expect([...b].map(([address]) => address)).toEqual(['/y', '/z'])
     expect([a.size, b.size, numbers.size]).toEqual([2, 2, 3])
   })
 
@@ -242,9 +313,16 @@ describe('AddressRows: the address book in columns', () => {
     const book = new AddressRows(10_000, numbers)
     book.add('/x')
     expect(book.flags.length).toBe(3000)
-    const small = new AddressRows(50, numbers)
+    // A book's own limit bounds its rows where it numbers its addresses itself; on a shared
+    // numbering a row is the address's number, so the columns span what the numbering expects.
+    const small = new AddressRows(50)
     small.add('/y')
+    expect(small.flags.length).toBe(16)
+    for (let i = 0; i < 49; i++) small.add(`/y${i}`)
     expect(small.flags.length).toBe(50)
+    const smallShared = new AddressRows(50, numbers)
+    smallShared.add('/y')
+    expect(smallShared.flags.length).toBe(3000)
     const unhinted = new AddressRows(10_000, new NodeIndex(10_000))
     unhinted.add('/z')
     expect(unhinted.flags.length).toBeLessThan(100)
@@ -294,6 +372,56 @@ describe('AddressRows: the address book in columns', () => {
     for (let i = 0; i < 100; i++) a.owner = `n${i}`
     expect(rows.addressesOf('n99')).toEqual(['/a'])
     expect(rows.addressesOf('n98')).toEqual([])
+  })
+
+  it('a book on a shared numbering (rows are numbers) keeps every field as a book numbering its own addresses (packed rows)', () => {
+    const field = fc.constantFrom('queued' as const, 'redial' as const, 'failures' as const, 'retry' as const, 'dial' as const, 'owner' as const, 'nearness' as const)
+    const step = fc.record({ address: fc.nat({ max: 11 }), field, value: fc.nat({ max: 5 }) })
+    fc.assert(
+      fc.property(fc.array(step, { maxLength: 120, size: 'max' }), fc.nat({ max: 20 }), (steps, others) => {
+        const numbers = new NodeIndex(64)
+        // Another book on the same numbering numbered some addresses first: numbers are not rows 0, 1, ...
+        const other = new AddressRows(64, numbers)
+        for (let i = 0; i < others; i++) other.add(`/o/${i}`)
+        const shared = new AddressRows(64, numbers)
+        const own = new AddressRows(64)
+        for (const { address: k, field: f, value: v } of steps) {
+          const address = `/a/${k}`
+          for (const rows of [shared, own]) {
+            const state = rows.get(address) ?? rows.add(address)
+            if (f === 'queued') state.queued = v % 2 === 0
+            else if (f === 'redial') state.redial = ([undefined, 'hub', 'lost'] as const)[v % 3]
+            else if (f === 'failures') state.consecutiveFailures = v
+            else if (f === 'retry') state.retryAtMs = v * 1.5
+            else if (f === 'dial') state.dialStartedAtMs = v === 0 ? undefined : v
+            else if (f === 'owner') state.owner = v === 0 ? undefined : `n${v}`
+            else state.nearness = v
+          }
+          const read = (rows: AddressRows) => new Map([...rows].map(([a, s]) => [a, [s.queued, s.redial, s.consecutiveFailures, s.retryAtMs, s.dialStartedAtMs, s.owner, s.nearness]]))
+          expect(read(shared)).toEqual(read(own))
+          expect(shared.size).toBe(own.size)
+          for (let n = 1; n <= 5; n++) expect(shared.addressesOf(`n${n}`)).toEqual(own.addressesOf(`n${n}`))
+          expect(shared.get('/a/none')).toBeUndefined()
+          expect(shared.get('/o/0')).toBeUndefined()
+        }
+      }),
+    )
+  })
+
+  it('keeps owners and their addresses past number 32,767 (the 2-byte owner columns widen), on its own numbering and a shared one', () => {
+    for (const shared of [false, true]) {
+      const n = 40_000
+      const rows = shared ? new AddressRows(n + 10, new NodeIndex(n + 10), new NodeIndex(n + 10)) : new AddressRows(n + 10)
+      for (let i = 0; i < n; i++) rows.add(`/a/${i}`).owner = `n${i}`
+      // Owners with several addresses: a link from a high row to a low one, and back.
+      rows.get('/a/0')!.owner = 'n39999'
+      rows.get('/a/39998')!.owner = 'n1'
+      rows.get('/a/1')!.owner = 'n39999'
+      expect([rows.addressesOf('n39999'), rows.addressesOf('n1'), rows.addressesOf('n0'), rows.addressesOf('n32768')]).toEqual([['/a/39999', '/a/0', '/a/1'], ['/a/39998'], [], ['/a/32768']])
+      expect(['/a/0', '/a/1', '/a/39998', '/a/5'].map((a) => rows.get(a)!.owner)).toEqual(['n39999', 'n39999', 'n1', 'n5'])
+      rows.get('/a/39999')!.owner = undefined
+      expect(rows.addressesOf('n39999')).toEqual(['/a/0', '/a/1'])
+    }
   })
 
   it('holds at most its limit (the book checks it first): one more is an invariant violation', () => {
@@ -350,5 +478,61 @@ describe('RouteColumns: trans, rcpt and vouchers by id (SetIds)', () => {
         }
       }),
     )
+  })
+})
+
+describe('AddressBook: the dial queue', () => {
+  it('dials in the order addresses were wanted, and holds what is pending plus at most a quarter more (none once all are taken)', () => {
+    const timing = { dialBackoffInitialMs: 1000, dialBackoffMaxMs: 60_000, redialBackoffMaxMs: 4000, lostRedialsPerSecondMax: 10 }
+    // Each step wants address k (if not wanted before), or takes up to n dials and then ends the dials in flight (succeeded or failed).
+    const step = fc.oneof(
+      { arbitrary: fc.record({ k: fc.constant('want' as const), address: fc.nat({ max: 399 }) }), weight: 3 },
+      // Mostly a few at a time, so many are taken while more are pending (the queue then drops its prefix); now and then all.
+      fc.record({ k: fc.constant('take' as const), n: fc.oneof({ arbitrary: fc.integer({ min: 1, max: 12 }), weight: 30 }, fc.constant(400)), fail: fc.boolean() }),
+    )
+    fc.assert(
+      fc.property(fc.array(step, { maxLength: 600, size: 'max' }), (steps) => {
+        const book = new AddressBook(1000, 256, timing)
+        for (let i = 0; i < 400; i++) book.learn(`/a/${i}`, `n${i}`)
+        const pending: string[] = []
+        const wanted = new Set<string>()
+        for (const s of steps) {
+          if (s.k === 'want') {
+            const address = `/a/${s.address}`
+            if (wanted.has(address)) continue
+            wanted.add(address)
+            book.want(address)
+            pending.push(address)
+            continue
+          }
+          const taken = book.takeDials(0, () => false, s.n).map((d) => d.address)
+          expect(taken).toEqual(pending.splice(0, s.n))
+          for (const address of taken) {
+            if (s.fail) book.dialFailed(address, 0)
+            else book.dialSucceeded(address, `n${address.slice(3)}`)
+          }
+          expect(book.dialQueueHeld - pending.length).toBeLessThanOrEqual(pending.length === 0 ? 0 : Math.max(64, pending.length / 3))
+        }
+      }),
+    )
+  })
+})
+
+describe('AddressBook: consecutive failures in a byte', () => {
+  it('counts failures up to 255 and stays there, the back-off the same as with every failure counted (it stops doubling long before)', () => {
+    expect(CORE_CONSTANTS.dialBackoffExponentMax + 1).toBeLessThan(CONSECUTIVE_FAILURES_MAX)
+    const timing = { dialBackoffInitialMs: 1, dialBackoffMaxMs: 2 ** 40, redialBackoffMaxMs: 2 ** 40, lostRedialsPerSecondMax: 10 }
+    const book = new AddressBook(10, 2, timing)
+    book.learn('/a', 'n1')
+    const seen: { failures: number; waitMs: number }[] = []
+    for (let i = 1; i <= 300; i++) {
+      book.redialNow('/a')
+      expect(book.takeDials(0, () => false).map((d) => d.address)).toEqual(['/a'])
+      book.dialFailed('/a', 0)
+      const { consecutiveFailures, retryAtMs } = book.backoffOf('/a')!
+      seen.push({ failures: consecutiveFailures, waitMs: retryAtMs })
+    }
+    expect(seen.map((s) => s.failures)).toEqual(seen.map((_, i) => Math.min(i + 1, 255)))
+    expect(seen.map((s) => s.waitMs)).toEqual(seen.map((_, i) => 2 ** Math.min(i, CORE_CONSTANTS.dialBackoffExponentMax)))
   })
 })
