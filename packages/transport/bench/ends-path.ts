@@ -16,6 +16,7 @@
  *   node_modules/.bin/tsx packages/transport/bench/ends-path.ts [--frames 1000] [--sleep-ms 2]
  */
 import { fail, scriptArgs } from '../../../tools/script-args.ts'
+import { marks, median, pause, quantile, stamped } from './stamps.ts'
 import { PhoenixCore } from '@phoenix-overlay/core'
 import type { Frame } from '@phoenix-overlay/wire'
 import { FakeNode, prefixed, settle } from '../test/fake-node.ts'
@@ -36,20 +37,6 @@ if (!Number.isFinite(sleepMs) || sleepMs <= 0) fail(`--sleep-ms must be a positi
 const WARM_UP_FRAMES = 200
 const PAYLOAD_BYTES = 64
 
-const marks: [string, number][] = []
-function stamped(proto: Record<string, unknown>, method: string, label: string): void {
-  const original = proto[method] as (...args: unknown[]) => unknown
-  proto[method] = function (this: unknown, ...args: unknown[]) {
-    marks.push([`${label} in`, performance.now()])
-    const result = original.apply(this, args)
-    marks.push([`${label} out`, performance.now()])
-    return result
-  }
-}
-
-const pause = (asleep: boolean) => new Promise((resolve) => (asleep ? setTimeout(resolve, sleepMs) : setImmediate(resolve)))
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1]!
-const quantile = (xs: number[], q: number) => [...xs].sort((a, b) => a - b)[Math.floor(q * (xs.length - 1))]!
 
 /**
  * µs from `start(i)` to the stamp labelled `end`, per message; `after(i)` runs between messages,
@@ -58,7 +45,7 @@ const quantile = (xs: number[], q: number) => [...xs].sort((a, b) => a - b)[Math
 async function series(start: (i: number) => void, end: string, asleep: boolean, after: (i: number) => void, steps?: Map<string, number[]>): Promise<number[]> {
   const samples: number[] = []
   for (let i = 0; i < WARM_UP_FRAMES + frames; i++) {
-    await pause(asleep)
+    await pause(asleep, sleepMs)
     marks.length = 0
     const began = performance.now()
     start(i)

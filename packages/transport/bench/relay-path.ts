@@ -11,6 +11,7 @@
  *   node_modules/.bin/tsx packages/transport/bench/relay-path.ts [--frames 1000] [--sleep-ms 2]
  */
 import { fail, scriptArgs } from '../../../tools/script-args.ts'
+import { marks, median, pause, quantile, stamped } from './stamps.ts'
 import { PhoenixCore } from '@phoenix-overlay/core'
 import type { Frame } from '@phoenix-overlay/wire'
 import { FakeNode, FakeStream, prefixed, settle } from '../test/fake-node.ts'
@@ -27,20 +28,6 @@ if (!Number.isFinite(sleepMs) || sleepMs <= 0) fail(`--sleep-ms must be a positi
 /** Frames run first in each series and not counted: V8 compiles the path meanwhile. */
 const WARM_UP_FRAMES = 200
 
-const marks: [string, number][] = []
-function stamped(proto: Record<string, unknown>, method: string, label: string): void {
-  const original = proto[method] as (...args: unknown[]) => unknown
-  proto[method] = function (this: unknown, ...args: unknown[]) {
-    marks.push([`${label} in`, performance.now()])
-    const result = original.apply(this, args)
-    marks.push([`${label} out`, performance.now()])
-    return result
-  }
-}
-
-const pause = (asleep: boolean) => new Promise((resolve) => (asleep ? setTimeout(resolve, sleepMs) : setImmediate(resolve)))
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1]!
-const quantile = (xs: number[], q: number) => [...xs].sort((a, b) => a - b)[Math.floor(q * (xs.length - 1))]!
 
 /** µs from handing `deliver` the bytes to the next stream's `send`, per frame. */
 async function series(from: FakeStream, to: FakeStream, bytesOf: (i: number) => Uint8Array, asleep: boolean, steps?: Map<string, number[]>, after: (bytes: Uint8Array) => void = () => {}): Promise<number[]> {
@@ -53,7 +40,7 @@ async function series(from: FakeStream, to: FakeStream, bytesOf: (i: number) => 
   const samples: number[] = []
   for (let i = 0; i < WARM_UP_FRAMES + frames; i++) {
     const bytes = bytesOf(i)
-    await pause(asleep)
+    await pause(asleep, sleepMs)
     to.written.length = 0
     marks.length = 0
     handed = performance.now()
