@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest'
-import { DEFAULT_TIMING, PhoenixCore, type UpdateMessage } from '../src/index.ts'
+import { DEFAULT_TIMING, PhoenixCore } from '../src/index.ts'
 import { TestNet, addressOf } from '../src/testing/index.ts'
 import { KeyRing } from './keyring.ts'
+import { twoClaimantsThroughHub } from './claimants.ts'
 import { Wires } from './wires.ts'
 
 
@@ -191,24 +192,8 @@ describe('names: claimants started together', () => {
   it('two nodes started together with one name do not both yield it for nameReclaimDelayMs: the smallest id holds it within a second', () => {
     // Each is pending when the hub's first update arrives, and that update carries the other's
     // claim: each yields to the other, then sees the other drop the name, a claim still young.
-    const ring = new KeyRing()
-    const cores = new Map(['h', 'a', 'b'].map((id) => [id, new PhoenixCore({ id, names: id === 'h' ? [] : ['w'], records: ring.authority(id) })]))
+    const cores = twoClaimantsThroughHub()
     const core = (id: string) => cores.get(id)!
-    let nowMs = 0
-    for (const id of ['a', 'b']) {
-      core(id).connectionUp('h', nowMs)
-      core('h').connectionUp(id, nowMs)
-    }
-    // Synchronous rounds: the cores step, then everything sent is delivered, 50 ms apart. In the
-    // first, the hub hears both claimants before it sends: each one's first update holds the other's claim.
-    const round = (ids: readonly string[]) => {
-      const sent: [string, string, UpdateMessage][] = []
-      for (const id of ids) while (core(id).hasWork(nowMs)) for (const e of core(id).step(nowMs).effects) if (e.type === 'send') sent.push([id, e.to, e.message])
-      for (const [from, to, message] of sent) core(to).receive(from, message, nowMs)
-      nowMs += 50
-    }
-    round(['a', 'b'])
-    while (nowMs < 1_000) round(['h', 'a', 'b'])
     // The race this test is about happened: each yielded (a refusal of its own claim) once.
     for (const id of ['a', 'b']) expect(core(id).stats().claimsRefused, id).toBeGreaterThanOrEqual(1)
     for (const [id, c] of cores) expect(c.resolve('w')?.owner, id).toBe('a')

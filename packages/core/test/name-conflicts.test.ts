@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { DEFAULT_TIMING, PhoenixCore, type UpdateMessage } from '../src/index.ts'
+import { DEFAULT_TIMING, PhoenixCore } from '../src/index.ts'
+import { twoClaimantsThroughHub } from './claimants.ts'
 import { KeyRing } from './keyring.ts'
 
 /**
@@ -9,24 +10,10 @@ import { KeyRing } from './keyring.ts'
  */
 describe('nameConflicts reports a lost claim at every node that saw it', () => {
   it('two nodes started with one name: once the loser yields, the winner and the hub still list it, as the loser does', () => {
-    const ring = new KeyRing()
-    const ids = ['h', 'a', 'b']
-    const cores = new Map(ids.map((id) => [id, new PhoenixCore({ id, names: id === 'h' ? [] : ['w'], records: ring.authority(id) })]))
+    // Started together behind one hub, run for a second (claimants.ts): a holds w, b yielded it.
+    const cores = twoClaimantsThroughHub()
     const core = (id: string) => cores.get(id)!
-    let nowMs = 0
-    for (const id of ['a', 'b']) {
-      core(id).connectionUp('h', nowMs)
-      core('h').connectionUp(id, nowMs)
-    }
-    // Synchronous rounds, 50 ms apart (as in members.test.ts): the hub hears both claims before it sends.
-    const round = (stepping: readonly string[]) => {
-      const sent: [string, string, UpdateMessage][] = []
-      for (const id of stepping) while (core(id).hasWork(nowMs)) for (const e of core(id).step(nowMs).effects) if (e.type === 'send') sent.push([id, e.to, e.message])
-      for (const [from, to, message] of sent) core(to).receive(from, message, nowMs)
-      nowMs += 50
-    }
-    round(['a', 'b'])
-    while (nowMs < 1_000) round(ids)
+    const ids = ['h', 'a', 'b']
     for (const [id, c] of cores) expect(c.resolve('w')?.owner, id).toBe('a')
     // b's claim was stored everywhere (contended), then b yielded and its record dropped the name.
     expect(core('b').names).not.toContain('w')
