@@ -132,7 +132,7 @@ export interface SendOptions {
   ack?: boolean
   /** How long to wait for a route to the name to appear (default TRANSPORT_TIMING.routeWaitMs). */
   routeWaitMs?: number
-  /** How long to wait for the acknowledgement, more than 0 (default TRANSPORT_TIMING.ackTimeoutMs); without `ack` it is not used. */
+  /** How long to wait for the acknowledgement, more than 0 (default TRANSPORT_TIMING.ackTimeoutMs); only with `ack: true` (refused without it). */
   ackTimeoutMs?: number
   /**
    * The message id (an integer in [1, 2^32)). Give the id of an earlier send to retry it: the

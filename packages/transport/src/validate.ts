@@ -54,6 +54,8 @@ export function checkSendOptions(options: SendOptions): void {
   // 0 rejected every send with ACK_TIMEOUT at once, though it was delivered (a user's audit), as timing.ackTimeoutMs and the CLI refuse it.
   checkWaitMs('options.ackTimeoutMs', options.ackTimeoutMs, Number.MIN_VALUE)
   if (options.ack !== undefined && typeof options.ack !== 'boolean') throw invalidInput('options.ack', 'must be a boolean')
+  // Without ack nothing waits for an acknowledgement: the wait was accepted and ignored (the CLI and the control endpoint refuse it).
+  if (options.ackTimeoutMs !== undefined && options.ack !== true) throw invalidInput('options.ackTimeoutMs', 'is the wait for an acknowledgement: it needs ack: true')
   if (options.transfer !== undefined && typeof options.transfer !== 'boolean') throw invalidInput('options.transfer', 'must be a boolean')
 }
 

@@ -54,6 +54,9 @@ describe('the send contract (issue 11, items 1 and 2)', () => {
       ['ackTimeoutMs', a.phoenix.send('b', text('x'), { ackTimeoutMs: Number.NaN }), 'options.ackTimeoutMs'],
       // 0 rejected every acknowledged send at once with ACK_TIMEOUT, though it was delivered (a user's audit).
       ['ackTimeoutMs 0', a.phoenix.send('b', text('x'), { ack: true, ackTimeoutMs: 0 }), 'options.ackTimeoutMs'],
+      // Without ack nothing waits for an acknowledgement: it was accepted and ignored (the CLI and the control endpoint refuse it).
+      ['ackTimeoutMs without ack', a.phoenix.send('b', text('x'), { ackTimeoutMs: 1_000 }), 'options.ackTimeoutMs'],
+      ['ackTimeoutMs with ack false', a.phoenix.send('b', text('x'), { ack: false, ackTimeoutMs: 1_000 }), 'options.ackTimeoutMs'],
       ['messageId', a.phoenix.send('b', text('x'), { messageId: 0 }), 'options.messageId'],
       // A misspelt option ran with the default (it had been ignored), in a send and in a collective.
       ['a misspelt option', a.phoenix.send('b', text('x'), { ack: true, ackTimeout: 1 } as object), 'options.ackTimeout'],
@@ -73,6 +76,7 @@ describe('the send contract (issue 11, items 1 and 2)', () => {
     expect((await failure(a.phoenix.send('b', text('x'), { routeWaitMs: '100' as unknown as number }))).message).toBe('options.routeWaitMs must be a number of milliseconds in [0, 2^31), got "100"')
     expect((await failure(a.phoenix.send('b', text('x'), { messageId: '5' as unknown as number }))).message).toBe('options.messageId must be an integer in [1, 2^32), got "5"')
     expect((await failure(a.phoenix.send('b', text('x'), { ackTimeoutMs: Number.NaN }))).message).toMatch(/got NaN$/)
+    expect((await failure(a.phoenix.send('b', text('x'), { ackTimeoutMs: 1_000 }))).message).toBe('options.ackTimeoutMs is the wait for an acknowledgement: it needs ack: true')
   })
 
   it('refuses node options of the wrong shape before building anything, naming the option and the value', async () => {
