@@ -61,6 +61,11 @@ describe('the frame reader', () => {
     const short = new FrameReader(10)
     short.push(encodeFrame(new Uint8Array(5)).subarray(0, 7))
     expect(() => short.end()).toThrow(FrameError)
+    // The payload bytes that came, not those and the 4-byte length (it said "7 bytes of it").
+    expect(() => short.end()).toThrow(/^the body ends inside message 1: 3 of its 5 payload bytes came$/)
+    const inLength = new FrameReader(10)
+    inLength.push(encodeFrame(new Uint8Array(5)).subarray(0, 2))
+    expect(() => inLength.end()).toThrow(/^the body ends inside message 1's 4-byte length \(2 of its bytes came\)$/)
   })
 })
 
