@@ -73,8 +73,9 @@ export interface ReceivedMessage {
    */
   readonly payloadList: Uint8ArrayList
   /**
-   * Hops it travelled: our `limits.hopLimit` less the hop limit it arrived with, so exact when
-   * the sender's limit is ours (the default, 16); never negative.
+   * Hops it travelled: the hop limit its sender gave it (carried in the frame when not the
+   * default, 16) less the one it arrived with, whatever each node's `limits.hopLimit`; never
+   * negative. Counted from 16 when a node of an older release on the way dropped the sender's.
    */
   readonly hops: number
   /** The sender's message id: the same for a retry, so (from, messageId) identifies a message. */
