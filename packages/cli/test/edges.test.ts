@@ -138,7 +138,9 @@ describe("the CLI's edges", () => {
       [['node', '--listen', '/ip4/127.0.0.1/tcp/1', '--listen', '/ip4/127.0.0.1/tcp/1'], 'phoenix: --listen "/ip4/127.0.0.1/tcp/1" is given twice', 2],
       [['node', '--allow', '12D3KooWExve7pDCH7VePy7XJiiyMpVmfqHpRkpFDicQsBnnyW5V', '--hub', '/ip4/127.0.0.1/tcp/1/p2p/12D3KooWREypnAYc661obaej18tFo1acauwMbFyTiyA3k5vgvDSP'], /^phoenix: --hub "\/ip4\/127\.0\.0\.1\/tcp\/1\/p2p\/12D3KooWREyp\w+" is peer 12D3KooWREyp\w+, which --allow does not list: the node would never dial it \(add the peer to --allow\)$/, 2],
       [['send', '--control', nobody, '--file', join(dir, 'no-such-message'), 'x'], `phoenix: --file ${join(dir, 'no-such-message')}: cannot read it (ENOENT)`, 2],
-      [['send', '--control', nobody, '--lines', 'x', 'inline'], 'phoenix: --lines: give the message as an argument or from the input, not both', 2],
+      [['send', '--control', nobody, '--lines', 'x', 'inline'], 'phoenix: --lines: sends each line of the input (stdin or --file) as a message; give no <message> argument with it', 2],
+      // Refused before asking a node (none answers here): the node's answer named its endpoint, "POST /send needs a value for it".
+      [['send', '--control', nobody, '', 'hi'], "phoenix: <name>: must be a non-empty string, a name a node holds (phoenix members '*' lists them)", 2],
       [['routes', '--control', tooLong], tooLongLine, 2],
       // A name with a control character: no node holds one, and printed raw it rewrote terminals.
       [['node', '--name', 'tab\there'], `phoenix: --name: a name ${REFUSED_CHARACTERS_RULE}, got "tab\\there"`, 2],
