@@ -135,6 +135,8 @@ describe("the CLI's edges", () => {
       // The parser's suggestion came on a second line (a user's audit).
       [['node', '--hubs', 'x'], "phoenix: unknown option '--hubs' (Did you mean --hub?)", 2],
       [['node', '--allow', 'notapeer'], /^phoenix: --allow "notapeer" is not a peer id/, 2],
+      // It ended with the id parser's "Please pass a multibase decoder for strings that do not start with "1" or "Q"".
+      [['node', '--hub', '/ip4/127.0.0.1/tcp/1/p2p/notapeer'], 'phoenix: --hub "/ip4/127.0.0.1/tcp/1/p2p/notapeer" names "notapeer", which is not a peer id (one such as 12D3KooW…, as a node prints it at start)', 2],
       [['node', '--listen', '/ip4/127.0.0.1/tcp/1', '--listen', '/ip4/127.0.0.1/tcp/1'], 'phoenix: --listen "/ip4/127.0.0.1/tcp/1" is given twice', 2],
       [['node', '--allow', '12D3KooWExve7pDCH7VePy7XJiiyMpVmfqHpRkpFDicQsBnnyW5V', '--hub', '/ip4/127.0.0.1/tcp/1/p2p/12D3KooWREypnAYc661obaej18tFo1acauwMbFyTiyA3k5vgvDSP'], /^phoenix: --hub "\/ip4\/127\.0\.0\.1\/tcp\/1\/p2p\/12D3KooWREyp\w+" is peer 12D3KooWREyp\w+, which --allow does not list: the node would never dial it \(add the peer to --allow\)$/, 2],
       [['send', '--control', nobody, '--file', join(dir, 'no-such-message'), 'x'], `phoenix: --file ${join(dir, 'no-such-message')}: cannot read it (ENOENT)`, 2],

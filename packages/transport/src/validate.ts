@@ -139,8 +139,9 @@ export function checkHubMultiaddr(address: string, field: string): void {
     if (name !== 'p2p' || value === undefined) continue
     try {
       peerIdFromString(value)
-    } catch (error) {
-      throw invalidInput(field, `${JSON.stringify(address)} names ${JSON.stringify(value)}, which is not a peer id: ${(error as Error).message}`)
+    } catch {
+      // As allowedPeers says it: the parser's own words ("Please pass a multibase decoder for strings that do not start with "1" or "Q"") told a user nothing.
+      throw invalidInput(field, `${JSON.stringify(address)} names ${JSON.stringify(value)}, which is not a peer id (one such as 12D3KooW…, as a node prints it at start)`)
     }
   }
 }

@@ -120,7 +120,7 @@ describe('the send contract (issue 11, items 1 and 2)', () => {
       // These named no field (or `hub`, the argument of addHub, for the option hubs).
       ['a hub that is no multiaddr', bad({ listen: [], hubs: ['nope'] }), 'hubs', /^hubs "nope" is not a multiaddr/],
       // A user's audit: the node started, and every dial failed in the log only ("Please pass a multibase decoder …").
-      ['a hub whose /p2p/ is no peer id', bad({ listen: [], hubs: ['/ip4/127.0.0.1/tcp/1/p2p/notapeerid'] }), 'hubs', /^hubs "\/ip4\/127\.0\.0\.1\/tcp\/1\/p2p\/notapeerid" names "notapeerid", which is not a peer id: /],
+      ['a hub whose /p2p/ is no peer id', bad({ listen: [], hubs: ['/ip4/127.0.0.1/tcp/1/p2p/notapeerid'] }), 'hubs', /^hubs "\/ip4\/127\.0\.0\.1\/tcp\/1\/p2p\/notapeerid" names "notapeerid", which is not a peer id \(one such as 12D3KooW…, as a node prints it at start\)$/],
       ['a site prefix', bad({ listen: [], sitePrefixes: ['banana'] }), 'sitePrefixes', /^sitePrefixes "banana" is not a CIDR prefix/],
       ['a port range', bad({ listen: ['/ip4/127.0.0.1/tcp/0'], listenRange: '9-1' }), 'listenRange', /^listenRange: expected FIRST-LAST/],
       ['a port range as a number', bad({ listen: ['/ip4/127.0.0.1/tcp/0'], listenRange: 7000 }), 'listenRange', /^listenRange must be "FIRST-LAST" \(e\.g\. "7000-7010"\) or \{ first, last \}, got 7000$/],
