@@ -162,7 +162,9 @@ describe("the CLI's edges", () => {
       // Number() read these as 100 and 16 processes.
       [['sim', 'simulations/scenarios/paper-3-subnets.json', '--nodes', '1e2'], /^phoenix: option '--nodes <n>' argument '1e2' is invalid\. --nodes must be an integer in \[1, 20000\], got "1e2"$/, 2],
       [['sim', 'simulations/scenarios/paper-3-subnets.json', '--nodes', '0x10'], /^phoenix: option '--nodes <n>' argument '0x10' is invalid/, 2],
-      [['routes', '--control', nobody], `phoenix: --control ${nobody}: no node answers on ${nobody} (is \`phoenix node --control ${nobody}\` running?)`, 1],
+      [['routes', '--control', nobody], `phoenix: --control ${nobody}: no node answers on unix socket ${nobody} (is \`phoenix node --control ${nobody}\` running?)`, 1],
+      // A mistyped port is a socket path: the line said "no node answers on 74o1".
+      [['routes', '--control', '74o1'], 'phoenix: --control 74o1: no node answers on unix socket 74o1 (is `phoenix node --control 74o1` running?)', 1],
     ]
     // Five at a time: all at once, two dozen Node starts on a loaded 2-core machine passed the
     // helper's 30 s per command (a CI run beside other work).
