@@ -80,6 +80,10 @@ describe("the CLI's edges", () => {
     const lines = await phoenix(['send', '--control', socket, '--lines', '--json', '--wait-ms', '0', 'nobody'], 'a\n')
     failsWith(lines, /^phoenix: send to nobody, line 1: NO_ROUTE: /)
     expect(JSON.parse(lines.stdout)).toMatchObject({ error: 'NO_ROUTE', index: 1 })
+    // One message with --json: the endpoint's failure answer too (stdout was empty), then the line and status as without.
+    const one = await phoenix(['send', '--control', socket, '--json', '--wait-ms', '0', 'nobody', 'hi'])
+    failsWith(one, /^phoenix: send to nobody: NO_ROUTE: /)
+    expect(JSON.parse(one.stdout)).toMatchObject({ error: 'NO_ROUTE', message: expect.stringContaining('nobody') })
     await phoenix(['recv', '--control', String(port), '--count', '1'])
   })
 

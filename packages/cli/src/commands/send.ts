@@ -128,6 +128,8 @@ async function sendOne(name: string, payload: Uint8Array, o: SendOptions, where:
         return {}
       }
     })()
+    // --json prints the endpoint's answer, a failure's too, as --lines does (a script read nothing: the message id of an ACK_TIMEOUT to retry with was on stderr only).
+    if (o.json === true && failure.error !== undefined) process.stdout.write(text.endsWith('\n') ? text : `${text}\n`)
     const hint = hintFor(failure.error, failure.reason)
     throw answerError(status, `send to ${name}${where}: ${describeFailure(status, text)}${hint}`)
   }
