@@ -185,7 +185,8 @@ export interface PhoenixService extends TypedEventTarget<PhoenixEvents>, Startab
   /**
    * Sends `payload` to every member of `pattern`: one copy per remote site, which that site's
    * relay fans out; members get it as a `message` from this node. With `ack`, resolves once every
-   * member answered, left, or `timeoutMs` passed, saying which got it. No member: NO_ROUTE.
+   * member answered, left, or `timeoutMs` passed, saying which got it (`timeoutMs` only with
+   * `ack: true`: refused without it). No member: NO_ROUTE.
    */
   broadcast(pattern: string, payload: Uint8Array, options?: CollectiveOptions & { ack?: boolean }): Promise<BroadcastResult>
   /**

@@ -62,6 +62,9 @@ describe('the send contract (issue 11, items 1 and 2)', () => {
       ['a misspelt option', a.phoenix.send('b', text('x'), { ack: true, ackTimeout: 1 } as object), 'options.ackTimeout'],
       ['a misspelt broadcast option', a.phoenix.broadcast('b', text('x'), { ack: true, timeout: 1 } as object), 'options.timeout'],
       ['a broadcast ack', a.phoenix.broadcast('b', text('x'), { ack: 'yes' } as object), 'options.ack'],
+      // Without ack a broadcast waits for nothing: its timeoutMs was accepted and ignored, as send's ackTimeoutMs was.
+      ['a broadcast timeout without ack', a.phoenix.broadcast('b', text('x'), { timeoutMs: 1_000 }), 'options.timeoutMs'],
+      ['a broadcast timeout with ack false', a.phoenix.broadcast('b', text('x'), { ack: false, timeoutMs: 1_000 }), 'options.timeoutMs'],
       ['null broadcast options', a.phoenix.broadcast('b', text('x'), null as unknown as object), 'options'],
       ['a misspelt reduce option', a.phoenix.reduce('b', 't', { op: 'sum', timout: 1 } as object), 'options.timout'],
     ]
@@ -77,6 +80,7 @@ describe('the send contract (issue 11, items 1 and 2)', () => {
     expect((await failure(a.phoenix.send('b', text('x'), { messageId: '5' as unknown as number }))).message).toBe('options.messageId must be an integer in [1, 2^32), got "5"')
     expect((await failure(a.phoenix.send('b', text('x'), { ackTimeoutMs: Number.NaN }))).message).toMatch(/got NaN$/)
     expect((await failure(a.phoenix.send('b', text('x'), { ackTimeoutMs: 1_000 }))).message).toBe('options.ackTimeoutMs is the wait for an acknowledgement: it needs ack: true')
+    expect((await failure(a.phoenix.broadcast('b', text('x'), { timeoutMs: 1_000 }))).message).toBe("options.timeoutMs is the wait for the members' acknowledgements: it needs ack: true")
   })
 
   it('refuses node options of the wrong shape before building anything, naming the option and the value', async () => {
