@@ -150,7 +150,7 @@ async function sendOne(options: JobOptions, phoenix: Phoenix, name: string, payl
   let unknown = false
   for (let attempt = 0; ; attempt++) {
     try {
-      const result = await phoenix.send(name, payload, { ack: options.ack, routeWaitMs: ROUTE_WAIT_MS, ackTimeoutMs: ACK_TIMEOUT_MS, ...(messageId !== undefined ? { messageId } : {}) })
+      const result = await phoenix.send(name, payload, { ack: options.ack, routeWaitMs: ROUTE_WAIT_MS, ...(options.ack ? { ackTimeoutMs: ACK_TIMEOUT_MS } : {}), ...(messageId !== undefined ? { messageId } : {}) })
       messageId = result.messageId
       onId(messageId)
       return 'acked'

@@ -30,8 +30,9 @@ export function controlText(endpoint: ControlEndpoint): string {
   return 'port' in endpoint ? String(endpoint.port) : endpoint.socketPath
 }
 
+/** Where it is, saying "unix socket": a mistyped port (`--control 74o1`) is a socket path, and the line said only "no node answers on 74o1". */
 function where(endpoint: ControlEndpoint): string {
-  return 'port' in endpoint ? `127.0.0.1:${endpoint.port}` : endpoint.socketPath
+  return 'port' in endpoint ? `127.0.0.1:${endpoint.port}` : `unix socket ${endpoint.socketPath}`
 }
 
 function unreachable(endpoint: ControlEndpoint, error: NodeJS.ErrnoException): Error {

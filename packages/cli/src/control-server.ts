@@ -21,11 +21,13 @@ export interface ControlTarget {
 }
 
 /** A request refused before it reached the node (an HTTP status and a one-line reason). */
+/** A request the endpoint refuses itself; `field`: the parameter at fault (`body` for the body), in the answer as a transport error's is. */
 class ControlError extends Error {
   constructor(
     readonly status: number,
     readonly code: string,
     message: string,
+    readonly field?: string,
   ) {
     super(message)
   }
@@ -93,7 +95,7 @@ function reply(res: ServerResponse, status: number, body: unknown, contentType =
 }
 
 async function readBody(req: IncomingMessage): Promise<Uint8Array> {
-  const tooLarge = () => new ControlError(413, 'INVALID_INPUT', `the message is larger than the control endpoint's ${CONTROL_BODY_BYTES_MAX} bytes (CONTROL_BODY_BYTES_MAX)`)
+  const tooLarge = () => new ControlError(413, 'INVALID_INPUT', `the message is larger than the control endpoint's ${CONTROL_BODY_BYTES_MAX} bytes (CONTROL_BODY_BYTES_MAX)`, 'body')
   if (Number(req.headers['content-length'] ?? 0) > CONTROL_BODY_BYTES_MAX) throw tooLarge()
   const chunks: Buffer[] = []
   let size = 0
@@ -130,9 +132,9 @@ function checkParams(url: URL, at: string): void {
   for (const [key, value] of url.searchParams) {
     if (!allowed.includes(key)) {
       const takes = allowed.length === 0 ? 'takes no parameters' : `takes ${allowed.join(', ')}`
-      throw new ControlError(400, 'INVALID_INPUT', `unknown parameter ${JSON.stringify(key)}: ${at} ${takes}`)
+      throw new ControlError(400, 'INVALID_INPUT', `unknown parameter ${JSON.stringify(key)}: ${at} ${takes}`, key)
     }
-    if (value === '' && key !== 'pattern') throw new ControlError(400, 'INVALID_INPUT', `${key} is empty: ${at} needs a value for it`)
+    if (value === '' && key !== 'pattern') throw new ControlError(400, 'INVALID_INPUT', `${key} is empty: ${at} needs a value for it`, key)
   }
 }
 
@@ -140,7 +142,7 @@ function integerParam(url: URL, name: string, fallback: number | undefined, min:
   const text = url.searchParams.get(name)
   if (text === null) return fallback
   const n = Number(text)
-  if (!/^\d+$/.test(text) || n < min || n > max) throw new ControlError(400, 'INVALID_INPUT', `${name} must be an integer in [${min}, ${max}], got ${JSON.stringify(text)}`)
+  if (!/^\d+$/.test(text) || n < min || n > max) throw new ControlError(400, 'INVALID_INPUT', `${name} must be an integer in [${min}, ${max}], got ${JSON.stringify(text)}`, name)
   return n
 }
 
@@ -160,13 +162,13 @@ interface SendParams {
 function sendParams(url: URL, what: string): SendParams {
   const name = url.searchParams.get('name')
   // An empty value is refused before (checkParams).
-  if (name === null) throw new ControlError(400, 'INVALID_INPUT', `${what} needs ?name=<logical name>`)
+  if (name === null) throw new ControlError(400, 'INVALID_INPUT', `${what} needs ?name=<logical name>`, 'name')
   const waitMs = integerParam(url, 'waitMs', SEND_WAIT_MS_DEFAULT, 0, SEND_WAIT_MS_MAX)!
   const ack = url.searchParams.get('ack')
-  if (ack !== null && ack !== '0' && ack !== '1') throw new ControlError(400, 'INVALID_INPUT', `ack must be 0 or 1, got ${JSON.stringify(ack)}`)
+  if (ack !== null && ack !== '0' && ack !== '1') throw new ControlError(400, 'INVALID_INPUT', `ack must be 0 or 1, got ${JSON.stringify(ack)}`, 'ack')
   // Without it, the node's ackTimeoutMs (10 s): a stopped receiver held `phoenix send --ack` that long.
   const ackTimeoutMs = integerParam(url, 'ackTimeoutMs', undefined, 1, SEND_WAIT_MS_MAX)
-  if (ackTimeoutMs !== undefined && ack !== '1') throw new ControlError(400, 'INVALID_INPUT', 'ackTimeoutMs is the wait for an acknowledgement: it needs ack=1')
+  if (ackTimeoutMs !== undefined && ack !== '1') throw new ControlError(400, 'INVALID_INPUT', 'ackTimeoutMs is the wait for an acknowledgement: it needs ack=1', 'ackTimeoutMs')
   // A retry with the id of a send that timed out is delivered at most once (POST /send only: PARAMS).
   const messageId = integerParam(url, 'messageId', undefined, 1, MESSAGE_ID_MAX)
   const options = { ack: ack === '1', routeWaitMs: waitMs, ...(ackTimeoutMs !== undefined ? { ackTimeoutMs } : {}), ...(messageId !== undefined ? { messageId } : {}) }
@@ -241,7 +243,7 @@ function drainedOrClosed(res: ServerResponse): Promise<void> {
 
 /** The error line that ends a stream: the code, the one-line reason, and which message (1-based). */
 function streamFailure(error: unknown, index: number, sent: number): Record<string, unknown> {
-  if (error instanceof FrameError) return { error: 'INVALID_INPUT', message: error.message, index: error.index, sent }
+  if (error instanceof FrameError) return { error: 'INVALID_INPUT', message: error.message, field: 'body', index: error.index, sent }
   return { ...failureBody(error), index, sent }
 }
 
@@ -305,7 +307,7 @@ function streamMessages(target: ControlTarget, req: IncomingMessage, res: Server
   const names = url.searchParams.getAll('name')
   for (const name of names) {
     const problem = undeliverableNameProblem(name)
-    if (problem !== undefined) throw new ControlError(400, 'INVALID_INPUT', `name ${problem}`)
+    if (problem !== undefined) throw new ControlError(400, 'INVALID_INPUT', `name ${problem}`, 'name')
   }
   let remaining = integerParam(url, 'count', Number.POSITIVE_INFINITY, 1, Number.MAX_SAFE_INTEGER)!
   res.writeHead(200, { 'content-type': 'application/x-ndjson', 'cache-control': 'no-store' })
@@ -362,7 +364,7 @@ async function route(target: ControlTarget, req: IncomingMessage, res: ServerRes
   if (at === 'POST /hubs') {
     const added = url.searchParams.getAll('add')
     // Nothing to add answered 200 {"added":0}: a script that built the query wrong heard success.
-    if (added.length === 0) throw new ControlError(400, 'INVALID_INPUT', 'POST /hubs needs ?add=<multiaddr> (repeatable)')
+    if (added.length === 0) throw new ControlError(400, 'INVALID_INPUT', 'POST /hubs needs ?add=<multiaddr> (repeatable)', 'add')
     // Hubs cannot be taken back (there is no removeHub): a failure says which were added before it.
     added.forEach((hub, i) => {
       try {
@@ -375,7 +377,7 @@ async function route(target: ControlTarget, req: IncomingMessage, res: ServerRes
     return reply(res, 200, { added: added.length })
   }
   if (at === 'POST /names') {
-    if (!url.searchParams.has('add') && !url.searchParams.has('remove')) throw new ControlError(400, 'INVALID_INPUT', 'POST /names needs ?add=<name> or ?remove=<name> (each repeatable)')
+    if (!url.searchParams.has('add') && !url.searchParams.has('remove')) throw new ControlError(400, 'INVALID_INPUT', 'POST /names needs ?add=<name> or ?remove=<name> (each repeatable)', 'add')
     return changeNames(phoenix, target.namesPerNodeMax, res, url.searchParams.getAll('add'), url.searchParams.getAll('remove'))
   }
   // A path served under another method (`curl …/send?name=w2` without a body is a GET): say which.
@@ -398,7 +400,7 @@ function changeNames(phoenix: PhoenixNode, namesMax: number, res: ServerResponse
   for (const [what, names] of [['remove', removes], ['add', adds]] as const) {
     for (const name of names) {
       const problem = nameProblem(name)
-      if (problem !== undefined) throw new ControlError(400, 'INVALID_INPUT', `${what}: name ${problem}; nothing was changed`)
+      if (problem !== undefined) throw new ControlError(400, 'INVALID_INPUT', `${what}: name ${problem}; nothing was changed`, what)
     }
   }
   // The adds come first (a rename never leaves the node without its names), so the peak counts.
@@ -406,7 +408,7 @@ function changeNames(phoenix: PhoenixNode, namesMax: number, res: ServerResponse
   const fresh = new Set(adds.filter((name) => !held.includes(name)))
   if (held.length + fresh.size > namesMax) {
     const peak = `${held.length + fresh.size} names (${held.length} held and ${fresh.size} added; removes come after the adds)`
-    throw new ControlError(400, 'LIMIT_EXCEEDED', `add: ${peak}, at most ${namesMax} per node (namesPerNodeMax); nothing was changed`)
+    throw new ControlError(400, 'LIMIT_EXCEEDED', `add: ${peak}, at most ${namesMax} per node (namesPerNodeMax); nothing was changed`, 'add')
   }
   const added: string[] = []
   const refused: string[] = []
@@ -457,7 +459,7 @@ export function createControlServer(options: { users?: PeerUsers } = {}): { serv
       if (res.headersSent) return void res.destroy()
       // A refused body may still be arriving: read it away so the client gets the answer, not a reset.
       req.resume()
-      if (error instanceof ControlError) return reply(res, error.status, { error: error.code, message: error.message })
+      if (error instanceof ControlError) return reply(res, error.status, { error: error.code, message: error.message, ...(error.field !== undefined ? { field: error.field } : {}) })
       reply(res, failureStatus(error).status, failureBody(error))
     })
   }

@@ -64,10 +64,16 @@ export class FrameReader {
     }
   }
 
-  /** Checks that the stream ended on a frame boundary. */
+  /**
+   * Checks that the stream ended on a frame boundary. The count is of the message's payload bytes
+   * that came, as the client wrote them: it counted the 4-byte length too, so 3 of 5 read "7".
+   */
   end(): void {
     if (this.refused !== undefined) throw this.refused
-    if (this.pendingBytes > 0) throw new FrameError(this.frames + 1, `the body ends inside message ${this.frames + 1} (${this.pendingBytes} bytes of it)`)
+    if (this.pendingBytes === 0) return
+    const index = this.frames + 1
+    if (this.pendingBytes < FRAME_HEADER_BYTES) throw new FrameError(index, `the body ends inside message ${index}'s ${FRAME_HEADER_BYTES}-byte length (${this.pendingBytes} of its bytes came)`)
+    throw new FrameError(index, `the body ends inside message ${index}: ${this.pendingBytes - FRAME_HEADER_BYTES} of its ${this.peekLength()} payload bytes came`)
   }
 
   private peekLength(): number {

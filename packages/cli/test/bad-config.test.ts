@@ -98,6 +98,36 @@ describe('bad site configuration: one line naming the option and the cause', () 
     expect(atCloser.line).toMatch(new RegExp(`failed: .+: ${escaped(HANDSHAKE_HINT)}$`))
   }, 60_000)
 
+  it('a hub that leaves gracefully: its workers do not put the redials that meet it stopping down to a wrong port or key', async () => {
+    // Found by hand: each graceful stop of a hub printed the handshake hint on one or both of its
+    // workers, whose first redial, 1 s after its leave, met its connections being reset as it
+    // stopped. Here, once the hub has gone, a server on its port resets every connection, as the
+    // stopping hub did: every redial in the seconds after the leave meets it.
+    const port = await freePort()
+    const hub = startNode(['--listen', `/ip4/127.0.0.1/tcp/${port}`, '--key', join(dir, 'leaving-hub.key'), '--name', 'leaving-hub'])
+    running.push(hub)
+    const hubAddress = (await hub.waitFor(/listening on (\S+)/))[1]!
+    const controlPort = await freePort()
+    const worker = startNode(['--hub', hubAddress, '--control', String(controlPort)])
+    running.push(worker)
+    await worker.waitFor(/control endpoint on/)
+    for (let i = 0; i < 200 && !(await phoenix(['peers', '--control', String(controlPort)])).stdout.includes('leaving-hub'); i++) await new Promise((r) => setTimeout(r, 100))
+    process.kill(hub.pid, 'SIGTERM')
+    expect(await hub.exited).toBe(0)
+    let resets = 0
+    const resetter = createServer((socket) => {
+      resets++
+      socket.resetAndDestroy()
+    })
+    await new Promise<void>((resolve) => resetter.listen(port, '127.0.0.1', resolve))
+    blockers.push(resetter)
+    // Redials back off 1, 2, 4 s: at least one within the next 5 s meets the resetting server.
+    for (let i = 0; i < 100 && resets === 0; i++) await new Promise((r) => setTimeout(r, 100))
+    await new Promise((r) => setTimeout(r, 500))
+    expect(resets).toBeGreaterThan(0)
+    expect(worker.stderr).not.toContain(HANDSHAKE_HINT)
+  }, 60_000)
+
   it('a dial in flight when the node stops is no failure: nothing said at error level', async () => {
     // A hub address whose server accepts and never answers: the dial waits in the handshake.
     const silent = createServer(() => undefined)

@@ -1,6 +1,7 @@
 import { request } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { CONTROL_BODY_BYTES_MAX } from '../src/constants.ts'
 import { createControlServer, type ControlTarget } from '../src/control-server.ts'
 import { Inbox } from '../src/inbox.ts'
 
@@ -67,7 +68,7 @@ describe('the control endpoint refuses parameters it does not take', () => {
     expect((await post('/send?name=')).body.message).toBe('name is empty: POST /send needs a value for it')
     expect((await post('/send')).body.message).toBe('send needs ?name=<logical name>')
     // Nothing to do was 200 {"added":0}: a script that built its query wrong heard success.
-    expect(await post('/hubs')).toEqual({ status: 400, body: { error: 'INVALID_INPUT', message: 'POST /hubs needs ?add=<multiaddr> (repeatable)' } })
+    expect(await post('/hubs')).toEqual({ status: 400, body: { error: 'INVALID_INPUT', message: 'POST /hubs needs ?add=<multiaddr> (repeatable)', field: 'add' } })
     expect((await post('/names')).body.message).toBe('POST /names needs ?add=<name> or ?remove=<name> (each repeatable)')
     expect(reached).toEqual([])
     const ok = await post('/send?name=x&ack=0&waitMs=5')
@@ -85,6 +86,28 @@ describe('the control endpoint refuses parameters it does not take', () => {
     expect((await fetch(`${endpoint.base()}/messages?name=${encodeURIComponent('@x')}`)).status).toBe(400)
     // A path the endpoint does not serve is still answered 404 with the usage, whatever its query.
     expect((await fetch(`${endpoint.base()}/nope?x=1`)).status).toBe(404)
+  })
+
+  it('every refusal names its parameter in `field`, as a transport error does (only some did)', async () => {
+    reached.length = 0
+    const field = async (path: string) => ((await post(path)).body as { field?: string }).field
+    const cases: [string, string][] = [
+      ['/send?name=x&waitms=0', 'waitms'],
+      ['/send?name=', 'name'],
+      ['/send', 'name'],
+      ['/send?name=x&ack=2', 'ack'],
+      ['/send?name=x&waitMs=-1', 'waitMs'],
+      ['/send?name=x&ackTimeoutMs=500', 'ackTimeoutMs'],
+      ['/send?name=x&messageId=0', 'messageId'],
+      ['/names', 'add'],
+      ['/names?remove=a%09b', 'remove'],
+    ]
+    for (const [path, name] of cases) expect(await field(path), path).toBe(name)
+    const messages = await fetch(`${endpoint.base()}/messages?name=${encodeURIComponent('@x')}`)
+    expect(((await messages.json()) as { field?: string }).field).toBe('name')
+    const big = await fetch(`${endpoint.base()}/send?name=x`, { method: 'POST', body: new Uint8Array(CONTROL_BODY_BYTES_MAX + 1) })
+    expect([big.status, ((await big.json()) as { field?: string }).field]).toEqual([413, 'body'])
+    expect(reached).toEqual([])
   })
 
   it('a path it serves under another method is 405, naming the method (a GET /send was 404 with the usage)', async () => {
@@ -142,7 +165,7 @@ describe('POST /names is all or nothing, POST /hubs says what it did', () => {
     // Past the limit: refused before a single name is added (the CLI audit: 70 names asked moved
     // the record's seq from 8 to 256, each added and taken back, and the answer said "65 names").
     const over = await post('add=b&add=c&add=d&add=b&remove=a')
-    expect(over).toEqual({ status: 400, body: { error: 'LIMIT_EXCEEDED', message: 'add: 4 names (1 held and 3 added; removes come after the adds), at most 3 per node (namesPerNodeMax); nothing was changed' } })
+    expect(over).toEqual({ status: 400, body: { error: 'LIMIT_EXCEEDED', message: 'add: 4 names (1 held and 3 added; removes come after the adds), at most 3 per node (namesPerNodeMax); nothing was changed', field: 'add' } })
     expect([held, addCalls]).toEqual([['a'], []])
     // A name that no node can hold, among good ones: refused before anything is added.
     expect((await post(`add=b&add=${encodeURIComponent('y\u0000')}`)).body.message).toMatch(/^add: name .*; nothing was changed$/)

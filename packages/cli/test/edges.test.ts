@@ -80,6 +80,10 @@ describe("the CLI's edges", () => {
     const lines = await phoenix(['send', '--control', socket, '--lines', '--json', '--wait-ms', '0', 'nobody'], 'a\n')
     failsWith(lines, /^phoenix: send to nobody, line 1: NO_ROUTE: /)
     expect(JSON.parse(lines.stdout)).toMatchObject({ error: 'NO_ROUTE', index: 1 })
+    // One message with --json: the endpoint's failure answer too (stdout was empty), then the line and status as without.
+    const one = await phoenix(['send', '--control', socket, '--json', '--wait-ms', '0', 'nobody', 'hi'])
+    failsWith(one, /^phoenix: send to nobody: NO_ROUTE: /)
+    expect(JSON.parse(one.stdout)).toMatchObject({ error: 'NO_ROUTE', message: expect.stringContaining('nobody') })
     await phoenix(['recv', '--control', String(port), '--count', '1'])
   })
 
@@ -135,10 +139,14 @@ describe("the CLI's edges", () => {
       // The parser's suggestion came on a second line (a user's audit).
       [['node', '--hubs', 'x'], "phoenix: unknown option '--hubs' (Did you mean --hub?)", 2],
       [['node', '--allow', 'notapeer'], /^phoenix: --allow "notapeer" is not a peer id/, 2],
+      // It ended with the id parser's "Please pass a multibase decoder for strings that do not start with "1" or "Q"".
+      [['node', '--hub', '/ip4/127.0.0.1/tcp/1/p2p/notapeer'], 'phoenix: --hub "/ip4/127.0.0.1/tcp/1/p2p/notapeer" names "notapeer", which is not a peer id (one such as 12D3KooW…, as a node prints it at start)', 2],
       [['node', '--listen', '/ip4/127.0.0.1/tcp/1', '--listen', '/ip4/127.0.0.1/tcp/1'], 'phoenix: --listen "/ip4/127.0.0.1/tcp/1" is given twice', 2],
       [['node', '--allow', '12D3KooWExve7pDCH7VePy7XJiiyMpVmfqHpRkpFDicQsBnnyW5V', '--hub', '/ip4/127.0.0.1/tcp/1/p2p/12D3KooWREypnAYc661obaej18tFo1acauwMbFyTiyA3k5vgvDSP'], /^phoenix: --hub "\/ip4\/127\.0\.0\.1\/tcp\/1\/p2p\/12D3KooWREyp\w+" is peer 12D3KooWREyp\w+, which --allow does not list: the node would never dial it \(add the peer to --allow\)$/, 2],
       [['send', '--control', nobody, '--file', join(dir, 'no-such-message'), 'x'], `phoenix: --file ${join(dir, 'no-such-message')}: cannot read it (ENOENT)`, 2],
-      [['send', '--control', nobody, '--lines', 'x', 'inline'], 'phoenix: --lines: give the message as an argument or from the input, not both', 2],
+      [['send', '--control', nobody, '--lines', 'x', 'inline'], 'phoenix: --lines: sends each line of the input (stdin or --file) as a message; give no <message> argument with it', 2],
+      // Refused before asking a node (none answers here): the node's answer named its endpoint, "POST /send needs a value for it".
+      [['send', '--control', nobody, '', 'hi'], "phoenix: <name>: must be a non-empty string, a name a node holds (phoenix members '*' lists them)", 2],
       [['routes', '--control', tooLong], tooLongLine, 2],
       // A name with a control character: no node holds one, and printed raw it rewrote terminals.
       [['node', '--name', 'tab\there'], `phoenix: --name: a name ${REFUSED_CHARACTERS_RULE}, got "tab\\there"`, 2],
@@ -158,7 +166,9 @@ describe("the CLI's edges", () => {
       // Number() read these as 100 and 16 processes.
       [['sim', 'simulations/scenarios/paper-3-subnets.json', '--nodes', '1e2'], /^phoenix: option '--nodes <n>' argument '1e2' is invalid\. --nodes must be an integer in \[1, 20000\], got "1e2"$/, 2],
       [['sim', 'simulations/scenarios/paper-3-subnets.json', '--nodes', '0x10'], /^phoenix: option '--nodes <n>' argument '0x10' is invalid/, 2],
-      [['routes', '--control', nobody], `phoenix: --control ${nobody}: no node answers on ${nobody} (is \`phoenix node --control ${nobody}\` running?)`, 1],
+      [['routes', '--control', nobody], `phoenix: --control ${nobody}: no node answers on unix socket ${nobody} (is \`phoenix node --control ${nobody}\` running?)`, 1],
+      // A mistyped port is a socket path: the line said "no node answers on 74o1".
+      [['routes', '--control', '74o1'], 'phoenix: --control 74o1: no node answers on unix socket 74o1 (is `phoenix node --control 74o1` running?)', 1],
     ]
     // Five at a time: all at once, two dozen Node starts on a loaded 2-core machine passed the
     // helper's 30 s per command (a CI run beside other work).

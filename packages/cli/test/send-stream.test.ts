@@ -61,6 +61,11 @@ describe('the frame reader', () => {
     const short = new FrameReader(10)
     short.push(encodeFrame(new Uint8Array(5)).subarray(0, 7))
     expect(() => short.end()).toThrow(FrameError)
+    // The payload bytes that came, not those and the 4-byte length (it said "7 bytes of it").
+    expect(() => short.end()).toThrow(/^the body ends inside message 1: 3 of its 5 payload bytes came$/)
+    const inLength = new FrameReader(10)
+    inLength.push(encodeFrame(new Uint8Array(5)).subarray(0, 2))
+    expect(() => inLength.end()).toThrow(/^the body ends inside message 1's 4-byte length \(2 of its bytes came\)$/)
   })
 })
 
@@ -108,10 +113,10 @@ describe('the streaming send (POST /send-stream, send --lines)', () => {
     new DataView(header.buffer).setUint32(0, CONTROL_BODY_BYTES_MAX + 1)
     const tooLarge = await stream(from, 'name=sink&ack=1', concat([frames, header, new Uint8Array(1000)]))
     expect(tooLarge.lines).toHaveLength(3)
-    expect(tooLarge.lines[2]).toMatchObject({ error: 'INVALID_INPUT', index: 3, sent: 2 })
+    expect(tooLarge.lines[2]).toMatchObject({ error: 'INVALID_INPUT', field: 'body', index: 3, sent: 2 })
     expect(String(tooLarge.lines[2]!.message)).toMatch(/message 3 is 1048577 bytes, more than the control endpoint's 1048576/)
     const truncated = await stream(from, 'name=sink&ack=1', frames.subarray(0, frames.length - 1))
-    expect(truncated.lines).toEqual([expect.objectContaining({ sent: true }), expect.objectContaining({ error: 'INVALID_INPUT', index: 2, sent: 1 })])
+    expect(truncated.lines).toEqual([expect.objectContaining({ sent: true }), expect.objectContaining({ error: 'INVALID_INPUT', field: 'body', index: 2, sent: 1 })])
     expect((await received(3)).map((m) => m.text)).toEqual(['\u0001', '\u0002', '\u0001'])
   })
 

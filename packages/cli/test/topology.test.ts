@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from 'vitest'
 import type { Topology } from '@phoenix-overlay/transport'
-import { topologyTable } from '../src/commands/topology.ts'
+import { membersTable, topologyTable } from '../src/commands/topology.ts'
 import { phoenix, sleep, startNode, type Started } from './helpers.ts'
 
 describe('phoenix topology and phoenix members', () => {
@@ -39,6 +39,12 @@ describe('phoenix topology and phoenix members', () => {
     expect(json.levels).toEqual(['overlay', 'site', 'host'])
     expect(json.nodes).toHaveLength(2)
     expect((await phoenix(['members', 'worker/*', '--control', String(port)])).stdout).toMatch(/^NAME\s+NODE\nworker\/1\s+12D3\S+\n$/)
+    // No match: one line saying so (it printed the header alone), on stdout, exit 0; --json stays [].
+    const none = await phoenix(['members', 'nobody*', '--control', String(port)])
+    expect([none.stdout, none.code]).toEqual(["no reachable name matches 'nobody*'\n", 0])
+    expect((await phoenix(['members', 'nobody*', '--json', '--control', String(port)])).stdout.trim()).toBe('[]')
+    // A pattern without '*' is a whole name: 'worker' does not list worker/1, and the line says so.
+    expect(membersTable('worker', [])).toBe("no reachable name matches 'worker' (a pattern matches whole names: 'worker*' also matches those that start with it)\n")
     const bad = await phoenix(['members', '', '--control', String(port)])
     expect(bad.stderr).toMatch(/pattern must be a non-empty string/)
     expect(bad.code).not.toBe(0)

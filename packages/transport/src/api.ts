@@ -73,8 +73,9 @@ export interface ReceivedMessage {
    */
   readonly payloadList: Uint8ArrayList
   /**
-   * Hops it travelled: our `limits.hopLimit` less the hop limit it arrived with, so exact when
-   * the sender's limit is ours (the default, 16); never negative.
+   * Hops it travelled: the hop limit its sender gave it (carried in the frame when not the
+   * default, 16) less the one it arrived with, whatever each node's `limits.hopLimit`; never
+   * negative. Counted from 16 when a node of an older release on the way dropped the sender's.
    */
   readonly hops: number
   /** The sender's message id: the same for a retry, so (from, messageId) identifies a message. */
@@ -132,7 +133,7 @@ export interface SendOptions {
   ack?: boolean
   /** How long to wait for a route to the name to appear (default TRANSPORT_TIMING.routeWaitMs). */
   routeWaitMs?: number
-  /** How long to wait for the acknowledgement, more than 0 (default TRANSPORT_TIMING.ackTimeoutMs); without `ack` it is not used. */
+  /** How long to wait for the acknowledgement, more than 0 (default TRANSPORT_TIMING.ackTimeoutMs); only with `ack: true` (refused without it). */
   ackTimeoutMs?: number
   /**
    * The message id (an integer in [1, 2^32)). Give the id of an earlier send to retry it: the
@@ -184,7 +185,8 @@ export interface PhoenixService extends TypedEventTarget<PhoenixEvents>, Startab
   /**
    * Sends `payload` to every member of `pattern`: one copy per remote site, which that site's
    * relay fans out; members get it as a `message` from this node. With `ack`, resolves once every
-   * member answered, left, or `timeoutMs` passed, saying which got it. No member: NO_ROUTE.
+   * member answered, left, or `timeoutMs` passed, saying which got it (`timeoutMs` only with
+   * `ack: true`: refused without it). No member: NO_ROUTE.
    */
   broadcast(pattern: string, payload: Uint8Array, options?: CollectiveOptions & { ack?: boolean }): Promise<BroadcastResult>
   /**

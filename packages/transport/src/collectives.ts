@@ -159,6 +159,8 @@ export class Collectives {
     checkCallOptions(options, BROADCAST_OPTION_KEYS)
     if (options.ack !== undefined && typeof options.ack !== 'boolean') throw invalidInput('options.ack', `must be a boolean, got ${JSON.stringify(options.ack)}`)
     const waitMs = checkWait(options.timeoutMs)
+    // Without ack nothing is awaited: the wait was accepted and ignored (as send's ackTimeoutMs was).
+    if (options.timeoutMs !== undefined && options.ack !== true) throw invalidInput('options.timeoutMs', "is the wait for the members' acknowledgements: it needs ack: true")
     const members = this.groupOf('broadcast', pattern)
     const op = `${this.host.id}/${++this.opCount}`
     const { direct, relays } = this.plan(members)

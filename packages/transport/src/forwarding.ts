@@ -1,6 +1,6 @@
 import { Uint8ArrayList } from 'uint8arraylist'
 import { PhoenixError, isUnreachableSeq } from '@phoenix-overlay/core'
-import { WireError, decodeFrame, encodeDataFramePieces, encodeFrame, rewriteDataHopLimit, rewriteHopLimitAt, type AckFrame, type DataFrame, type Frame, type UndeliverableFrame, type UndeliverableReason } from '@phoenix-overlay/wire'
+import { WireError, decodeFrame, encodeDataFramePieces, encodeFrame, hopsTravelled, relayedInitialHopLimit, rewriteDataHopLimit, rewriteHopLimitAt, type AckFrame, type DataFrame, type Frame, type UndeliverableFrame, type UndeliverableReason } from '@phoenix-overlay/wire'
 import type { CoreDriver } from './core-driver.ts'
 import { FlowCredits, type CreditSink } from './credit.ts'
 import { PhoenixTransportError } from './errors.ts'
@@ -145,10 +145,12 @@ export class Router implements FrameHandler {
     if (this.credit.enabled && fromPeer === undefined && this.credit.ownFlowFull(decision.nextHop, data)) return this.refused('flow-full', decision.nextHop, data, fromPeer)
     // Zero-copy forwarding: the received frame goes on with only its hop limit rewritten in
     // place (wire/hop-limit.ts); re-encoded (the payload copied) only when that cannot be done.
-    const inPlace = received !== undefined ? rewrittenInPlace(received, decision.hopLimit, data) : undefined
+    // A hop limit lowered to ours (more left than our limit) lowers the initial one too: re-encoded.
+    const initial = fromPeer === undefined ? false : relayedInitialHopLimit(data, decision.hopLimit)
+    const inPlace = received !== undefined && initial === false ? rewrittenInPlace(received, decision.hopLimit, data) : undefined
     if (inPlace !== undefined) this.parts.metrics.count(inPlace instanceof Uint8Array ? 'forwarded_in_place' : 'forwarded_in_pieces')
     // (Not a spread of `data`: a PiecesData's payload is a getter on its prototype, which a spread drops.)
-    const frame = inPlace ?? dataFrameBytes(withDataHopLimit(data, decision.hopLimit), fromPeer === undefined && own === 'transfer')
+    const frame = inPlace ?? dataFrameBytes(withDataHopLimit(data, decision.hopLimit, initial === false ? data.initialHopLimit : initial), fromPeer === undefined && own === 'transfer')
     if (this.credit.enabled) return this.submit(decision.nextHop, frame, data, fromPeer, receivedBytes)
     if (!this.neighbours.send(decision.nextHop, frame, data)) {
       this.parts.metrics.count('dropped_queue_full')
@@ -187,9 +189,8 @@ export class Router implements FrameHandler {
 
   /** A message for us from another node: to the application, then the ack; or a bounce. */
   private deliver(data: DataFrame, fromPeer: string | undefined): false {
-    // The sender started at its own hop limit, which we take to be ours; a frame that arrived with
-    // more left than ours (the wire allows up to 255) counts as not having travelled.
-    const hops = this.driver.core.limits.hopLimit - Math.min(data.hopLimit, this.driver.core.limits.hopLimit)
+    // From the hop limit the source gave it (it counted from ours: wrong when the two differ).
+    const hops = hopsTravelled(data)
     const delivery = this.parts.inbox.accept(receivedMessage({ from: data.source, name: data.name, hops, messageId: data.messageId }, data instanceof PiecesData ? data.payloadPieces : data.payload))
     if (delivery === 'receiver-too-slow' || delivery === 'no-consumer') return this.bounce(data, delivery, fromPeer)
     this.parts.metrics.count(delivery === 'delivered' ? 'messages_delivered' : 'messages_duplicate')
@@ -290,8 +291,8 @@ function rewrittenInPlace(received: FrameBytes, hopLimit: number, data: DataFram
   return first !== undefined && rewriteDataHopLimit(first, hopLimit, received.byteLength) !== undefined ? received : undefined
 }
 
-function withDataHopLimit(d: DataFrame, hopLimit: number): DataFrame {
-  return { source: d.source, destination: d.destination, name: d.name, hopLimit, messageId: d.messageId, ackRequested: d.ackRequested, payload: d.payload }
+function withDataHopLimit(d: DataFrame, hopLimit: number, initialHopLimit: number | undefined): DataFrame {
+  return { source: d.source, destination: d.destination, name: d.name, hopLimit, messageId: d.messageId, ackRequested: d.ackRequested, payload: d.payload, initialHopLimit }
 }
 
 /**

@@ -1,4 +1,5 @@
 import type { Logger } from '@libp2p/interface'
+import { sourceHopLimit } from '@phoenix-overlay/wire'
 import type { NameChange } from './groups.ts'
 import { receivedMessage } from './inbox.ts'
 import { Collectives, type BroadcastResult, type NodeInbox, type ReduceOptions, type ReduceResult } from './collectives.ts'
@@ -77,7 +78,7 @@ export class Jobs {
     const session = this.node.running('collective')
     const messageId = this.node.sends.allocate(undefined)
     if (to === this.node.id) return void setImmediate(() => this.node.inbox.accept(receivedMessage({ from: to, name: '', hops: 0, messageId }, payload)))
-    session.router.routeData({ source: this.node.id, destination: to, name: '', hopLimit: session.core.limits.hopLimit, messageId, ackRequested: false, payload }, undefined)
+    session.router.routeData({ source: this.node.id, destination: to, name: '', ...sourceHopLimit(session.core.limits.hopLimit), messageId, ackRequested: false, payload }, undefined)
   }
 
   // Async, so a stopped node's NOT_STARTED is a rejection like send's and allreduce's (it was thrown at the call).

@@ -9,6 +9,7 @@ import { SecondStreams } from './second-streams.ts'
 import { StreamTap } from './stream-tap.ts'
 import { DialDeadline } from './dial-deadline.ts'
 import { FlapLog } from './flap-log.ts'
+import { RecentLeaves } from './recent-leaves.ts'
 import { dialReachedSelf } from './own-key.ts'
 import { SSH_DIAL_TIMEOUT_MS, type DialPlan } from './dial-path.ts'
 import { describeError, type NodeParts } from './parts.ts'
@@ -63,12 +64,16 @@ export class Neighbours {
   private readonly flaps: FlapLog
   /** Second streams to a peer: twins reported, closes held while our own stream is being opened. */
   private readonly second: SecondStreams
+  /** Neighbours that left gracefully of late: a hub dial failing while the hub still stops is said as that. */
+  private readonly leaves: RecentLeaves
   constructor(
     private readonly parts: NodeParts,
     private readonly driver: CoreDriver,
   ) {
     this.flaps = new FlapLog(parts.log, parts.metrics)
     this.second = new SecondStreams(parts)
+    const { leaveLingerMaxMs, leaveFlushMaxMs, dialTimeoutMs } = parts.timing
+    this.leaves = new RecentLeaves(leaveLingerMaxMs + leaveFlushMaxMs + dialTimeoutMs, RECENT_LEAVES_MAX)
   }
 
   get(peer: string): Neighbour | undefined {
@@ -109,6 +114,8 @@ export class Neighbours {
     const neighbour = this.byPeer.get(peer)
     if (neighbour === undefined || neighbour.leaving) return
     neighbour.leaving = true
+    // Every libp2p connection has its remote address; a stand-in connection in tests may not.
+    this.leaves.record(peer, (neighbour.connection.remoteAddr as Multiaddr | undefined)?.toString(), this.driver.now())
     this.parts.log('neighbour %s is leaving', peer)
     this.finishIfWritten(neighbour)
   }
@@ -175,12 +182,14 @@ export class Neighbours {
     // fault), once per cause: the redials of a hub that stays unreachable go to debug. So is a
     // hub that answers with another peer id (usually restarted without its key file).
     const hub = core.isHub(address)
-    const reason = hubFailureReason(error, hub)
+    // A hub that left gracefully refuses the handshake while it stops: that, not a hint at a wrong port or key.
+    const leftAgoMs = hub && isHandshakeFailure(error) ? this.leaves.agoMs(address, driver.now()) : undefined
+    const reason = leftAgoMs !== undefined ? `${error.message}: the hub left ${Math.round(leftAgoMs)} ms ago, and was still stopping` : hubFailureReason(error, hub)
     // A hub is what a node starts from: each new cause of its failing (not up yet, refused, a
     // handshake reset by a node on another private network) is said once, or a node with no
     // neighbour would wait silently.
     // A dial the node's own stop aborted is no failure to report ("The operation was aborted", found by hand).
-    const news = !this.closing && !core.hasLeft && (plan.kind === 'ssh' || hub)
+    const news = !this.closing && !core.hasLeft && (plan.kind === 'ssh' || hub) && leftAgoMs === undefined
     if (news && parts.dialPath.failureIsNew(address, error.message)) parts.log.error('dial %s failed: %s', address, reason)
     else parts.log('dial %s failed: %s', address, reason)
     if (this.closing || core.hasLeft) return
@@ -436,6 +445,13 @@ export class Neighbours {
     for (const neighbour of this.all()) neighbour.tap.holding = true
   }
 }
+
+/**
+ * Leaves remembered (RecentLeaves: two entries each, peer and address) within one window of a few
+ * seconds: 32 neighbours leaving at once is more than a node's hubs; a leave forgotten costs only
+ * the wording of a failed redial.
+ */
+const RECENT_LEAVES_MAX = 64
 
 /** How often a leave looks whether its neighbours have finished: a few ms, against the ~100 ms a leave takes. */
 const LEAVE_POLL_MS = 5

@@ -30,6 +30,7 @@ export abstract class ReceivedData implements DataFrame {
   readonly hopLimit: number
   readonly messageId: number
   readonly ackRequested: boolean
+  readonly initialHopLimit: number | undefined
 
   constructor(
     header: DataHeader,
@@ -42,6 +43,7 @@ export abstract class ReceivedData implements DataFrame {
     this.hopLimit = header.hopLimit
     this.messageId = header.messageId
     this.ackRequested = header.ackRequested
+    this.initialHopLimit = header.initialHopLimit
   }
 
   abstract get payload(): Uint8Array

@@ -1,7 +1,7 @@
 import { TypedEventEmitter, serviceCapabilities, type EventHandler, type Logger, type Startable } from '@libp2p/interface'
 import { peerIdFromString } from '@libp2p/peer-id'
 import { PhoenixCore, type RecordAuthority, type RouteView } from '@phoenix-overlay/core'
-import { WIRE_LIMITS, type DataFrame } from '@phoenix-overlay/wire'
+import { WIRE_LIMITS, sourceHopLimit, type DataFrame } from '@phoenix-overlay/wire'
 import type { NameConflict, PhoenixComponents, PhoenixEvents, PhoenixInit, PhoenixService, ReceivedMessage, SendOptions, SendResult } from './api.ts'
 import { OWN_ADDRESSES_MAX, PHOENIX_PROTOCOL, TRANSPORT_LIMITS, TRANSPORT_TIMING, type TransportLimits, type TransportTiming } from './constants.ts'
 import { PhoenixTransportError, invalidInput } from './errors.ts'
@@ -250,7 +250,7 @@ export class PhoenixNode extends TypedEventEmitter<PhoenixEvents> implements Pho
     const messageId = this.sends.allocate(options.messageId)
     const route = this.running('send').core.resolve(name) ?? (await this.waitForRoute(messageId, name, options.routeWaitMs ?? this.timing.routeWaitMs))
     const session = this.running('send')
-    const data: DataFrame = { source: this.id, destination: route.owner, name, hopLimit: session.core.limits.hopLimit, messageId, ackRequested: options.ack === true, payload }
+    const data: DataFrame = { source: this.id, destination: route.owner, name, ...sourceHopLimit(session.core.limits.hopLimit), messageId, ackRequested: options.ack === true, payload }
     // Our own name: handed over in this process, so copied unless transferred (the caller may reuse its buffer once send returns).
     if (route.owner === this.id) return this.sendToSelf(options.transfer === true ? data : { ...data, payload: payload.slice() })
     const own = options.transfer === true ? 'transfer' : 'copy'

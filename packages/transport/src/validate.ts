@@ -54,6 +54,8 @@ export function checkSendOptions(options: SendOptions): void {
   // 0 rejected every send with ACK_TIMEOUT at once, though it was delivered (a user's audit), as timing.ackTimeoutMs and the CLI refuse it.
   checkWaitMs('options.ackTimeoutMs', options.ackTimeoutMs, Number.MIN_VALUE)
   if (options.ack !== undefined && typeof options.ack !== 'boolean') throw invalidInput('options.ack', 'must be a boolean')
+  // Without ack nothing waits for an acknowledgement: the wait was accepted and ignored (the CLI and the control endpoint refuse it).
+  if (options.ackTimeoutMs !== undefined && options.ack !== true) throw invalidInput('options.ackTimeoutMs', 'is the wait for an acknowledgement: it needs ack: true')
   if (options.transfer !== undefined && typeof options.transfer !== 'boolean') throw invalidInput('options.transfer', 'must be a boolean')
 }
 
@@ -137,8 +139,9 @@ export function checkHubMultiaddr(address: string, field: string): void {
     if (name !== 'p2p' || value === undefined) continue
     try {
       peerIdFromString(value)
-    } catch (error) {
-      throw invalidInput(field, `${JSON.stringify(address)} names ${JSON.stringify(value)}, which is not a peer id: ${(error as Error).message}`)
+    } catch {
+      // As allowedPeers says it: the parser's own words ("Please pass a multibase decoder for strings that do not start with "1" or "Q"") told a user nothing.
+      throw invalidInput(field, `${JSON.stringify(address)} names ${JSON.stringify(value)}, which is not a peer id (one such as 12D3KooW…, as a node prints it at start)`)
     }
   }
 }

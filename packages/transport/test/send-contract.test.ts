@@ -54,11 +54,17 @@ describe('the send contract (issue 11, items 1 and 2)', () => {
       ['ackTimeoutMs', a.phoenix.send('b', text('x'), { ackTimeoutMs: Number.NaN }), 'options.ackTimeoutMs'],
       // 0 rejected every acknowledged send at once with ACK_TIMEOUT, though it was delivered (a user's audit).
       ['ackTimeoutMs 0', a.phoenix.send('b', text('x'), { ack: true, ackTimeoutMs: 0 }), 'options.ackTimeoutMs'],
+      // Without ack nothing waits for an acknowledgement: it was accepted and ignored (the CLI and the control endpoint refuse it).
+      ['ackTimeoutMs without ack', a.phoenix.send('b', text('x'), { ackTimeoutMs: 1_000 }), 'options.ackTimeoutMs'],
+      ['ackTimeoutMs with ack false', a.phoenix.send('b', text('x'), { ack: false, ackTimeoutMs: 1_000 }), 'options.ackTimeoutMs'],
       ['messageId', a.phoenix.send('b', text('x'), { messageId: 0 }), 'options.messageId'],
       // A misspelt option ran with the default (it had been ignored), in a send and in a collective.
       ['a misspelt option', a.phoenix.send('b', text('x'), { ack: true, ackTimeout: 1 } as object), 'options.ackTimeout'],
       ['a misspelt broadcast option', a.phoenix.broadcast('b', text('x'), { ack: true, timeout: 1 } as object), 'options.timeout'],
       ['a broadcast ack', a.phoenix.broadcast('b', text('x'), { ack: 'yes' } as object), 'options.ack'],
+      // Without ack a broadcast waits for nothing: its timeoutMs was accepted and ignored, as send's ackTimeoutMs was.
+      ['a broadcast timeout without ack', a.phoenix.broadcast('b', text('x'), { timeoutMs: 1_000 }), 'options.timeoutMs'],
+      ['a broadcast timeout with ack false', a.phoenix.broadcast('b', text('x'), { ack: false, timeoutMs: 1_000 }), 'options.timeoutMs'],
       ['null broadcast options', a.phoenix.broadcast('b', text('x'), null as unknown as object), 'options'],
       ['a misspelt reduce option', a.phoenix.reduce('b', 't', { op: 'sum', timout: 1 } as object), 'options.timout'],
     ]
@@ -73,6 +79,8 @@ describe('the send contract (issue 11, items 1 and 2)', () => {
     expect((await failure(a.phoenix.send('b', text('x'), { routeWaitMs: '100' as unknown as number }))).message).toBe('options.routeWaitMs must be a number of milliseconds in [0, 2^31), got "100"')
     expect((await failure(a.phoenix.send('b', text('x'), { messageId: '5' as unknown as number }))).message).toBe('options.messageId must be an integer in [1, 2^32), got "5"')
     expect((await failure(a.phoenix.send('b', text('x'), { ackTimeoutMs: Number.NaN }))).message).toMatch(/got NaN$/)
+    expect((await failure(a.phoenix.send('b', text('x'), { ackTimeoutMs: 1_000 }))).message).toBe('options.ackTimeoutMs is the wait for an acknowledgement: it needs ack: true')
+    expect((await failure(a.phoenix.broadcast('b', text('x'), { timeoutMs: 1_000 }))).message).toBe("options.timeoutMs is the wait for the members' acknowledgements: it needs ack: true")
   })
 
   it('refuses node options of the wrong shape before building anything, naming the option and the value', async () => {
@@ -116,7 +124,7 @@ describe('the send contract (issue 11, items 1 and 2)', () => {
       // These named no field (or `hub`, the argument of addHub, for the option hubs).
       ['a hub that is no multiaddr', bad({ listen: [], hubs: ['nope'] }), 'hubs', /^hubs "nope" is not a multiaddr/],
       // A user's audit: the node started, and every dial failed in the log only ("Please pass a multibase decoder …").
-      ['a hub whose /p2p/ is no peer id', bad({ listen: [], hubs: ['/ip4/127.0.0.1/tcp/1/p2p/notapeerid'] }), 'hubs', /^hubs "\/ip4\/127\.0\.0\.1\/tcp\/1\/p2p\/notapeerid" names "notapeerid", which is not a peer id: /],
+      ['a hub whose /p2p/ is no peer id', bad({ listen: [], hubs: ['/ip4/127.0.0.1/tcp/1/p2p/notapeerid'] }), 'hubs', /^hubs "\/ip4\/127\.0\.0\.1\/tcp\/1\/p2p\/notapeerid" names "notapeerid", which is not a peer id \(one such as 12D3KooW…, as a node prints it at start\)$/],
       ['a site prefix', bad({ listen: [], sitePrefixes: ['banana'] }), 'sitePrefixes', /^sitePrefixes "banana" is not a CIDR prefix/],
       ['a port range', bad({ listen: ['/ip4/127.0.0.1/tcp/0'], listenRange: '9-1' }), 'listenRange', /^listenRange: expected FIRST-LAST/],
       ['a port range as a number', bad({ listen: ['/ip4/127.0.0.1/tcp/0'], listenRange: 7000 }), 'listenRange', /^listenRange must be "FIRST-LAST" \(e\.g\. "7000-7010"\) or \{ first, last \}, got 7000$/],

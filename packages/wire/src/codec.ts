@@ -1,5 +1,5 @@
 import type { RouteAdvert, UpdateMessage } from '@phoenix-overlay/core'
-import { WIRE_LIMITS, type WireLimits } from './constants.ts'
+import { INITIAL_HOP_LIMIT_DEFAULT, WIRE_LIMITS, type WireLimits } from './constants.ts'
 import { utf8Bytes } from './utf8.ts'
 import { readCanonicalDataHeader } from './data-header.ts'
 import { FRAME_DATA_TAG, PAYLOAD_TAG, readVarint32, varint32Width, varintEnd, writeVarint32 } from './data-format.ts'
@@ -16,7 +16,54 @@ export interface DataFrame {
   messageId: number
   ackRequested: boolean
   payload: Uint8Array
+  /**
+   * The hop limit the source gave the frame, carried only when it is not
+   * INITIAL_HOP_LIMIT_DEFAULT (absent: that): the destination counts the hops a message travelled
+   * from it, whatever the source's limit (it counted from its own, wrong when the two differ).
+   * Written before the payload (field 8 before field 7, which protons would write after it), so
+   * the payload stays the last field and a relay reads the header from a frame's first piece.
+   */
+  initialHopLimit?: number | undefined
 }
+/**
+ * Hops a data frame travelled, from the hop limit it arrived with and the one its source gave it
+ * (`initialHopLimit`, else INITIAL_HOP_LIMIT_DEFAULT); never negative (a frame that arrived with
+ * more than it started with is one a node on the way raised: 0).
+ */
+export function hopsTravelled(header: Pick<DataFrame, 'hopLimit' | 'initialHopLimit'>): number {
+  const initial = header.initialHopLimit ?? INITIAL_HOP_LIMIT_DEFAULT
+  return initial - Math.min(header.hopLimit, initial)
+}
+
+/** The hop limit fields of a frame a source with hop limit `hopLimit` sends: `initialHopLimit` only when not the default. */
+export function sourceHopLimit(hopLimit: number): Pick<DataFrame, 'hopLimit' | 'initialHopLimit'> {
+  return hopLimit === INITIAL_HOP_LIMIT_DEFAULT ? { hopLimit } : { hopLimit, initialHopLimit: hopLimit }
+}
+
+/**
+ * The initial hop limit a relay gives a frame it passes on with hop limit `forwardedHopLimit`,
+ * when it is not the one the frame came with: a relay whose own hop limit is less than the frame
+ * has left lowers the frame's to its own (the core's `forward`), and the initial one by as much,
+ * so that `hopsTravelled` still counts the hops. `false` when it stays (one less hop limit: the
+ * frame can be rewritten in place); `undefined` for the default, which is not carried.
+ */
+export function relayedInitialHopLimit(header: Pick<DataFrame, 'hopLimit' | 'initialHopLimit'>, forwardedHopLimit: number): number | undefined | false {
+  const loweredBy = header.hopLimit - 1 - forwardedHopLimit
+  if (loweredBy <= 0) return false
+  const initial = Math.max((header.initialHopLimit ?? INITIAL_HOP_LIMIT_DEFAULT) - loweredBy, forwardedHopLimit)
+  return initial === INITIAL_HOP_LIMIT_DEFAULT ? undefined : initial
+}
+
+/** Whether a data frame carries `initialHopLimit` (0 is as if absent: proto3 does not write it). */
+export const carriesInitialHopLimit = (data: Pick<DataFrame, 'initialHopLimit'>): boolean => data.initialHopLimit !== undefined && data.initialHopLimit !== 0
+
+const joined = ([head, payload]: [Uint8Array, Uint8Array]): Uint8Array => {
+  const out = new Uint8Array(head.byteLength + payload.byteLength)
+  out.set(head)
+  out.set(payload, head.byteLength)
+  return out
+}
+
 /** A data frame without its payload: what a relay reads of a frame it passes on. */
 export type DataHeader = Omit<DataFrame, 'payload'>
 /**
@@ -117,7 +164,9 @@ export function encodeFrame(frame: Frame, frameBytesMax: number = WIRE_LIMITS.fr
       // The frames every node sends and re-encodes: written by hand when the writer takes the header.
       const written = writeDataFrame(frame.data, frameBytesMax, true)
       if (written !== undefined) return written
-      message = { data: { ...frame.data, payload: frame.data.payload as Uint8Array<ArrayBuffer> } }
+      // The initial hop limit before the payload, as the writer puts it (protons would put it after).
+      if (carriesInitialHopLimit(frame.data)) return joined(encodeDataFramePieces(frame.data, frameBytesMax))
+      message = { data: { ...frame.data, payload: frame.data.payload as Uint8Array<ArrayBuffer>, initialHopLimit: 0 } }
       break
     }
     case 'ack':
@@ -148,7 +197,7 @@ export function encodeDataFramePieces(data: DataFrame, frameBytesMax: number = W
   const written = writeDataFrame(data, frameBytesMax, false)
   if (written !== undefined) return [written, data.payload]
   // A header the writer does not take (a character beyond ASCII, …): its fields by protons.
-  const fields = DataMessage.encode({ ...data, payload: new Uint8Array(0) })
+  const fields = DataMessage.encode({ ...data, payload: new Uint8Array(0), initialHopLimit: data.initialHopLimit ?? 0 })
   const payloadBytes = data.payload.byteLength
   const payloadHeadBytes = payloadBytes === 0 ? 0 : 1 + varint32Width(payloadBytes)
   const innerBytes = fields.byteLength + payloadHeadBytes + payloadBytes
@@ -230,8 +279,11 @@ class Checker {
     this.id('data.destination', d.destination)
     this.text('data.name', d.name, limits.nameBytesMax, true)
     this.max('data.hopLimit', d.hopLimit, limits.hopLimitMax)
+    this.max('data.initialHopLimit', d.initialHopLimit, limits.hopLimitMax)
     this.max('data.payload bytes', payloadBytes, limits.payloadBytesMax)
-    return { source: d.source, destination: d.destination, name: d.name, hopLimit: d.hopLimit, messageId: d.messageId, ackRequested: d.ackRequested }
+    const header: DataHeader = { source: d.source, destination: d.destination, name: d.name, hopLimit: d.hopLimit, messageId: d.messageId, ackRequested: d.ackRequested }
+    if (d.initialHopLimit !== 0) header.initialHopLimit = d.initialHopLimit
+    return header
   }
 
   max(field: string, value: number, max: number): void {

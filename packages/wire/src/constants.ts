@@ -54,3 +54,10 @@ export type WireLimits = { -readonly [K in keyof typeof WIRE_LIMITS]: number }
  * 8 flows through one neighbour may hold 32 MiB there (transport README, "Per-flow credit").
  */
 export const FLOW_CREDIT_BYTES = 4 * 1024 * 1024
+
+/**
+ * The hop limit a data frame without `initialHopLimit` started with: a source whose hop limit is
+ * this (the core's default) does not carry it, so the frames of every node left at the default
+ * stay as they were. Part of the wire format: it does not follow a change of the core's default.
+ */
+export const INITIAL_HOP_LIMIT_DEFAULT = 16

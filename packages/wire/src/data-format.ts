@@ -15,6 +15,8 @@ export const HOP_LIMIT_TAG = 0x20
 export const MESSAGE_ID_TAG = 0x28
 export const ACK_REQUESTED_TAG = 0x30
 export const PAYLOAD_TAG = 0x3a
+/** `Data.initial_hop_limit` (field 8, varint): only from a source whose hop limit is not 16; written before the payload (protons would write it after), so the payload stays last. */
+export const INITIAL_HOP_LIMIT_TAG = 0x40
 
 /** Longest varint of a 32-bit value. */
 export const VARINT32_BYTES_MAX = 5

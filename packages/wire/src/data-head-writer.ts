@@ -6,11 +6,11 @@
  * takes the headers nodes send: ASCII strings (peer ids, and names in practice), a hop limit and
  * a message id that are unsigned 32-bit integers, a boolean ack flag; for anything else it gives
  * undefined and the caller encodes with protons. Whatever it writes is byte for byte what protons
- * writes for the same frame (property-tested in test/data-head-writer.test.ts): proto3 leaves out
+ * writes for the same frame (but for `initialHopLimit`'s place, below) (property-tested in test/data-head-writer.test.ts): proto3 leaves out
  * fields at their defaults ('', 0, false, an empty payload), and writes the rest in field order.
  */
 import type { DataFrame } from './codec.ts'
-import { ACK_REQUESTED_TAG, DESTINATION_TAG, FRAME_DATA_TAG, HOP_LIMIT_TAG, MESSAGE_ID_TAG, NAME_TAG, PAYLOAD_TAG, SOURCE_TAG, varint32Width, writeVarint32 } from './data-format.ts'
+import { ACK_REQUESTED_TAG, DESTINATION_TAG, FRAME_DATA_TAG, HOP_LIMIT_TAG, INITIAL_HOP_LIMIT_TAG, MESSAGE_ID_TAG, NAME_TAG, PAYLOAD_TAG, SOURCE_TAG, varint32Width, writeVarint32 } from './data-format.ts'
 import { WireError } from './errors.ts'
 
 /** Largest `Data` this writer measures with a 32-bit varint (protons' length prefix is one too); a longer one is left to protons. */
@@ -47,14 +47,17 @@ function writeVarintField(out: Uint8Array, at: number, tag: number, value: numbe
  * The data frame `data` as `encodeFrame` encodes it: the whole frame (`withPayload`), or everything
  * up to the payload's bytes (the payload is the last field: the frame is this and the payload).
  * Undefined if a field is outside what this writer takes (see above): then encode with protons.
+ * An `initialHopLimit` (field 8) is written before the payload (field 7), where protons would
+ * write it after: the payload stays last (every decoder reads fields in any order).
  * Throws WireError FRAME_TOO_LARGE if the frame would be longer than `frameBytesMax`.
  */
 export function writeDataFrame(data: DataFrame, frameBytesMax: number, withPayload: boolean): Uint8Array | undefined {
   const { source, destination, name, hopLimit, messageId, ackRequested, payload } = data
-  if (hopLimit >>> 0 !== hopLimit || messageId >>> 0 !== messageId || (ackRequested !== true && ackRequested !== false)) return undefined
+  const initialHopLimit = data.initialHopLimit ?? 0
+  if (hopLimit >>> 0 !== hopLimit || messageId >>> 0 !== messageId || initialHopLimit >>> 0 !== initialHopLimit || (ackRequested !== true && ackRequested !== false)) return undefined
   if (!isAscii(source) || !isAscii(destination) || !isAscii(name)) return undefined
   const payloadBytes = payload.byteLength
-  const fieldsBytes = stringFieldBytes(source.length) + stringFieldBytes(destination.length) + stringFieldBytes(name.length) + varintFieldBytes(hopLimit) + varintFieldBytes(messageId) + (ackRequested ? 2 : 0)
+  const fieldsBytes = stringFieldBytes(source.length) + stringFieldBytes(destination.length) + stringFieldBytes(name.length) + varintFieldBytes(hopLimit) + varintFieldBytes(messageId) + (ackRequested ? 2 : 0) + varintFieldBytes(initialHopLimit)
   const dataBytes = fieldsBytes + (payloadBytes === 0 ? 0 : 1 + varint32Width(payloadBytes) + payloadBytes)
   if (dataBytes > DATA_BYTES_MAX) return undefined
   const total = 1 + varint32Width(dataBytes) + dataBytes
@@ -71,6 +74,7 @@ export function writeDataFrame(data: DataFrame, frameBytesMax: number, withPaylo
     out[at++] = ACK_REQUESTED_TAG
     out[at++] = 1
   }
+  at = writeVarintField(out, at, INITIAL_HOP_LIMIT_TAG, initialHopLimit)
   if (payloadBytes > 0) {
     out[at++] = PAYLOAD_TAG
     at = writeVarint32(out, at, payloadBytes)

@@ -2,7 +2,7 @@
  * A data frame's header read without the generic protobuf decoder, for the frames a relay passes
  * on (issue 19: a relay's added latency is about how much code and memory it touches per frame,
  * since latency probes reach processes that slept 1-5 ms). It reads only the encoding `encodeFrame`
- * writes: fields 1-6, each with its own wire type (so a one-byte tag), strings of ASCII
+ * writes: fields 1-6 and 8, each with its own wire type (so a one-byte tag), strings of ASCII
  * characters, then the payload as the last field. Anything else (an unknown field or wire type, a
  * non-ASCII string, a length protons reads differently, a limit exceeded) is left to the generic path (`decodeDataHeader` in codec.ts: protons
  * and its Checker), which decodes it or refuses it with the error naming the field: whenever this
@@ -10,9 +10,9 @@
  * test/data-header.test.ts), so no frame is accepted here that the generic path would refuse.
  */
 import type { WireLimits } from './constants.ts'
-import type { DecodedDataHeader } from './codec.ts'
+import type { DataHeader, DecodedDataHeader } from './codec.ts'
 
-import { ACK_REQUESTED_TAG, DESTINATION_TAG, HOP_LIMIT_TAG, MESSAGE_ID_TAG, NAME_TAG, PAYLOAD_TAG, SOURCE_TAG, readVarint32, varintEnd } from './data-format.ts'
+import { ACK_REQUESTED_TAG, DESTINATION_TAG, HOP_LIMIT_TAG, INITIAL_HOP_LIMIT_TAG, MESSAGE_ID_TAG, NAME_TAG, PAYLOAD_TAG, SOURCE_TAG, readVarint32, varintEnd } from './data-format.ts'
 
 /**
  * Recently read strings (peer ids, names), handed out again for the same bytes: a relay sees the
@@ -56,6 +56,7 @@ export function readCanonicalDataHeader(head: Uint8Array, dataStart: number, fra
   let hopLimit = 0
   let messageId = 0
   let ackRequested = false
+  let initialHopLimit = 0
   let hopLimitAt = -1
   const end = head.length
   for (let at = dataStart; at < end; ) {
@@ -66,16 +67,19 @@ export function readCanonicalDataHeader(head: Uint8Array, dataStart: number, fra
       if (payloadBytes < 0 || varintEnd + payloadBytes !== frameBytes || payloadBytes > limits.payloadBytesMax) return undefined
       // The Checker's limits: ids not empty, ids and name within their bytes (ASCII: a byte a character).
       if (source.length === 0 || source.length > limits.nodeIdBytesMax || destination.length === 0 || destination.length > limits.nodeIdBytesMax) return undefined
-      if (name.length > limits.nameBytesMax || hopLimit > limits.hopLimitMax) return undefined
-      return { header: { source, destination, name, hopLimit, messageId, ackRequested }, payloadStart: varintEnd, hopLimitAt }
+      if (name.length > limits.nameBytesMax || hopLimit > limits.hopLimitMax || initialHopLimit > limits.hopLimitMax) return undefined
+      const header: DataHeader = { source, destination, name, hopLimit, messageId, ackRequested }
+      if (initialHopLimit !== 0) header.initialHopLimit = initialHopLimit
+      return { header, payloadStart: varintEnd, hopLimitAt }
     }
-    if (tag === HOP_LIMIT_TAG || tag === MESSAGE_ID_TAG || tag === ACK_REQUESTED_TAG) {
+    if (tag === HOP_LIMIT_TAG || tag === MESSAGE_ID_TAG || tag === ACK_REQUESTED_TAG || tag === INITIAL_HOP_LIMIT_TAG) {
       const value = readVarint32(head, at, end)
       if (value < 0) return undefined
       if (tag === HOP_LIMIT_TAG) {
         hopLimit = value
         hopLimitAt = at
       } else if (tag === MESSAGE_ID_TAG) messageId = value
+      else if (tag === INITIAL_HOP_LIMIT_TAG) initialHopLimit = value
       else ackRequested = value !== 0
       at = varintEnd
       continue

@@ -697,6 +697,7 @@ export interface Data {
   messageId: number
   ackRequested: boolean
   payload: Uint8Array<ArrayBuffer>
+  initialHopLimit: number
 }
 
 export namespace Data {
@@ -744,6 +745,11 @@ export namespace Data {
           w.bytes(obj.payload)
         }
 
+        if ((obj.initialHopLimit != null && obj.initialHopLimit !== 0)) {
+          w.uint32(64)
+          w.uint32(obj.initialHopLimit)
+        }
+
         if (opts.lengthDelimited !== false) {
           w.ldelim()
         }
@@ -755,7 +761,8 @@ export namespace Data {
           hopLimit: 0,
           messageId: 0,
           ackRequested: false,
-          payload: uint8ArrayAlloc(0)
+          payload: uint8ArrayAlloc(0),
+          initialHopLimit: 0
         }
 
         const end = length == null ? reader.len : reader.pos + length
@@ -790,6 +797,10 @@ export namespace Data {
             }
             case 7: {
               obj.payload = reader.bytes()
+              break
+            }
+            case 8: {
+              obj.initialHopLimit = reader.uint32()
               break
             }
             default: {
@@ -856,6 +867,13 @@ export namespace Data {
               }
               break
             }
+            case 8: {
+              yield {
+                field: `${prefix}.initialHopLimit`,
+                value: reader.uint32()
+              }
+              break
+            }
             default: {
               reader.skipType(tag & 7)
               break
@@ -903,6 +921,11 @@ export namespace Data {
     value: Uint8Array<ArrayBuffer>
   }
 
+  export interface DataInitialHopLimitFieldEvent {
+    field: '$.initialHopLimit'
+    value: number
+  }
+
   export function encode (obj: Partial<Data>): Uint8Array<ArrayBuffer> {
     return encodeMessage(obj, Data.codec())
   }
@@ -911,7 +934,7 @@ export namespace Data {
     return decodeMessage(buf, Data.codec(), opts)
   }
 
-  export function stream (buf: Uint8Array | Uint8ArrayList, opts?: DecodeOptions<Data>): Generator<DataSourceFieldEvent | DataDestinationFieldEvent | DataNameFieldEvent | DataHopLimitFieldEvent | DataMessageIdFieldEvent | DataAckRequestedFieldEvent | DataPayloadFieldEvent> {
+  export function stream (buf: Uint8Array | Uint8ArrayList, opts?: DecodeOptions<Data>): Generator<DataSourceFieldEvent | DataDestinationFieldEvent | DataNameFieldEvent | DataHopLimitFieldEvent | DataMessageIdFieldEvent | DataAckRequestedFieldEvent | DataPayloadFieldEvent | DataInitialHopLimitFieldEvent> {
     return streamMessage(buf, Data.codec(), opts)
   }
 }
@@ -1931,6 +1954,11 @@ export namespace Frame {
     value: Uint8Array<ArrayBuffer>
   }
 
+  export interface FrameDataInitialHopLimitFieldEvent {
+    field: '$.data.initialHopLimit'
+    value: number
+  }
+
   export interface FrameAckSourceFieldEvent {
     field: '$.ack.source'
     value: string
@@ -2012,7 +2040,7 @@ export namespace Frame {
     return decodeMessage(buf, Frame.codec(), opts)
   }
 
-  export function stream (buf: Uint8Array | Uint8ArrayList, opts?: DecodeOptions<Frame>): Generator<FrameUpdateNeighbourSlotsFieldEvent | FrameUpdateTransSetsFieldEvent | FrameUpdateEntriesDestinationFieldEvent | FrameUpdateEntriesSeqFieldEvent | FrameUpdateEntriesNhopsFieldEvent | FrameUpdateEntriesNamesFieldEvent | FrameUpdateEntriesAddressesFieldEvent | FrameUpdateEntriesTransPlusOneFieldEvent | FrameUpdateEntriesSignatureFieldEvent | FrameUpdateHelloReceiverSeqFieldEvent | FrameUpdateLostNeighboursFieldEvent | FrameUpdatePlanEndFieldEvent | FrameUpdateAllServedFieldEvent | FrameDataSourceFieldEvent | FrameDataDestinationFieldEvent | FrameDataNameFieldEvent | FrameDataHopLimitFieldEvent | FrameDataMessageIdFieldEvent | FrameDataAckRequestedFieldEvent | FrameDataPayloadFieldEvent | FrameAckSourceFieldEvent | FrameAckDestinationFieldEvent | FrameAckHopLimitFieldEvent | FrameAckMessageIdFieldEvent | FrameUndeliverableSourceFieldEvent | FrameUndeliverableDestinationFieldEvent | FrameUndeliverableHopLimitFieldEvent | FrameUndeliverableMessageIdFieldEvent | FrameUndeliverableReasonFieldEvent | FrameProbeNonceFieldEvent | FrameProbeReplyFieldEvent | FrameCreditFlowsSourceFieldEvent | FrameCreditFlowsDestinationFieldEvent | FrameCreditFlowsBytesFieldEvent> {
+  export function stream (buf: Uint8Array | Uint8ArrayList, opts?: DecodeOptions<Frame>): Generator<FrameUpdateNeighbourSlotsFieldEvent | FrameUpdateTransSetsFieldEvent | FrameUpdateEntriesDestinationFieldEvent | FrameUpdateEntriesSeqFieldEvent | FrameUpdateEntriesNhopsFieldEvent | FrameUpdateEntriesNamesFieldEvent | FrameUpdateEntriesAddressesFieldEvent | FrameUpdateEntriesTransPlusOneFieldEvent | FrameUpdateEntriesSignatureFieldEvent | FrameUpdateHelloReceiverSeqFieldEvent | FrameUpdateLostNeighboursFieldEvent | FrameUpdatePlanEndFieldEvent | FrameUpdateAllServedFieldEvent | FrameDataSourceFieldEvent | FrameDataDestinationFieldEvent | FrameDataNameFieldEvent | FrameDataHopLimitFieldEvent | FrameDataMessageIdFieldEvent | FrameDataAckRequestedFieldEvent | FrameDataPayloadFieldEvent | FrameDataInitialHopLimitFieldEvent | FrameAckSourceFieldEvent | FrameAckDestinationFieldEvent | FrameAckHopLimitFieldEvent | FrameAckMessageIdFieldEvent | FrameUndeliverableSourceFieldEvent | FrameUndeliverableDestinationFieldEvent | FrameUndeliverableHopLimitFieldEvent | FrameUndeliverableMessageIdFieldEvent | FrameUndeliverableReasonFieldEvent | FrameProbeNonceFieldEvent | FrameProbeReplyFieldEvent | FrameCreditFlowsSourceFieldEvent | FrameCreditFlowsDestinationFieldEvent | FrameCreditFlowsBytesFieldEvent> {
     return streamMessage(buf, Frame.codec(), opts)
   }
 }

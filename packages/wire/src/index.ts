@@ -1,10 +1,13 @@
-export { FLOW_CREDIT_BYTES, WIRE_LIMITS, type WireLimits } from './constants.ts'
+export { FLOW_CREDIT_BYTES, INITIAL_HOP_LIMIT_DEFAULT, WIRE_LIMITS, type WireLimits } from './constants.ts'
 export {
   WireError,
   decodeDataHeader,
   decodeFrame,
   encodeDataFramePieces,
   encodeFrame,
+  hopsTravelled,
+  relayedInitialHopLimit,
+  sourceHopLimit,
   type AckFrame,
   type CreditFrame,
   type FlowCredit,

@@ -1,7 +1,7 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { DEFAULT_LIMITS, type RouteAdvert, type UpdateMessage } from '@phoenix-overlay/core'
-import { WIRE_LIMITS, WireError, decodeFrame, encodeFrame, encodedUpdateSize, splitUpdate, type Frame } from '../src/index.ts'
+import { INITIAL_HOP_LIMIT_DEFAULT, WIRE_LIMITS, WireError, decodeFrame, encodeFrame, encodedUpdateSize, hopsTravelled, sourceHopLimit, splitUpdate, type Frame } from '../src/index.ts'
 
 // The seed is fast-check's global one (vitest.setup.ts prints it; replay with PHOENIX_SEED=<n>).
 const runs = (numRuns: number) => ({ numRuns })
@@ -49,7 +49,9 @@ const updateArb: fc.Arbitrary<UpdateMessage> = fc
 
 const frameArb: fc.Arbitrary<Frame> = fc.oneof(
   updateArb.map((update) => ({ kind: 'update' as const, update })),
-  fc.record({ source: id, destination: id, name: fc.string({ maxLength: 30 }), hopLimit: fc.integer({ min: 0, max: 255 }), messageId: uint32, ackRequested: fc.boolean(), payload: bytes(200) }).map((data) => ({ kind: 'data' as const, data })),
+  fc
+    .record({ source: id, destination: id, name: fc.string({ maxLength: 30 }), hopLimit: fc.integer({ min: 0, max: 255 }), messageId: uint32, ackRequested: fc.boolean(), payload: bytes(200), initial: fc.option(fc.integer({ min: 1, max: 255 })) })
+    .map(({ initial, ...data }) => ({ kind: 'data' as const, data: { ...data, ...(initial !== null ? { initialHopLimit: initial } : {}) } })),
   fc.record({ source: id, destination: id, hopLimit: fc.integer({ min: 0, max: 255 }), messageId: uint32 }).map((ack) => ({ kind: 'ack' as const, ack })),
   fc
     .record({ source: id, destination: id, hopLimit: fc.integer({ min: 0, max: 255 }), messageId: uint32, reason: fc.constantFrom('no-route' as const, 'hop-limit' as const, 'queue-full' as const, 'no-such-name' as const) })
@@ -118,6 +120,7 @@ describe('wire codec', () => {
       [update([], { neighbourSlots: ['a'], transSets: [Uint8Array.of(1, 2)] }), /transSets\[0\] bytes is 2, more than 1/],
       [update(Array.from({ length: WIRE_LIMITS.entriesPerUpdateMax + 1 }, (_, i) => advert({ destination: `d${i}` }))), /too many elements/],
       [{ kind: 'data', data: { source: 's', destination: 'd', name: 'n', hopLimit: 300, messageId: 1, ackRequested: false, payload: new Uint8Array(0) } }, /data\.hopLimit is 300/],
+      [{ kind: 'data', data: { source: 's', destination: 'd', name: 'n', hopLimit: 3, initialHopLimit: 256, messageId: 1, ackRequested: false, payload: new Uint8Array(0) } }, /data\.initialHopLimit is 256/],
       [{ kind: 'data', data: { source: '', destination: 'd', name: 'n', hopLimit: 3, messageId: 1, ackRequested: false, payload: new Uint8Array(0) } }, /data\.source is empty/],
     ]
     for (const [frame, message] of cases) expect(() => decodeFrame(encodeFrame(frame))).toThrow(message)
@@ -127,6 +130,24 @@ describe('wire codec', () => {
     // A probe and anything else in one frame is malformed too (field 5 = probe, field 3 = ack).
     const probeAndAck = new Uint8Array([...encodeFrame({ kind: 'probe', probe: { nonce: 7, reply: false } }), ...encodeFrame({ kind: 'ack', ack: { source: 's', destination: 'd', hopLimit: 1, messageId: 1 } })])
     expect(() => decodeFrame(probeAndAck)).toThrow(/holds ack and probe/)
+  })
+
+  it("counts a data frame's hops from the hop limit its source gave it, which it carries unless it is the default", () => {
+    // The core's default: a frame from a node left at it carries nothing more than before.
+    expect(INITIAL_HOP_LIMIT_DEFAULT).toBe(DEFAULT_LIMITS.hopLimit)
+    const frame = (hopLimit: number) => ({ source: 's', destination: 'd', name: 'n', ...sourceHopLimit(hopLimit), messageId: 1, ackRequested: false, payload: Uint8Array.of(1, 2) })
+    const travelled = (hopLimit: number, relays: number) => {
+      const sent = frame(hopLimit)
+      const decoded = decodeFrame(encodeFrame({ kind: 'data', data: { ...sent, hopLimit: sent.hopLimit - relays } }))
+      return decoded.kind === 'data' ? hopsTravelled(decoded.data) : -1
+    }
+    expect(sourceHopLimit(16)).toEqual({ hopLimit: 16 })
+    expect(encodeFrame({ kind: 'data', data: frame(16) })).toHaveLength(encodeFrame({ kind: 'data', data: { ...frame(16), initialHopLimit: 0 } }).length)
+    // Two hops from sources of limits 4, 16, 40 and 255 (a destination counting from its own 16: 0, 2, 0, 0).
+    for (const limit of [4, 16, 40, 255]) expect(travelled(limit, 2), `limit ${limit}`).toBe(2)
+    // A frame that arrived with more than its source gave it (raised on the way): 0, never negative.
+    expect(hopsTravelled({ hopLimit: 20, initialHopLimit: 8 })).toBe(0)
+    expect(hopsTravelled({ hopLimit: 200 })).toBe(0)
   })
 
   it('a credit frame naming more flows than creditFlowsMax is refused', () => {

@@ -2,13 +2,13 @@ import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { readVarint32, varint32Width, varintEnd, writeVarint32 } from '../src/data-format.ts'
 import { writeDataFrame } from '../src/data-head-writer.ts'
-import { Frame as FrameMessage } from '../src/frames.generated.ts'
+import { Data as DataMessage, Frame as FrameMessage } from '../src/frames.generated.ts'
 import { WIRE_LIMITS, WireError, decodeDataHeader, decodeFrame, encodeDataFramePieces, encodeFrame, type DataFrame } from '../src/index.ts'
 
 // The seed is fast-check's global one (vitest.setup.ts prints it; replay with PHOENIX_SEED=<n>).
 
 /** The frame as protons encodes it: what every node's decoder was written against. */
-const protonsFrame = (data: DataFrame): Uint8Array => FrameMessage.encode({ data: { ...data, payload: data.payload as Uint8Array<ArrayBuffer> } })
+const protonsFrame = (data: DataFrame): Uint8Array => FrameMessage.encode({ data: { ...data, payload: data.payload as Uint8Array<ArrayBuffer>, initialHopLimit: data.initialHopLimit ?? 0 } })
 
 const uint32 = fc.oneof(fc.constantFrom(0, 1, 127, 128, 255, 16_383, 16_384, 2 ** 21 - 1, 2 ** 21, 2 ** 28 - 1, 2 ** 28, 2 ** 32 - 1), fc.integer({ min: 0, max: 2 ** 32 - 1 }))
 const ascii = fc.string({ unit: fc.integer({ min: 0, max: 0x7f }).map((c) => String.fromCharCode(c)), maxLength: 200 })
@@ -16,7 +16,23 @@ const ascii = fc.string({ unit: fc.integer({ min: 0, max: 0x7f }).map((c) => Str
 const anyString = fc.oneof(ascii, fc.string({ unit: 'binary', maxLength: 40 }), fc.string({ unit: fc.integer({ min: 0, max: 0xffff }).map((c) => String.fromCharCode(c)), maxLength: 40 }))
 const payload = fc.oneof(fc.uint8Array({ maxLength: 300 }), fc.constantFrom(0, 1, 127, 128, 16_383, 16_384, 65_536).map((n) => new Uint8Array(n).fill(n % 251)))
 const header = (text: fc.Arbitrary<string>) => fc.record({ source: text, destination: text, name: text, hopLimit: uint32, messageId: uint32, ackRequested: fc.boolean() })
-const frameOf = (text: fc.Arbitrary<string>): fc.Arbitrary<DataFrame> => fc.tuple(header(text), payload).map(([h, p]) => ({ ...h, payload: p }))
+/** With an initial hop limit now and then (a source whose hop limit is not the default; 0 as if absent). */
+const frameOf = (text: fc.Arbitrary<string>): fc.Arbitrary<DataFrame> => fc.tuple(header(text), payload, fc.option(uint32, { freq: 3 })).map(([h, p, initial]) => ({ ...h, payload: p, ...(initial !== null ? { initialHopLimit: initial } : {}) }))
+/**
+ * The bytes the writer must give: protons', but for an initial hop limit (field 8), written before
+ * the payload (field 7) so that the payload stays last; protons would write it after.
+ */
+function referenceFrame(data: DataFrame): Uint8Array {
+  if (data.initialHopLimit === undefined || data.initialHopLimit === 0) return protonsFrame(data)
+  const fields = DataMessage.encode({ ...data, payload: new Uint8Array(0), initialHopLimit: data.initialHopLimit })
+  const varint = (n: number) => {
+    const out = new Uint8Array(5)
+    return [...out.subarray(0, writeVarint32(out, 0, n))]
+  }
+  const payloadHead = data.payload.length === 0 ? [] : [0x3a, ...varint(data.payload.length)]
+  const inner = new Uint8Array([...fields, ...payloadHead, ...data.payload])
+  return new Uint8Array([0x12, ...varint(inner.length), ...inner])
+}
 
 const isAscii = (s: string) => [...s].every((c) => c.charCodeAt(0) < 0x80)
 
@@ -24,7 +40,7 @@ describe('writeDataFrame: a data frame written by hand, the mirror of the header
   it('writes every header of ASCII strings and unsigned 32-bit numbers byte for byte as protons does', () => {
     fc.assert(
       fc.property(frameOf(ascii), (data) => {
-        const expected = protonsFrame(data)
+        const expected = referenceFrame(data)
         const whole = writeDataFrame(data, Number.MAX_SAFE_INTEGER, true)
         expect(whole).toEqual(expected)
         const head = writeDataFrame(data, Number.MAX_SAFE_INTEGER, false)
@@ -40,7 +56,7 @@ describe('writeDataFrame: a data frame written by hand, the mirror of the header
         const written = writeDataFrame(data, WIRE_LIMITS.frameBytesMax, true)
         if (isAscii(data.source) && isAscii(data.destination) && isAscii(data.name)) expect(written).toBeDefined()
         else expect(written).toBeUndefined()
-        const expected = protonsFrame(data)
+        const expected = referenceFrame(data)
         expect(encodeFrame({ kind: 'data', data })).toEqual(expected)
         const [head, second] = encodeDataFramePieces(data)
         expect(second).toBe(data.payload)

@@ -19,6 +19,8 @@ const randomData = (): DataFrame => ({
   messageId: random(2 ** 31),
   ackRequested: random(2) === 0,
   payload: new Uint8Array(Array.from({ length: 1 + random(3000) }, () => random(256))),
+  // From a source whose hop limit is not the default, now and then.
+  ...(random(3) === 0 ? { initialHopLimit: 1 + random(255) } : {}),
 })
 
 /** Where the varint of the last hop limit field (tag 0x20) of a data frame's canonical header starts, walked field by field; -1 if none. */
@@ -65,6 +67,18 @@ describe('decodeDataHeader: a relay reads a data frame that arrived in pieces fr
       expect(frame).toEqual(encodeFrame({ kind: 'data', data: { ...data, hopLimit } }))
     }
     expect(read).toBeGreaterThan(100)
+  })
+
+  it('reads an initial hop limit itself (a sender whose hop limit is not 16): before the payload, the payload still last', () => {
+    const data: DataFrame = { source: 's', destination: 'd', name: 'n', hopLimit: 38, initialHopLimit: 40, messageId: 1, ackRequested: false, payload: new Uint8Array(10) }
+    const frame = encodeFrame({ kind: 'data', data })
+    const read = readCanonicalDataHeader(frame, 2, frame.length, WIRE_LIMITS)
+    expect(read?.header).toEqual({ source: 's', destination: 'd', name: 'n', hopLimit: 38, initialHopLimit: 40, messageId: 1, ackRequested: false })
+    expect(frame.subarray(read!.payloadStart)).toEqual(data.payload)
+    // Over the wire's limit: left to the generic path, which names it.
+    const over = encodeFrame({ kind: 'data', data: { ...data, initialHopLimit: 256 } })
+    expect(readCanonicalDataHeader(over, 2, over.length, WIRE_LIMITS)).toBeUndefined()
+    expect(() => decodeDataHeader(over, over.length)).toThrow(/data\.initialHopLimit is 256/)
   })
 
   it('leaves what it cannot read to decodeFrame, and refuses what decodeFrame refuses', () => {

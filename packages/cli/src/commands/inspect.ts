@@ -25,8 +25,16 @@ async function getJson<T>(endpoint: ControlEndpoint, path: string): Promise<{ js
   return { json: JSON.parse(text) as T, text }
 }
 
+/**
+ * What `routes` and `peers` print for a node that has none: one line saying so and what connects
+ * a node, where the table's header alone read as a failed or unfinished command.
+ */
+export const NO_ROUTES_LINE = 'no routes: this node knows no other node yet (a node started with --hub <its address>, or this one with --hub <another>, connects them)\n'
+export const NO_PEERS_LINE = 'no neighbours: this node is connected to no other node (a node started with --hub <its address>, or this one with --hub <another>, connects them)\n'
+
 /** Routes as rows: reachable first, then by hops and name; ids shortened, names clipped. */
 export function routesTable(routes: readonly RouteRow[]): string {
+  if (routes.length === 0) return NO_ROUTES_LINE
   const sorted = [...routes].sort((a, b) => Number(b.reachable) - Number(a.reachable) || a.nhops - b.nhops || a.names.join().localeCompare(b.names.join()))
   const rows = sorted.map((r) => [
     shortId(r.destination),
@@ -48,6 +56,7 @@ function nextHopCell(r: RouteRow): string {
 
 /** Neighbours with the names their routes carry. */
 export function peersTable(peers: readonly string[], routes: readonly RouteRow[]): string {
+  if (peers.length === 0) return NO_PEERS_LINE
   const namesOf = new Map(routes.map((r) => [r.destination, r.names]))
   return formatTable(['peer', 'names'], peers.map((p) => [shortId(p), clip((namesOf.get(p) ?? []).join(',') || '-', NAMES_WIDTH_MAX * 2)]))
 }

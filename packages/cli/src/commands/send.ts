@@ -128,6 +128,8 @@ async function sendOne(name: string, payload: Uint8Array, o: SendOptions, where:
         return {}
       }
     })()
+    // --json prints the endpoint's answer, a failure's too, as --lines does (a script read nothing: the message id of an ACK_TIMEOUT to retry with was on stderr only).
+    if (o.json === true && failure.error !== undefined) process.stdout.write(text.endsWith('\n') ? text : `${text}\n`)
     const hint = hintFor(failure.error, failure.reason)
     throw answerError(status, `send to ${name}${where}: ${describeFailure(status, text)}${hint}`)
   }
@@ -328,7 +330,11 @@ export function registerSendCommand(program: Command): void {
     .action(async (name: string, message: string | undefined, o: SendOptions) => {
       // No node holds such a name (the core refuses them), and printed raw it would break the one-line error.
       if (hasRefusedCharacters(name)) throw new ConfigError(`<name> ${quoteEscaped(name)} ${REFUSED_CHARACTERS_RULE}`)
-      if (message !== undefined && (o.file !== undefined || o.lines === true)) throw new ConfigError(`${o.lines === true ? '--lines' : '--file'}: give the message as an argument or from the input, not both`)
+      // Checked here: the node's answer named its endpoint ("POST /send needs a value for it").
+      if (name === '') throw new ConfigError('<name>: must be a non-empty string, a name a node holds (phoenix members \'*\' lists them)')
+      // It said "give the message as an argument or from the input, not both", as if either would do.
+      if (message !== undefined && o.lines === true) throw new ConfigError('--lines: sends each line of the input (stdin or --file) as a message; give no <message> argument with it')
+      if (message !== undefined && o.file !== undefined) throw new ConfigError('--file: give the message as an argument or from the input, not both')
       if (o.ackTimeoutMs !== undefined && o.ack !== true) throw new ConfigError('--ack-timeout-ms: has no effect without --ack')
       if (o.messageId !== undefined && o.lines === true) throw new ConfigError('--message-id: one id is one message; --lines sends many')
       if (o.lines === true) return sendLines(name, o)

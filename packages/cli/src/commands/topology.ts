@@ -42,6 +42,17 @@ export function topologyTable(t: Topology): string {
   return formatTable(['node', 'names', 'site', 'color', 'host', 'color', 'hops', 'via'], rows, new Set([3, 5, 6])) + (derived ? '* site derived from the address (no --site)\n' : '')
 }
 
+/**
+ * The members as a table, or one line saying that none matched: the header alone read as a
+ * failed or unfinished command. A pattern is matched against whole names, so one without `*`
+ * lists at most the name itself: the line says so.
+ */
+export function membersTable(pattern: string, members: readonly Member[]): string {
+  if (members.length > 0) return formatTable(['name', 'node'], members.map((m) => [m.name, shortId(m.node)]))
+  const hint = pattern.includes('*') ? '' : ` (a pattern matches whole names: '${pattern}*' also matches those that start with it)`
+  return `no reachable name matches '${pattern}'${hint}\n`
+}
+
 export function registerTopologyCommands(program: Command): void {
   program
     .command('topology')
@@ -61,6 +72,6 @@ export function registerTopologyCommands(program: Command): void {
     .option('--json', 'print [{"name","node"}] with full ids')
     .action(async (pattern: string, o: { control: ControlEndpoint; json?: boolean }) => {
       const { json, text } = await getJson<Member[]>(o.control, `/members?pattern=${encodeURIComponent(pattern)}`)
-      process.stdout.write(o.json === true ? text : formatTable(['name', 'node'], json.map((m) => [m.name, shortId(m.node)])))
+      process.stdout.write(o.json === true ? text : membersTable(pattern, json))
     })
 }
