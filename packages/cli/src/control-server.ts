@@ -359,7 +359,7 @@ async function route(target: ControlTarget, req: IncomingMessage, res: ServerRes
   if (at === 'POST /send-stream') return sendStream(target, req, res, url)
   if (at === 'GET /status') {
     const reachable = phoenix.routes().filter((r) => r.reachable).length
-    return reply(res, 200, { id: target.id, pid: process.pid, version: target.version, addresses: target.addresses(), names: phoenix.names, peers: phoenix.peers().length, reachable, inbox: { messages: target.inbox.size, bytes: target.inbox.bytes } })
+    return reply(res, 200, { id: target.id, pid: process.pid, version: target.version, addresses: target.addresses(), names: phoenix.names, peers: phoenix.peers().length, reachable, inbox: { messages: target.inbox.size, bytes: target.inbox.bytes, readers: streams.open.size } })
   }
   if (at === 'POST /hubs') {
     const added = url.searchParams.getAll('add')

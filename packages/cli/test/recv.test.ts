@@ -1,5 +1,4 @@
 import { createHash } from 'node:crypto'
-import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { callControl } from '../src/control-client.ts'
@@ -155,8 +154,7 @@ describe('recv and send when their node dies', () => {
       const recv = start(process.execPath, [...NODE_TS, PHOENIX_JS, 'recv', '--control', socket])
       // recv's request must be in before the node leaves (a fixed second was not always enough
       // for recv to start on a loaded machine: it then found no node and exited 1).
-      await connectedTo(socket)
-      await new Promise((resolve) => setTimeout(resolve, 300))
+      await readersAt(socket, 1)
       process.kill(node.pid, 'SIGTERM')
       expect(await recv.exited).toBe(0)
       expect(recv.stderr.trim().split('\n')).toEqual(['phoenix: recv: the node is leaving; 0 message(s) received'])
@@ -172,8 +170,9 @@ describe('recv and send when their node dies', () => {
     try {
       await node.waitFor(/control endpoint on/)
       const recv = start(process.execPath, [...NODE_TS, PHOENIX_JS, 'recv', '--control', socket, '--count', '1'])
-      // recv's request is in: the node answers nothing until a message comes.
-      await new Promise((resolve) => setTimeout(resolve, 1_000))
+      // recv's request is in (a fixed second was not always enough on a loaded machine: the kill
+      // came first and recv said "no node answers"): the node answers nothing until a message comes.
+      await readersAt(socket, 1)
       process.kill(node.pid, 'SIGKILL')
       expect(await recv.exited).toBe(1)
       expect(recv.stderr.trim().split('\n')).toEqual([`phoenix: --control ${socket}: the node closed the connection before its answer ended (it stopped or crashed: aborted)`])
@@ -233,10 +232,12 @@ describe('recv and send when their node dies', () => {
 })
 
 /** Waits until a client is connected to the Unix socket at `path` (Linux: /proc/net/unix lists the listener and each accepted connection under the path). */
-async function connectedTo(path: string, waitMs = 20_000): Promise<void> {
+/** Until the node at `path` has `readers` open `GET /messages` streams (its /status says). */
+async function readersAt(path: string, readers: number, waitMs = 20_000): Promise<void> {
   const endsMs = performance.now() + waitMs
-  while (readFileSync('/proc/net/unix', 'utf8').split('\n').filter((line) => line.endsWith(` ${path}`)).length < 2) {
-    if (performance.now() > endsMs) throw new Error(`no client connected to ${path} within ${waitMs} ms`)
+  const open = async () => (JSON.parse((await callControl({ socketPath: path }, 'GET', '/status')).text) as { inbox: { readers: number } }).inbox.readers
+  while ((await open()) < readers) {
+    if (performance.now() > endsMs) throw new Error(`no ${readers} reader(s) at ${path} within ${waitMs} ms`)
     await new Promise((resolve) => setTimeout(resolve, 20))
   }
 }
