@@ -7,6 +7,7 @@ import { type RouteEntry, UNREACHABLE_HOPS, isFresher } from './route.ts'
 import { isUnreachableSeq, seqNewer } from './seq.ts'
 import type { TransSource } from './table.ts'
 import type { NodeId, RouteAdvert, UpdateMessage } from './types.ts'
+import { TransWord } from './vouching.ts'
 
 /**
  * Priority 2 of the scheduler: applying received updates to the routing table, in the order
@@ -94,6 +95,8 @@ class MessageSets implements TransSource {
   /** `served()` once per message: null until asked. */
   private servedSet: NodeSet | undefined | null = null
   private readonly shared: readonly NodeSet[] | undefined
+  /** Whose trans sets we take (vouching.ts). */
+  readonly word: TransWord
 
   constructor(
     private readonly p: CoreParts,
@@ -101,6 +104,7 @@ class MessageSets implements TransSource {
     private readonly message: UpdateMessage,
   ) {
     this.shared = p.numbering?.setsOf(message)
+    this.word = new TransWord(p, from.id)
   }
 
   /** The sender's trans after its send, in our numbering; one frozen set per trans index, shared by every entry that names it. */
@@ -355,7 +359,7 @@ function applyAdvert(p: CoreParts, from: Neighbour, advert: RouteAdvert, sets: M
   } else if (advert.seq === entry.seq) {
     // alternates.ts: an equal offer adds a next hop, a worse one from a next hop removes it.
     table.alternates.heardAtSameSeq(entry, from.id, candidateHops)
-    if (p.mode === 'optimized') table.noteHolder(entry, from.index, senderHops, sets, advert.trans)
+    if (p.mode === 'optimized') table.noteHolder(entry, from.index, senderHops, sets, sets.word.transOf(advert))
   } else if (entry.hearsay) {
     // route.ts, `hearsay`: a neighbour holds an older number of it (the destination came back at a
     // number below its retraction): it is sent on from now, so the retraction reaches the owner,
@@ -367,7 +371,7 @@ function applyAdvert(p: CoreParts, from: Neighbour, advert: RouteAdvert, sets: M
 
 /** Takes a fresher (or new) route, learns its addresses, and keeps a neighbour's route direct. */
 function adopt(p: CoreParts, entry: RouteEntry, from: Neighbour, advert: RouteAdvert, candidateHops: number, sets: MessageSets, isNew: boolean, nowMs: number): void {
-  const rcpt = p.mode === 'optimized' ? sets.rcpt(advert.trans) : undefined
+  const rcpt = p.mode === 'optimized' ? sets.rcpt(sets.word.transOf(advert)) : undefined
   const namesAdded = p.table.adopt(entry, from.id, from.index, advert, candidateHops, rcpt, isNew, nowMs)
   // route.ts, `hearsay`: a destination first heard of in a retraction stays hearsay until a route comes.
   entry.hearsay = isNew || entry.hearsay
