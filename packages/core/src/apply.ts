@@ -7,6 +7,7 @@ import { type RouteEntry, UNREACHABLE_HOPS, isFresher } from './route.ts'
 import { isUnreachableSeq, seqNewer } from './seq.ts'
 import type { TransSource } from './table.ts'
 import type { NodeId, RouteAdvert, UpdateMessage } from './types.ts'
+import { answerOwner } from './tombstones.ts'
 import { TransWord } from './vouching.ts'
 
 /**
@@ -325,6 +326,9 @@ function applyAdvert(p: CoreParts, from: Neighbour, advert: RouteAdvert, sets: M
     else if (advert.seq === table.own.seq && p.mode === 'optimized') table.noteHolder(table.own, from.index, senderHops, undefined)
     return
   }
+  // tombstones.ts: at or below a forgotten destination's last number, a replay (or its restarted owner).
+  const tombstone = p.expiry.tombstones.verdict(advert, from.id)
+  if (tombstone !== 'take') return tombstone === 'answer' ? answerOwner(p, advert, (a) => admitClaims(p, a), nowMs) : undefined
   const candidateHops = senderHops + 1
   let entry = table.get(advert.destination)
   if (entry === undefined) {
