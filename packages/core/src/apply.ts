@@ -237,6 +237,8 @@ function applyMessage(p: CoreParts, from: Neighbour, message: UpdateMessage, los
   // Every node the message names may need a number (expiry.ts): before its sets hold any.
   p.expiry.makeRoom(p, message.neighbourSlots.length + message.entries.length)
   const sets = new MessageSets(p, from, message)
+  // names.ts: our start-up claims yield only to the network's word: one of our hubs', anyone's if we have none.
+  p.names.fromNetwork = !p.hasHubs() || p.isOurHub(from.id)
   // A hub's word that its neighbours are served stands for its entries to come (`hubsServe`).
   const served = sets.served()
   if (served !== undefined) p.neighbours.servedBy.set(from.index, served)
@@ -254,8 +256,8 @@ function applyMessage(p: CoreParts, from: Neighbour, message: UpdateMessage, los
   }
   if (message.lostNeighbours !== undefined && message.lostNeighbours.length > 0 && p.mode === 'optimized') lost.heard(p, from, message.lostNeighbours)
   if (message.planEnd === true) p.fanout.planEnded(from.id, p.neighbours.connectionsOpened)
-  // Our names claimed before we heard anyone are established now (names.ts).
-  p.names.heardNetwork()
+  // Our names claimed before we heard the network are established now (names.ts).
+  if (p.names.fromNetwork) p.names.heardNetwork()
 }
 
 /**
