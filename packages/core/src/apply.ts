@@ -7,6 +7,8 @@ import { type RouteEntry, UNREACHABLE_HOPS, isFresher } from './route.ts'
 import { isUnreachableSeq, seqNewer } from './seq.ts'
 import type { TransSource } from './table.ts'
 import type { NodeId, RouteAdvert, UpdateMessage } from './types.ts'
+import { answerOwner } from './tombstones.ts'
+import { TransWord } from './vouching.ts'
 
 /**
  * Priority 2 of the scheduler: applying received updates to the routing table, in the order
@@ -94,6 +96,8 @@ class MessageSets implements TransSource {
   /** `served()` once per message: null until asked. */
   private servedSet: NodeSet | undefined | null = null
   private readonly shared: readonly NodeSet[] | undefined
+  /** Whose trans sets we take (vouching.ts). */
+  readonly word: TransWord
 
   constructor(
     private readonly p: CoreParts,
@@ -101,6 +105,7 @@ class MessageSets implements TransSource {
     private readonly message: UpdateMessage,
   ) {
     this.shared = p.numbering?.setsOf(message)
+    this.word = new TransWord(p, from.id)
   }
 
   /** The sender's trans after its send, in our numbering; one frozen set per trans index, shared by every entry that names it. */
@@ -232,6 +237,8 @@ function applyMessage(p: CoreParts, from: Neighbour, message: UpdateMessage, los
   // Every node the message names may need a number (expiry.ts): before its sets hold any.
   p.expiry.makeRoom(p, message.neighbourSlots.length + message.entries.length)
   const sets = new MessageSets(p, from, message)
+  // names.ts: our start-up claims yield only to the network's word: one of our hubs', anyone's if we have none.
+  p.names.fromNetwork = !p.hasHubs() || p.isOurHub(from.id)
   // A hub's word that its neighbours are served stands for its entries to come (`hubsServe`).
   const served = sets.served()
   if (served !== undefined) p.neighbours.servedBy.set(from.index, served)
@@ -249,8 +256,8 @@ function applyMessage(p: CoreParts, from: Neighbour, message: UpdateMessage, los
   }
   if (message.lostNeighbours !== undefined && message.lostNeighbours.length > 0 && p.mode === 'optimized') lost.heard(p, from, message.lostNeighbours)
   if (message.planEnd === true) p.fanout.planEnded(from.id, p.neighbours.connectionsOpened)
-  // Our names claimed before we heard anyone are established now (names.ts).
-  p.names.heardNetwork()
+  // Our names claimed before we heard the network are established now (names.ts).
+  if (p.names.fromNetwork) p.names.heardNetwork()
 }
 
 /**
@@ -321,6 +328,9 @@ function applyAdvert(p: CoreParts, from: Neighbour, advert: RouteAdvert, sets: M
     else if (advert.seq === table.own.seq && p.mode === 'optimized') table.noteHolder(table.own, from.index, senderHops, undefined)
     return
   }
+  // tombstones.ts: at or below a forgotten destination's last number, a replay (or its restarted owner).
+  const tombstone = p.expiry.tombstones.verdict(advert, from.id)
+  if (tombstone !== 'take') return tombstone === 'answer' ? answerOwner(p, advert, (a) => admitClaims(p, a), nowMs) : undefined
   const candidateHops = senderHops + 1
   let entry = table.get(advert.destination)
   if (entry === undefined) {
@@ -355,7 +365,7 @@ function applyAdvert(p: CoreParts, from: Neighbour, advert: RouteAdvert, sets: M
   } else if (advert.seq === entry.seq) {
     // alternates.ts: an equal offer adds a next hop, a worse one from a next hop removes it.
     table.alternates.heardAtSameSeq(entry, from.id, candidateHops)
-    if (p.mode === 'optimized') table.noteHolder(entry, from.index, senderHops, sets, advert.trans)
+    if (p.mode === 'optimized') table.noteHolder(entry, from.index, senderHops, sets, sets.word.transOf(advert))
   } else if (entry.hearsay) {
     // route.ts, `hearsay`: a neighbour holds an older number of it (the destination came back at a
     // number below its retraction): it is sent on from now, so the retraction reaches the owner,
@@ -367,7 +377,7 @@ function applyAdvert(p: CoreParts, from: Neighbour, advert: RouteAdvert, sets: M
 
 /** Takes a fresher (or new) route, learns its addresses, and keeps a neighbour's route direct. */
 function adopt(p: CoreParts, entry: RouteEntry, from: Neighbour, advert: RouteAdvert, candidateHops: number, sets: MessageSets, isNew: boolean, nowMs: number): void {
-  const rcpt = p.mode === 'optimized' ? sets.rcpt(advert.trans) : undefined
+  const rcpt = p.mode === 'optimized' ? sets.rcpt(sets.word.transOf(advert)) : undefined
   const namesAdded = p.table.adopt(entry, from.id, from.index, advert, candidateHops, rcpt, isNew, nowMs)
   // route.ts, `hearsay`: a destination first heard of in a retraction stays hearsay until a route comes.
   entry.hearsay = isNew || entry.hearsay

@@ -73,6 +73,14 @@ export const DEFAULT_LIMITS = {
    * is counted in `claimsRefused` all the same.
    */
   nameRefusalsMax: 1_024,
+  /**
+   * Forgotten destinations whose last sequence number is remembered (tombstones.ts), so a replay
+   * of a dead node's last record is refused after its entry expired. One is an id and a number
+   * (about 100 bytes): destinationsMax of them, every destination the table can hold forgotten
+   * once, cost about 7 MiB. Past it the oldest goes, and a replay of that node's last record is
+   * taken as new again (as before tombstones). 0 = none kept.
+   */
+  tombstonesMax: 65_536,
   /** Bytes in one record signature (Ed25519: 64; RSA-4096: 512). */
   signatureBytesMax: 512,
   /**

@@ -88,7 +88,7 @@ export interface CoreStats {
  * cannot route (no destination, no neighbour, no dial, no update that fits, every neighbour
  * policed away), so it is refused.
  */
-const LIMITS_ZERO_ALLOWED: ReadonlySet<string> = new Set(['namesPerNodeMax', 'nameRefusalsMax', 'signatureBytesMax', 'lostRedialsPerSecondMax'])
+const LIMITS_ZERO_ALLOWED: ReadonlySet<string> = new Set(['namesPerNodeMax', 'nameRefusalsMax', 'signatureBytesMax', 'lostRedialsPerSecondMax', 'tombstonesMax'])
 
 /**
  * Limits and timing with defaults filled in, each checked (an integer, at least 1 where 0 makes
@@ -172,7 +172,7 @@ export class PhoenixCore {
     this.table = new RouteTable(this.id, nodeIndex, initialSeq, names, addresses, config.records, this.holders, numbering?.holders, limits.ecmpNextHopsMax)
     for (const hub of this.police.checkAddresses(config.hubs ?? [], 'config.hubs', Number.POSITIVE_INFINITY)) this.learnHub(hub)
     const { book, table, neighbours, police, traffic, discovery, holders, fanout } = this
-    this.parts = { id: this.id, willConnect: config.willConnect, mode, discovery, limits, timing, table, neighbours, nodeIndex, book, police, names: holders, traffic, numbering, fanout, coHubs: () => coHubsOf(table.own.addresses, this.hubsGiven, book, neighbours, timing.coHubWaitMs), mayHaveCoHubs: () => mayHaveCoHubs(table.own.addresses, this.hubsGiven, timing.coHubWaitMs), isOurHub: (peer) => isOurHub(this.hubs, book, peer), expiry: this.expiry }
+    this.parts = { id: this.id, willConnect: config.willConnect, mode, discovery, limits, timing, table, neighbours, nodeIndex, book, police, names: holders, traffic, numbering, fanout, coHubs: () => coHubsOf(table.own.addresses, this.hubsGiven, book, neighbours, timing.coHubWaitMs), mayHaveCoHubs: () => mayHaveCoHubs(table.own.addresses, this.hubsGiven, timing.coHubWaitMs), isOurHub: (peer) => isOurHub(this.hubs, book, peer), hasHubs: () => this.hubs.length > 0, expiry: this.expiry }
   }
 
   // ---------------------------------------------------------------- inputs

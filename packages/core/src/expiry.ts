@@ -2,6 +2,7 @@ import { invariant } from './errors.ts'
 import { NodeSet } from './nodeset.ts'
 import type { CoreParts } from './parts.ts'
 import type { RouteTable } from './table.ts'
+import { Tombstones } from './tombstones.ts'
 
 /**
  * Expiry on a timer: unreachable entries are forgotten `unreachableRetentionMs` after their loss,
@@ -9,6 +10,8 @@ import type { RouteTable } from './table.ts'
  * idle node's table shrinks without traffic. Time comes in; nothing here reads a clock.
  */
 export class Expiry {
+  /** The last seq of each destination forgotten here (tombstones.ts): a replay at or below it is refused. */
+  readonly tombstones = new Tombstones()
   /**
    * The oldest `changedAtMs` of the unreachable entries we know of (Infinity: none): the last
    * expiry scan's, lowered by every entry that became unreachable since. Its retention deadline is
@@ -39,8 +42,9 @@ export class Expiry {
     const scanAtMs = table.nextExpiryScanAtMs
     const expired = table.expire(nowMs, p.timing.unreachableRetentionMs)
     if (table.nextExpiryScanAtMs !== scanAtMs) this.unreachableSinceMs = table.oldestUnreachableMs
-    for (const { destination, introducedBy, names } of expired) {
+    for (const { destination, introducedBy, names, seq } of expired) {
       if (introducedBy !== undefined) p.police.forgotten(introducedBy, names)
+      this.tombstones.forgotten(destination, seq, p.limits.tombstonesMax)
       // No longer remembered: its addresses are not kept dialled any more.
       p.book.forgetLost(destination)
       p.traffic.entriesExpired++

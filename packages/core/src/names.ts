@@ -33,8 +33,9 @@ export type ClaimVerdict =
  * every node, and the others yield. See "Names have holders" in packages/core/README.md.
  *
  * Our own names: a name we claimed before hearing from any neighbour is *pending* until the first
- * update we apply; any claim of it in that update wins (the network had it before our record could
- * reach anyone), and we yield. A yielded name leaves our record and is claimed again
+ * update we apply from one of our hubs (from anyone if we were given none); any claim of it in that
+ * update wins (the network had it before our record could reach anyone), and we yield. A member
+ * that speaks first cannot take it so: its claims of a pending name are refused. A yielded name leaves our record and is claimed again
  * `reclaimDelayMs` after the last stored claim of it is forgotten here.
  */
 export class NameHolders {
@@ -56,6 +57,11 @@ export class NameHolders {
   /** Names we want but yielded: name -> when we may claim it again (undefined while someone's claim of it is stored). */
   private readonly yielded = new Map<string, number | undefined>()
   private heard = false
+  /**
+   * Whether the update being applied speaks for the network (apply.ts): it comes from one of our
+   * hubs, or from anyone if we were given none. Only such an update settles our pending claims.
+   */
+  fromNetwork = true
   /** The driver's time, set by the core on every input (the core is pure: time comes in). */
   nowMs = 0
   /** Refusals counted since start (part of `CoreStats.claimsRefused`). */
@@ -91,8 +97,14 @@ export class NameHolders {
       if (claimants === undefined || (claimants.has(claimant) && this.holder(name) === claimant)) continue
       const ours = claimants.has(this.self) && claimant !== this.self
       if (ours && this.pending.has(name)) {
-        ;(yielded ??= []).push(name)
-        continue
+        if (this.fromNetwork) {
+          ;(yielded ??= []).push(name)
+          continue
+        }
+        // A member spoke first (not one of our hubs): our pending claim stands against its update,
+        // which cannot speak for the network (test/audit-pending-name.test.ts).
+        this.refuse(name, claimant)
+        return { accept: false, name, holder: this.self }
       }
       let since = Number.POSITIVE_INFINITY
       for (const [node, at] of claimants) if (node !== claimant) since = Math.min(since, at)
@@ -142,7 +154,7 @@ export class NameHolders {
     if (node === this.self) for (const name of this.pending) if (!names.includes(name)) this.pending.delete(name)
   }
 
-  /** We applied an update from a neighbour: our pending names are established. */
+  /** We applied an update that speaks for the network (`fromNetwork`): our pending names are established. */
   heardNetwork(): void {
     this.heard = true
     // Map.clear() allocates a new table even when empty (V8), and this runs per message applied.

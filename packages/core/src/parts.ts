@@ -50,6 +50,8 @@ export interface CoreParts {
   readonly mayHaveCoHubs: () => boolean
   /** Whether `peer` answered our dial at one of our hubs' addresses (fanout.ts `isOurHub`): whose word `allServed` we take. */
   readonly isOurHub: (peer: NodeId) => boolean
+  /** Whether we were given hubs besides ourselves: then only their updates settle our pending names (names.ts). */
+  readonly hasHubs: () => boolean
   /** Expiry, and room in the node numbering (expiry.ts `makeRoom`). */
   readonly expiry: Expiry
   /** `CoreConfig.willConnect`. */

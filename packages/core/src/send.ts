@@ -131,8 +131,11 @@ class SendRound {
     for (const entry of entries) {
       const owner = neighbours.get(entry.destination)
       if (entry.hearsay) {
-        // route.ts: never sent on, but to its owner when it holds an older number (below).
-        if (owner !== undefined && ownerNeedsOwnEntry(owner, entry.seq)) this.route(owner.slot, entry)
+        // route.ts: never sent on, but to its owner when it holds an older number (below); in trans,
+        // as a promise stands only for those in it (`takeFromFanout`): left out, it never went.
+        if (owner === undefined || !ownerNeedsOwnEntry(owner, entry.seq)) continue
+        this.route(owner.slot, entry)
+        entry.trans = table.holders.union(entry.trans, owner.index, undefined)
         continue
       }
       const decision = this.decisionFor(entry, joined !== undefined && !table.dirty.has(entry) && !table.isOwn(entry) ? joined : undefined, decided, decidedForJoined)

@@ -27,6 +27,8 @@ export interface ExpiredEntry {
   readonly destination: NodeId
   readonly introducedBy: NodeId | undefined
   readonly names: number
+  /** The seq it was forgotten at (its tombstone, tombstones.ts). */
+  readonly seq: number
 }
 
 /**
@@ -364,7 +366,7 @@ export class RouteTable {
         oldestKept = Math.min(oldestKept, entry.changedAtMs)
         continue
       }
-      expired.push({ destination: entry.destination, introducedBy: entry.introducedBy, names: entry.names.length })
+      expired.push({ destination: entry.destination, introducedBy: entry.introducedBy, names: entry.names.length, seq: entry.seq })
       const previous = entry.names
       entry.names = []
       this.indexNames(entry, previous)
