@@ -20,7 +20,7 @@ import { join, resolve } from 'node:path'
 import { fail, scriptArgs } from '../../tools/script-args.ts'
 import { measureLatency, measureThroughput, median, openPath } from './measure.ts'
 import { nodesOf, PATH_IDS, PATHS, setUpPath, type PathId } from './paths.ts'
-import { NODE_FLAGS, sizeLabel, SIZE_BYTES } from './plan.ts'
+import { NODE_FLAGS, parseNodeFlags, sizeLabel, SIZE_BYTES } from './plan.ts'
 import { spawnNode, type NodeHandle } from './rpc.ts'
 
 const MiB = 2 ** 20
@@ -32,6 +32,7 @@ const { values } = scriptArgs({
     latency: { type: 'string', default: '100' },
     mib: { type: 'string', default: '16' },
     baseline: { type: 'string', default: '' },
+    'node-flags': { type: 'string' },
   },
 }, { summary: 'relay kinds against each other on a busy machine: short interleaved runs, ratios rep by rep' })
 const positive = (name: string, text: string, zeroOk = false): number => {
@@ -52,6 +53,13 @@ if (paths.some((p) => p.startsWith(BASE)) && baselineMain === undefined) fail('-
 const sizes = values.sizes.split(',').map((s) => Number(s.trim()))
 for (const s of sizes) if (!SIZE_BYTES.includes(s)) fail(`--sizes: unknown message size ${JSON.stringify(s)}; known: ${SIZE_BYTES.join(', ')}`)
 const reps = positive('reps', values.reps)
+/** Node's flags for every node process, as `run forwarding -- --node-flags` (NODE_FLAGS unless given). */
+let nodeFlags: readonly string[] = NODE_FLAGS
+try {
+  if (values['node-flags'] !== undefined) nodeFlags = parseNodeFlags(values['node-flags'])
+} catch (error) {
+  fail((error as Error).message)
+}
 const probes = positive('latency', values.latency, true)
 /** Bytes per throughput run: `--mib` for messages under 64 KiB, four times it from 64 KiB (a run of a second or more either way). */
 const budget = (messageBytes: number) => positive('mib', values.mib) * MiB * (messageBytes >= 64 * 1024 ? 4 : 1)
@@ -74,7 +82,7 @@ const pools = new Map<RunPath, NodeHandle[]>()
 try {
   for (const path of paths) {
     const main = path.startsWith(BASE) ? baselineMain : undefined
-    const nodes = await Promise.all(Array.from({ length: nodesOf(pathIdOf(path)) }, (_, i) => spawnNode(`${path}-${i}`, NODE_FLAGS, main)))
+    const nodes = await Promise.all(Array.from({ length: nodesOf(pathIdOf(path)) }, (_, i) => spawnNode(`${path}-${i}`, nodeFlags, main)))
     pools.set(path, nodes)
     await openPath(nodes, await setUpPath(pathIdOf(path), nodes))
   }
@@ -100,7 +108,7 @@ try {
 }
 
 const fmt = (x: number, digits = 1) => (Number.isNaN(x) ? '–' : x.toFixed(digits))
-const lines = [`Interleaved, ${reps} reps, one process per node; load average ${loadavg().map((x) => x.toFixed(1)).join(' / ')} at the end.`, '']
+const lines = [`Interleaved, ${reps} reps, one process per node, Node's flags ${nodeFlags.length === 0 ? 'none' : nodeFlags.join(' ')}; load average ${loadavg().map((x) => x.toFixed(1)).join(' / ')} at the end.`, '']
 lines.push('| path | message | MiB/s (median) | per rep | middle CPU ms/MiB | all CPU ms/MiB |', '|---|---|---|---|---|---|')
 for (const bytes of sizes) {
   for (const path of paths) {

@@ -47,8 +47,12 @@ export interface Plan {
 }
 
 /**
- * What every node process runs with: V8's young generation capped at 16 MiB semi-spaces, as
- * `phoenix node` runs (packages/cli/bin/phoenix). With Node's default (semi-spaces that grow up to
+ * What every node process runs with, as `phoenix node` runs (packages/cli/bin/phoenix): V8's
+ * old-generation limit kept at 128 MiB or more (`--initial-old-space-size=128`; without it V8
+ * shrinks the limit to about twice a node's ~20 MB live heap, and a relay's middle node then did a
+ * mark-compact every 100-200 ms: 6-10 per 64 MiB forwarded against 3-4, the pipe relays' as much as
+ * Phoenix's; bench/REPORT.md, "The middle node's mark-compacts"), and its young generation capped
+ * at 16 MiB semi-spaces. With Node's default (semi-spaces that grow up to
  * 64 MiB on this machine: 32 MiB after the 64 B and 4 KiB cases), a node whose old generation is
  * small does an incremental mark-compact every ~250 ms when large messages follow (V8 schedules
  * one once the old generation's headroom is no larger than the young generation's target
@@ -57,7 +61,7 @@ export interface Plan {
  * flags, so they favour none: the relays' throughput did not move. bench/REPORT.md, "Node's
  * young generation after small messages". `--node-flags ''` runs every node with Node's defaults.
  */
-export const NODE_FLAGS: readonly string[] = ['--max-semi-space-size=16']
+export const NODE_FLAGS: readonly string[] = ['--max-semi-space-size=16', '--initial-old-space-size=128']
 
 // Budgets: each case takes a few seconds on a 2-core machine (64 B messages move at well under
 // 1 MiB/s on every path: each is its own encrypted write).

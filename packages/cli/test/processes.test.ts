@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import { SIGNAL_ECHO_MS, STOP_GRACE_MS } from '../src/constants.ts'
@@ -53,8 +54,8 @@ describe.concurrent(`phoenix node stops within STOP_GRACE_MS (${STOP_GRACE_MS} m
     const { node, tree, nodePid } = await startWay('bin')
     expect(node.pid).toBe(nodePid)
     // The workspace's Node 24 runs the sources itself (no tsx loader thread), and says nothing about it on stderr.
-    // `phoenix node` caps V8's young generation (bin/phoenix says why).
-    expect(processInfo(nodePid)!.command).toMatch(/ --max-semi-space-size=16 --experimental-transform-types --disable-warning=ExperimentalWarning \S*bin\/phoenix\.js node /)
+    // `phoenix node` caps V8's young generation and keeps its old generation's limit (bin/phoenix says why).
+    expect(processInfo(nodePid)!.command).toMatch(/ --max-semi-space-size=16 --initial-old-space-size=128 --experimental-transform-types --disable-warning=ExperimentalWarning \S*bin\/phoenix\.js node /)
     process.kill(node.pid, 'SIGINT')
     await waitGone(tree, STOP_GRACE_MS)
     await node.closed
@@ -127,15 +128,33 @@ describe("bin/phoenix's Node flags", () => {
     await sim.closed
   })
 
-  it('leaves the young generation to NODE_OPTIONS when that sets a size', async () => {
+  it("keeps V8's old-generation limit at --initial-old-space-size=128 after collections, where V8 alone shrinks it", () => {
+    // What `phoenix node` passes it for (bin/phoenix): without it V8 shrinks the initial limit
+    // after the first collections toward twice a small live heap, and marking is scheduled again
+    // as soon as a mark-compact ends. `--trace-gc-nvp` prints the limit after each collection.
+    const limitsMiB = (flags: string[]): number[] => {
+      const workload = 'const keep = []; for (let i = 0; i < 6; i++) { for (let j = 0; j < 200000; j++) keep.push({ j }); gc() }'
+      const run = spawnSync(process.execPath, ['--max-semi-space-size=16', ...flags, '--expose-gc', '--trace-gc-nvp', '-e', workload], { encoding: 'utf8' })
+      return [...run.stdout.matchAll(/old_gen_allocation_limit=(\d+)/g)].map((m) => Number(m[1]) / 2 ** 20)
+    }
+    const kept = limitsMiB(['--initial-old-space-size=128'])
+    const shrunk = limitsMiB([])
+    console.log(`old-generation limits, MiB: with the flag ${kept.map((x) => x.toFixed(0)).join(' ')}; without ${shrunk.map((x) => x.toFixed(0)).join(' ')}`)
+    expect(kept.length).toBeGreaterThanOrEqual(6)
+    expect(Math.min(...kept)).toBeGreaterThanOrEqual(128)
+    expect(Math.min(...shrunk)).toBeLessThan(128)
+  })
+
+  it('leaves the young generation and the old generation\'s limit to NODE_OPTIONS when that sets a size', async () => {
     const socket = join(tempDir('proc'), 'control.sock')
-    const node = start(join(REPO, 'node_modules/.bin/phoenix'), ['node', '--name', 'flags', '--control', socket], { ...process.env, NODE_OPTIONS: '--max-semi-space-size=32' })
+    const node = start(join(REPO, 'node_modules/.bin/phoenix'), ['node', '--name', 'flags', '--control', socket], { ...process.env, NODE_OPTIONS: '--max-semi-space-size=32 --max-old-space-size=512' })
     running.push(node)
     await node.waitFor(/control endpoint on/)
     const command = processInfo(node.pid)!.command
-    // Nothing between Node and its TypeScript flags: the size is NODE_OPTIONS' alone.
+    // Nothing between Node and its TypeScript flags: the sizes are NODE_OPTIONS' alone.
     expect(command).toMatch(/\/node --experimental-transform-types --disable-warning=ExperimentalWarning \S*bin\/phoenix\.js node /)
     expect(command).not.toContain('--max-semi-space-size')
+    expect(command).not.toContain('--initial-old-space-size')
     process.kill(node.pid, 'SIGTERM')
     await node.closed
     expect(node.stdout).toMatch(/^left$/m)
