@@ -152,7 +152,8 @@ class MessageSets implements TransSource {
     const key = transIndex + 1
     let set = this.rcptAfterChange[key]
     if (set === undefined) {
-      set = this.p.table.holders.union(EMPTY_SET, this.from.index, this.trans(transIndex))
+      const trans = this.trans(transIndex)
+      set = trans === undefined ? this.p.table.holders.union(EMPTY_SET, this.from.index, undefined) : this.p.table.holders.withHolder(this.from.index, trans)
       const served = this.served()
       if (served !== undefined) set = this.p.table.holders.union(set, -1, served)
       this.rcptAfterChange[key] = set
