@@ -19,6 +19,8 @@ import { TransWord } from './vouching.ts'
 
 export interface InboxItem {
   readonly from: NodeId
+  /** `from`'s number when it arrived (the connection below tells whether it is still that neighbour). */
+  readonly index: number
   /** Which connection to `from` it arrived on: news from a closed connection is stale. */
   readonly connection: number
   readonly message: UpdateMessage
@@ -62,8 +64,8 @@ export function applyInbox(p: CoreParts, inbox: Inbox, maxMessages: number, nowM
     entries += item.message.entries.length
     // The connection it came on may have closed since (and maybe reopened, e.g. the sender
     // restarted): its news is then stale, and applying it could mark the new incarnation as
-    // already holding entries it never got.
-    const from = p.neighbours.get(item.from)
+    // already holding entries it never got. Connection numbers are never reused: a match is `from`.
+    const from = p.neighbours.getByIndex(item.index)
     if (from !== undefined && from.connection === item.connection) applyMessage(p, from, item.message, lost, nowMs)
     else applyFarewell(p, item, nowMs)
   }
@@ -155,7 +157,8 @@ class MessageSets implements TransSource {
     const key = transIndex + 1
     let set = this.rcptAfterChange[key]
     if (set === undefined) {
-      set = this.p.table.holders.union(EMPTY_SET, this.from.index, this.trans(transIndex))
+      const trans = this.trans(transIndex)
+      set = trans === undefined ? this.p.table.holders.union(EMPTY_SET, this.from.index, undefined) : this.p.table.holders.withHolder(this.from.index, trans)
       const served = this.served()
       if (served !== undefined) set = this.p.table.holders.union(set, -1, served)
       this.rcptAfterChange[key] = set
@@ -385,7 +388,7 @@ function adopt(p: CoreParts, entry: RouteEntry, from: Neighbour, advert: RouteAd
   if (entry.introducedBy !== undefined) p.police.countNames(entry.introducedBy, namesAdded)
   if (entry.reachable && p.discovery) wantDial(p, entry, nowMs)
   // A record of a neighbour relayed by someone else still routes directly to the neighbour.
-  const neighbour = p.neighbours.get(entry.destination)
+  const neighbour = p.neighbours.getByIndex(entry.row)
   if (p.mode === 'optimized' && neighbour !== undefined && !from.is(neighbour)) routeDirectly(p, neighbour.id, neighbour.index, nowMs)
 }
 
@@ -403,7 +406,7 @@ export function routeDirectly(p: CoreParts, peer: NodeId, index: number, nowMs: 
  * dialDeferMs if its id is smaller than ours (it dials us meanwhile, as it learned us too).
  */
 function wantDial(p: CoreParts, entry: RouteEntry, nowMs: number): void {
-  if (p.table.isOwn(entry) || p.neighbours.has(entry.destination)) return
+  if (p.table.isOwn(entry) || p.neighbours.slotOfIndex(entry.row) >= 0) return
   const deferMs = p.timing.dialDeferMs
   for (const address of entry.addresses) {
     if (!p.book.learn(address, entry.destination)) continue

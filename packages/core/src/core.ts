@@ -224,15 +224,16 @@ export class PhoenixCore {
    * Queues an update from neighbour `from` for the next apply step. The whole message is checked
    * first; a malformed one throws INVALID_INPUT and nothing of it is kept. Returns false when the
    * inbox is full: the driver must hold the message and stop reading until a step has run.
+   * `fromIndex`: `from`'s number, from a simulator whose cores share one (`SharedNumbering`): no lookup of the id.
    */
-  receive(from: NodeId, message: UpdateMessage, nowMs: number): boolean {
+  receive(from: NodeId, message: UpdateMessage, nowMs: number, fromIndex?: number): boolean {
     this.enter(nowMs)
-    const neighbour = this.neighbours.get(from)
-    if (neighbour === undefined) throw new PhoenixError('INVALID_INPUT', `update from ${JSON.stringify(from)}, which is not a neighbour`)
+    const neighbour = fromIndex === undefined ? this.neighbours.get(from) : this.neighbours.getByIndex(fromIndex)
+    if (neighbour === undefined || neighbour.id !== from) throw new PhoenixError('INVALID_INPUT', `update from ${JSON.stringify(from)}, which is not a neighbour`)
     this.police.checkMessage(message)
     if (this.inbox.length >= this.limits.inboxMessagesMax) return false
     this.police.admit(neighbour, this.neighbours, message, nowMs, (d) => this.table.get(d))
-    this.inbox.push({ from, connection: neighbour.connection, message })
+    this.inbox.push({ from, index: neighbour.index, connection: neighbour.connection, message })
     this.traffic.messagesReceived++
     this.traffic.entriesReceived += message.entries.length
     return true

@@ -98,6 +98,12 @@ export class NeighbourTable {
     return slot < 0 ? undefined : new Neighbour(this.rows, id, index, slot, this.rows.connection[slot]!)
   }
 
+  /** `get` of the node numbered `index` (a routing-table row is its destination's number): an array read, no lookup of the id. */
+  getByIndex(index: number): Neighbour | undefined {
+    const slot = this.slotOfIndex(index)
+    return slot < 0 ? undefined : new Neighbour(this.rows, this.idOf(index), index, slot, this.rows.connection[slot]!)
+  }
+
   has(id: NodeId): boolean {
     const index = this.nodeIndex.get(id)
     return index !== undefined && this.slotOfIndex(index) >= 0

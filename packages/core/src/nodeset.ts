@@ -10,6 +10,14 @@ import { invariant } from './errors.ts'
 /** The next `NodeSet.serial`: sets are told apart by number in `HolderSets`' memo. */
 let nextSerial = 0
 
+/** {holder} ∪ a set, as the table of sets `sets` (in its `generation`) gave it (`HolderSets.withHolder`). */
+export interface WithHolderMemo {
+  readonly sets: object
+  readonly generation: number
+  readonly holder: number
+  readonly union: NodeSet
+}
+
 export class NodeSet {
   private words: Uint32Array
   private isFrozen = false
@@ -18,6 +26,8 @@ export class NodeSet {
   /** The `SetIds` that holds this set for routing-table rows, and its id there (-1: none does). */
   private holder: object | undefined = undefined
   private holderId = -1
+  /** `HolderSets.withHolder`'s last answer for this set, kept on it (for that class only). */
+  withHolderMemo: WithHolderMemo | undefined = undefined
 
   constructor(capacityBits = 32) {
     this.words = new Uint32Array(Math.max(1, Math.ceil(capacityBits / 32)))

@@ -129,7 +129,7 @@ class SendRound {
     const joined = this.joinedNeighbours()
     const entries = table.allDirty ? table.values() : joined !== undefined ? table.valuesWhere(this.mayConcern(joined)) : table.dirty
     for (const entry of entries) {
-      const owner = neighbours.get(entry.destination)
+      const owner = neighbours.getByIndex(entry.row) // a row is its destination's number
       if (entry.hearsay) {
         // route.ts: never sent on, but to its owner when it holds an older number (below); in trans,
         // as a promise stands only for those in it (`takeFromFanout`): left out, it never went.

@@ -1,5 +1,5 @@
 import fc from 'fast-check'
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, vi } from 'vitest'
 import { HolderSets, NodeSet, PhoenixCore, SharedNumbering, type Effect, type RouteAdvert, type UpdateMessage } from '../src/index.ts'
 import { membersOf, setOf } from './nodesets.ts'
 
@@ -86,6 +86,28 @@ describe('HolderSets: the memo of recent operations', () => {
           const b = pool[j % pool.length]!
           const expected = membersOf(b).every((m) => a.has(m))
           expect(holders.covers(a, b)).toBe(expected)
+        }
+      }),
+    )
+  })
+
+  it('withHolder(h, b) is union(∅, h, b), the very set, asked again after the memo lost it and after fresh starts; the second ask hashes nothing', () => {
+    fc.assert(
+      fc.property(fc.array(members, { minLength: 1, maxLength: 6 }), fc.array(fc.tuple(fc.nat(), fc.integer({ min: 0, max: 100 })), { maxLength: 30 }), fc.integer({ min: 2, max: 12 }), (seeds, asks, max) => {
+        // One memo slot: every other union in between overwrites it, as at scale.
+        const holders = new HolderSets(max, 1)
+        const pool = seeds.map((m) => setOf(m).freeze())
+        for (const [pick, holder] of [...asks, ...asks]) {
+          const b = pool[pick % pool.length]!
+          const got = holders.withHolder(holder, b)
+          expect(membersOf(got)).toEqual(sorted([holder, ...membersOf(b)]))
+          // The table's own set for that content (after a fresh start, the new table's).
+          expect(holders.union(setOf(membersOf(got), 200), -1, undefined)).toBe(got)
+          holders.union(got, -1, undefined) // the one memo slot now holds another union (of a set it has: no fresh start)
+          const hashes = vi.spyOn(NodeSet, 'unionHash')
+          expect(holders.withHolder(holder, b)).toBe(got)
+          expect(hashes).not.toHaveBeenCalled()
+          hashes.mockRestore()
         }
       }),
     )

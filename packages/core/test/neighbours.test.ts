@@ -1,5 +1,6 @@
 import fc from 'fast-check'
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, vi } from 'vitest'
+import { PhoenixCore, SharedNumbering, type UpdateMessage } from '../src/index.ts'
 import { type Neighbour, NeighbourTable, type SenderSlots } from '../src/neighbours.ts'
 import { NodeIndex } from '../src/nodeindex.ts'
 
@@ -30,6 +31,13 @@ describe('NeighbourTable: slots', () => {
           // Found by id, and iterated in connection order (a send round's order follows it).
           expect(table.ids()).toEqual([...open.keys()])
           for (const id of open.keys()) expect(table.get(id)?.slot).toBe(open.get(id))
+          // Found by number too (`getByIndex`), the same connection; a node not connected is not.
+          for (let n = 0; n < next; n++) {
+            const id = `n${n}`
+            const byIndex = table.getByIndex(numbering.get(id)!)
+            expect(byIndex?.id).toBe(open.has(id) ? id : undefined)
+            expect(byIndex?.connection).toBe(table.get(id)?.connection)
+          }
           table.checkInvariants(1_000)
         }
       }),
@@ -212,3 +220,24 @@ function expectSame(table: NeighbourTable, open: readonly ConnectionModel[], clo
   }
   table.checkInvariants(1_000)
 }
+
+describe('PhoenixCore.receive: the sender by number (a simulator sharing the numbering)', () => {
+  const empty = (): UpdateMessage => ({ neighbourSlots: [], transSets: [], entries: [] })
+  it('receiving and applying an update given the sender\'s number looks no id up; a number that is not the sender\'s is refused', () => {
+    const numbering = new SharedNumbering(100)
+    const u = new PhoenixCore({ id: 'u', addresses: ['addr:u'] }, numbering)
+    u.connectionUp('h', 0)
+    const h = numbering.index.get('h')!
+    u.receive('h', { ...empty(), hello: { receiverSeq: undefined } }, 0, h)
+    while (u.hasWork(0)) u.step(0)
+    const lookups = vi.spyOn(numbering.index, 'get')
+    expect(u.receive('h', empty(), 0, h)).toBe(true)
+    expect(u.step(0).kind).toBe('apply')
+    // Twice per update before (the receipt and the apply step each looked the sender's id up).
+    expect(lookups).not.toHaveBeenCalled()
+    lookups.mockRestore()
+    expect(() => u.receive('h', empty(), 0, numbering.index.get('u')!)).toThrow(/not a neighbour/)
+    expect(() => u.receive('x', empty(), 0, h)).toThrow(/not a neighbour/)
+    expect(u.stats().messagesReceived).toBe(2)
+  })
+})
