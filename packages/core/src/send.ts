@@ -1,4 +1,5 @@
 import { invariant } from './errors.ts'
+import { helloOf, helloOnlyMessage } from './hello-messages.ts'
 import type { Neighbour } from './neighbours.ts'
 import { NodeSet } from './nodeset.ts'
 import type { CoreParts } from './parts.ts'
@@ -408,10 +409,11 @@ class SendRound {
     const receiverSeq = this.p.table.get(to.id)?.seq
     // It holds at least this number of its own record (it would have issued a newer one).
     if (receiverSeq !== undefined && to.ownerSeqHeard === undefined) to.ownerSeqHeard = receiverSeq
-    return { receiverSeq }
+    return helloOf(receiverSeq)
   }
 
   private message(chunk: readonly RouteEntry[], hello: UpdateMessage['hello'], lost: readonly NodeId[] | undefined, planEnd: boolean, allServed: boolean): UpdateMessage {
+    if (chunk.length === 0 && hello !== undefined && lost === undefined && !planEnd) return helloOnlyMessage(hello)
     const transSets: Uint8Array[] = []
     // Most messages carry one or two sets: a scan finds them without a map per message; past
     // TRANS_SETS_SCANNED_MAX, a map built then keeps a long message linear.
