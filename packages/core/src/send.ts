@@ -388,7 +388,7 @@ class SendRound {
   /** `entries` for one neighbour, cut into messages; the first carries our hello if one is due, and the connections we lost. */
   private messagesTo(to: Neighbour, entries: readonly RouteEntry[]): UpdateMessage[] {
     const { limits } = this.p
-    const hello = this.helloFor(to)
+    const hello = helloFor(this.p, to)
     const lost = this.p.neighbours.takeLost(to)
     const planEnd = this.planEndSlots.has(to.slot)
     const allServed = saysAllServed(this.p, this.coHubs.length > 0 ? this.coHubSet : undefined, to)
@@ -400,16 +400,6 @@ class SendRound {
       out.push(this.message(chunk, start === 0 ? hello : undefined, start === 0 ? lost : undefined, planEnd && last, allServed))
     }
     return out
-  }
-
-  /** Our hello for `to` if it is due (once per connection): the number of its own record we hold. */
-  private helloFor(to: Neighbour): UpdateMessage['hello'] {
-    if (!to.helloDue) return undefined
-    this.p.neighbours.setFlag(to, 'helloDue', false)
-    const receiverSeq = this.p.table.get(to.id)?.seq
-    // It holds at least this number of its own record (it would have issued a newer one).
-    if (receiverSeq !== undefined && to.ownerSeqHeard === undefined) to.ownerSeqHeard = receiverSeq
-    return helloOf(receiverSeq)
   }
 
   private message(chunk: readonly RouteEntry[], hello: UpdateMessage['hello'], lost: readonly NodeId[] | undefined, planEnd: boolean, allServed: boolean): UpdateMessage {
@@ -479,6 +469,16 @@ class SendRound {
     this.advertCache.set(entry.row, advert)
     return advert
   }
+}
+
+/** Our hello for `to` if it is due (once per connection): the number of its own record we hold. */
+function helloFor(p: CoreParts, to: Neighbour): UpdateMessage['hello'] {
+  if (!to.helloDue) return undefined
+  p.neighbours.setFlag(to, 'helloDue', false)
+  const receiverSeq = p.table.get(to.id)?.seq
+  // It holds at least this number of its own record (it would have issued a newer one).
+  if (receiverSeq !== undefined && to.ownerSeqHeard === undefined) to.ownerSeqHeard = receiverSeq
+  return helloOf(receiverSeq)
 }
 
 /**
