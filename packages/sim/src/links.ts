@@ -50,7 +50,7 @@ export class LinkTable {
    * or 0. One 4-byte cell per unordered pair, 2 bytes a (node, destination) pair whatever the
    * connections: a hash index over the open connections (kept 0.19-0.5 full, 8 bytes a bucket)
    * held 16-42 bytes a connection, 8-21 a pair in one subnet, where every pair is connected
-   * (2 GB at 10,000 processes against 200 MB here). Zero-filled, so the pages of pairs never
+   * (1-2 GB at 10,000 processes against 200 MB here). Zero-filled, so the pages of pairs never
    * connected are never touched. Bound: NODES_MAX (20,000) nodes, 2·10^8 cells, 800 MB.
    */
   private readonly pairSlot: Int32Array
