@@ -1,4 +1,5 @@
 import { invariant } from './errors.ts'
+import { helloOf, helloOnlyMessage } from './hello-messages.ts'
 import type { Neighbour } from './neighbours.ts'
 import { NodeSet } from './nodeset.ts'
 import type { CoreParts } from './parts.ts'
@@ -390,7 +391,7 @@ class SendRound {
   /** `entries` for one neighbour, cut into messages; the first carries our hello if one is due, and the connections we lost. */
   private messagesTo(to: Neighbour, entries: readonly RouteEntry[]): UpdateMessage[] {
     const { limits } = this.p
-    const hello = this.helloFor(to)
+    const hello = helloFor(this.p, to)
     const lost = this.p.neighbours.takeLost(to)
     const planEnd = this.planEndSlots.has(to.slot)
     const allServed = saysAllServed(this.p, this.coHubs.length > 0 ? this.coHubSet : undefined, to)
@@ -404,17 +405,8 @@ class SendRound {
     return out
   }
 
-  /** Our hello for `to` if it is due (once per connection): the number of its own record we hold. */
-  private helloFor(to: Neighbour): UpdateMessage['hello'] {
-    if (!to.helloDue) return undefined
-    this.p.neighbours.setFlag(to, 'helloDue', false)
-    const receiverSeq = this.p.table.get(to.id)?.seq
-    // It holds at least this number of its own record (it would have issued a newer one).
-    if (receiverSeq !== undefined && to.ownerSeqHeard === undefined) to.ownerSeqHeard = receiverSeq
-    return { receiverSeq }
-  }
-
   private message(chunk: readonly RouteEntry[], hello: UpdateMessage['hello'], lost: readonly NodeId[] | undefined, planEnd: boolean, allServed: boolean): UpdateMessage {
+    if (chunk.length === 0 && hello !== undefined && lost === undefined && !planEnd) return helloOnlyMessage(hello)
     const transSets: Uint8Array[] = []
     // Most messages carry one or two sets: a scan finds them without a map per message; past
     // TRANS_SETS_SCANNED_MAX, a map built then keeps a long message linear.
@@ -480,6 +472,16 @@ class SendRound {
     this.advertCache.set(entry.row, advert)
     return advert
   }
+}
+
+/** Our hello for `to` if it is due (once per connection): the number of its own record we hold. */
+function helloFor(p: CoreParts, to: Neighbour): UpdateMessage['hello'] {
+  if (!to.helloDue) return undefined
+  p.neighbours.setFlag(to, 'helloDue', false)
+  const receiverSeq = p.table.get(to.id)?.seq
+  // It holds at least this number of its own record (it would have issued a newer one).
+  if (receiverSeq !== undefined && to.ownerSeqHeard === undefined) to.ownerSeqHeard = receiverSeq
+  return helloOf(receiverSeq)
 }
 
 /**

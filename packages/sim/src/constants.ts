@@ -17,8 +17,9 @@ export const SCENARIO_EVENTS_MAX = 10_000
  * Pending events in the event queue. A one-subnet run has every node's hello to every other in
  * flight at once: N(N−1) messages (998,470 events in the queue at 1,000 processes), ~100 M at
  * 10,000, which the former 40 M would have stopped. The queue's own cost is ~28 bytes an event
- * (time and number 16, tag 4, reference 8; heap.ts), 3.4 GB at this limit, under V8's largest
- * array (2^27 − 3 elements, the references' column); the messages themselves are the core's.
+ * in a slot of its own (time and number 16, tag 4, reference 8; heap.ts), 12 in a run of
+ * same-time pushes (tag and reference: a burst's sends), 3.4 GB at this limit at most; the heap's
+ * reference column stays under V8's largest array (2^27 − 3 elements).
  */
 export const EVENT_QUEUE_MAX = 120_000_000
 

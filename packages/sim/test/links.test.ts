@@ -1,5 +1,6 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
+import { NODES_MAX } from '../src/constants.ts'
 import { LinkTable } from '../src/links.ts'
 
 /** What a `Connection` object per link and a `Map` per node (peer -> connection, in insertion order) held. */
@@ -85,5 +86,27 @@ describe('LinkTable against a Connection object per link and a Map per node', ()
         }
       }),
     )
+  })
+})
+
+describe('LinkTable: the pair index at NODES_MAX nodes (one cell per node pair)', () => {
+  it('finds each connection from either end and no other pair, at the first and last nodes and next to them', () => {
+    const table = new LinkTable(NODES_MAX)
+    const last = NODES_MAX - 1
+    const pairs: [number, number][] = [
+      [0, 1],
+      [last, last - 1],
+      [0, last],
+      [1, last],
+      [last - 1, 0],
+      [12_345, 12_346],
+    ]
+    const slots = pairs.map(([u, v]) => table.open(u, v, false))
+    pairs.forEach(([u, v], i) => expect([table.slotBetween(u, v), table.slotBetween(v, u)]).toEqual([slots[i], slots[i]]))
+    // Neighbouring cells stay empty: (1, 2) is the cell after (0, 2) and before (0, 3); (last, 2) two after (last, 0).
+    for (const [u, v] of [[0, 2], [1, 2], [0, 3], [last, 2], [last - 2, last], [12_344, 12_346]] as const) expect(table.slotBetween(u, v)).toBe(-1)
+    table.close(slots[2]!)
+    expect([table.slotBetween(0, last), table.slotBetween(1, last), table.slotBetween(last - 1, 0)]).toEqual([-1, slots[3], slots[4]])
+    table.checkInvariants()
   })
 })

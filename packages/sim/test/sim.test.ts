@@ -56,6 +56,46 @@ describe('event queue', () => {
       { numRuns: 20 },
     )
   })
+
+  it('keeps same-time pushes with no look between them in one heap slot (a burst), and pops them and the rest in (time, insertion) order', () => {
+    // Each step: a handler's pushes (times from a few, so runs of equal times are common), then pops.
+    const step = fc.tuple(fc.array(fc.nat({ max: 2 }), { maxLength: 40 }), fc.nat({ max: 30 }))
+    fc.assert(
+      fc.property(fc.array(step, { minLength: 1, maxLength: 200 }), (steps) => {
+        const q = new EventQueue<number>()
+        const pending: [number, number][] = []
+        let clock = 0
+        let next = 0
+        for (const [dts, pops] of steps) {
+          // Slots a handler's pushes add: one per change of time between consecutive pushes.
+          const runs = dts.filter((dt, i) => i === 0 || dt !== dts[i - 1]).length
+          const slotsBefore = q.size === 0 ? 0 : (q.peekTime(), q.slotsInHeap)
+          for (const dt of dts) {
+            q.push(clock + dt, next, next)
+            pending.push([clock + dt, next++])
+          }
+          q.peekTime()
+          expect(q.slotsInHeap).toBeLessThanOrEqual(slotsBefore + runs)
+          for (let k = 0; k < pops && q.size > 0; k++) {
+            pending.sort((a, b) => a[0] - b[0] || a[1] - b[1])
+            const [t, item] = pending.shift()!
+            expect([q.peekTime(), q.peekTag(), q.take()]).toEqual([t, item, item])
+            clock = t
+          }
+          expect(q.size).toBe(pending.length)
+        }
+      }),
+      { numRuns: 100 },
+    )
+    // A burst: 10,000 deliveries at one time, in one slot, then taken in push order.
+    const q = new EventQueue<number>()
+    q.push(5, -1)
+    for (let i = 0; i < 10_000; i++) q.push(7, i, i + 1)
+    q.push(6, -2)
+    expect([q.size, q.peekTime(), q.slotsInHeap]).toEqual([10_002, 5, 3])
+    const out = Array.from({ length: 10_002 }, () => [q.peekTag(), q.take()])
+    expect(out).toEqual([[0, -1], [0, -2], ...Array.from({ length: 10_000 }, (_, i) => [i + 1, i])])
+  })
 })
 
 describe('delivery tags', () => {
