@@ -17,15 +17,21 @@ import { Wires } from './wires.ts'
 
 const HUB = 'addr:H'
 
+/** H a hub at HUB, every other node given it as its hub; `toHub` opens a node's connection to it. */
+function hubWorld() {
+  const ring = new KeyRing()
+  const wires = new Wires()
+  const config = (id: string, names: string[] = []) => ({ id, records: ring.authority(id), names, ...(id === 'H' ? { addresses: [HUB] } : { hubs: [HUB] }) })
+  const toHub = (id: string) => {
+    wires.cores.get(id)!.connectionUp('H', wires.nowMs, HUB)
+    wires.cores.get('H')!.connectionUp(id, wires.nowMs)
+  }
+  return { ring, wires, config, toHub }
+}
+
 describe('audit: a member speaks first to a starting node', () => {
   it("a restarting node keeps the name the network holds for it, whatever a member's first update claims", () => {
-    const ring = new KeyRing()
-    const wires = new Wires()
-    const config = (id: string, names: string[] = []) => ({ id, records: ring.authority(id), names, ...(id === 'H' ? { addresses: [HUB] } : { hubs: [HUB] }) })
-    const toHub = (id: string) => {
-      wires.cores.get(id)!.connectionUp('H', wires.nowMs, HUB)
-      wires.cores.get('H')!.connectionUp(id, wires.nowMs)
-    }
+    const { ring, wires, config, toHub } = hubWorld()
     wires.add(config('H'))
     wires.add(config('A'))
     wires.add(config('N', ['leader']))
@@ -58,13 +64,7 @@ describe('audit: a member speaks first to a starting node', () => {
   })
 
   it("a restarting node still yields, at its hub's word, a name the network gave away meanwhile, whatever a member said first", () => {
-    const ring = new KeyRing()
-    const wires = new Wires()
-    const config = (id: string, names: string[] = []) => ({ id, records: ring.authority(id), names, ...(id === 'H' ? { addresses: [HUB] } : { hubs: [HUB] }) })
-    const toHub = (id: string) => {
-      wires.cores.get(id)!.connectionUp('H', wires.nowMs, HUB)
-      wires.cores.get('H')!.connectionUp(id, wires.nowMs)
-    }
+    const { ring, wires, config, toHub } = hubWorld()
     for (const id of ['H', 'A']) wires.add(config(id))
     wires.add(config('N', ['leader']))
     toHub('A')

@@ -17,12 +17,16 @@ import { Wires } from './wires.ts'
 // below it, unless the owner itself advertises it (it restarted): that is answered until the owner's
 // number passes the tombstone.
 
+function world() {
+  const ring = new KeyRing()
+  const wires = new Wires()
+  const config = (id: string, names: string[] = []) => ({ id, records: ring.authority(id), names })
+  return { retentionMs: DEFAULT_TIMING.unreachableRetentionMs, ring, wires, config }
+}
+
 describe('audit: a dead node replayed after it was forgotten', () => {
   it("a member's replay of a crashed node's last record does not hold the node's name for good", () => {
-    const retentionMs = DEFAULT_TIMING.unreachableRetentionMs
-    const ring = new KeyRing()
-    const wires = new Wires()
-    const config = (id: string, names: string[] = []) => ({ id, records: ring.authority(id), names })
+    const { retentionMs, ring, wires, config } = world()
     wires.add(config('H'))
     wires.add(config('A'))
     wires.add(config('D', ['worker-7']))
@@ -57,10 +61,7 @@ describe('audit: a dead node replayed after it was forgotten', () => {
   })
 
   it('a node forgotten everywhere that restarts with its number forgotten is reachable again, its names held', () => {
-    const retentionMs = DEFAULT_TIMING.unreachableRetentionMs
-    const ring = new KeyRing()
-    const wires = new Wires()
-    const config = (id: string, names: string[] = []) => ({ id, records: ring.authority(id), names })
+    const { retentionMs, wires, config } = world()
     wires.add(config('H'))
     wires.add(config('A'))
     const D = wires.add(config('D', ['worker-7']))
