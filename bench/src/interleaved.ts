@@ -18,6 +18,7 @@ import { existsSync } from 'node:fs'
 import { loadavg } from 'node:os'
 import { join, resolve } from 'node:path'
 import { fail, scriptArgs } from '../../tools/script-args.ts'
+import { interleavedSteps, WARM_UP_SMALL_BYTES, WARM_UP_SMALL_RUNS } from './interleaved-plan.ts'
 import { measureLatency, measureThroughput, median, openPath } from './measure.ts'
 import { nodesOf, PATH_IDS, PATHS, setUpPath, type PathId } from './paths.ts'
 import { NODE_FLAGS, parseNodeFlags, sizeLabel, SIZE_BYTES } from './plan.ts'
@@ -33,6 +34,7 @@ const { values } = scriptArgs({
     mib: { type: 'string', default: '16' },
     baseline: { type: 'string', default: '' },
     'node-flags': { type: 'string' },
+    'no-warm-up': { type: 'boolean', default: false },
   },
 }, { summary: 'relay kinds against each other on a busy machine: short interleaved runs, ratios rep by rep' })
 const positive = (name: string, text: string, zeroOk = false): number => {
@@ -61,6 +63,8 @@ try {
   fail((error as Error).message)
 }
 const probes = positive('latency', values.latency, true)
+/** Every path warmed before the reps (src/interleaved-plan.ts says why), unless `--no-warm-up`. */
+const warmUp = !values['no-warm-up']
 /** Bytes per throughput run: `--mib` for messages under 64 KiB, four times it from 64 KiB (a run of a second or more either way). */
 const budget = (messageBytes: number) => positive('mib', values.mib) * MiB * (messageBytes >= 64 * 1024 ? 4 : 1)
 const log = (line: string) => process.stderr.write(`${line}\n`)
@@ -86,21 +90,26 @@ try {
     pools.set(path, nodes)
     await openPath(nodes, await setUpPath(pathIdOf(path), nodes))
   }
-  for (let rep = 0; rep < reps; rep++) {
-    const order = paths.map((_, i) => paths[(i + rep) % paths.length]!)
-    for (const bytes of sizes) {
-      for (const path of order) {
-        const t = await measureThroughput(pools.get(path)!, bytes, budget(bytes))
-        const s = sampleOf(path, bytes)
-        s.mibPerS.push(t.mibPerS)
-        s.middleMsPerMiB.push(1000 * (t.cpuSPerMiB.middle ?? Number.NaN))
-        s.totalMsPerMiB.push(1000 * t.cpuSPerMiB.total)
-        log(`rep ${rep + 1}/${reps} ${path} ${sizeLabel(bytes)}: ${t.mibPerS.toFixed(1)} MiB/s, middle ${(1000 * (t.cpuSPerMiB.middle ?? Number.NaN)).toFixed(2)} ms CPU/MiB`)
-      }
-    }
+  const slice = Math.ceil(probes / reps)
+  for (const step of interleavedSteps({ paths, sizes, reps, warmUp, latency: slice > 0 })) {
+    const nodes = pools.get(step.path)!
     // Latency in slices of the probes, interleaved the same way.
-    const slice = Math.ceil(probes / reps)
-    if (slice > 0) for (const path of order) latencyUs.set(path, [...(latencyUs.get(path) ?? []), ...(await measureLatency(pools.get(path)!, 64, slice, 1, 50)).samplesUs])
+    if (step.kind === 'latency') {
+      latencyUs.set(step.path, [...(latencyUs.get(step.path) ?? []), ...(await measureLatency(nodes, 64, slice, 1, 50)).samplesUs])
+      continue
+    }
+    const bytes = step.messageBytes
+    const t = await measureThroughput(nodes, bytes, budget(bytes))
+    const line = `${step.path} ${sizeLabel(bytes)}: ${t.mibPerS.toFixed(1)} MiB/s, middle ${(1000 * (t.cpuSPerMiB.middle ?? Number.NaN)).toFixed(2)} ms CPU/MiB`
+    if (step.kind === 'warm-up') {
+      log(`warm-up ${line}`)
+      continue
+    }
+    const s = sampleOf(step.path, bytes)
+    s.mibPerS.push(t.mibPerS)
+    s.middleMsPerMiB.push(1000 * (t.cpuSPerMiB.middle ?? Number.NaN))
+    s.totalMsPerMiB.push(1000 * t.cpuSPerMiB.total)
+    log(`rep ${step.rep + 1}/${reps} ${line}`)
   }
 } finally {
   await Promise.all([...pools.values()].flat().map((n) => n.call('stop').catch(() => undefined)))
@@ -108,7 +117,8 @@ try {
 }
 
 const fmt = (x: number, digits = 1) => (Number.isNaN(x) ? '–' : x.toFixed(digits))
-const lines = [`Interleaved, ${reps} reps, one process per node, Node's flags ${nodeFlags.length === 0 ? 'none' : nodeFlags.join(' ')}; load average ${loadavg().map((x) => x.toFixed(1)).join(' / ')} at the end.`, '']
+const warmUpText = warmUp ? `each path warmed first (${WARM_UP_SMALL_RUNS} runs of ${sizeLabel(WARM_UP_SMALL_BYTES)}, then one of each size, not reported)` : 'no warm-up'
+const lines = [`Interleaved, ${reps} reps, ${warmUpText}, one process per node, Node's flags ${nodeFlags.length === 0 ? 'none' : nodeFlags.join(' ')}; load average ${loadavg().map((x) => x.toFixed(1)).join(' / ')} at the end.`, '']
 lines.push('| path | message | MiB/s (median) | per rep | middle CPU ms/MiB | all CPU ms/MiB |', '|---|---|---|---|---|---|')
 for (const bytes of sizes) {
   for (const path of paths) {
