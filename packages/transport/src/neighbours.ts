@@ -106,6 +106,15 @@ export class Neighbours {
   }
 
   /**
+   * `link` wrote all it had queued: the core driver's pass (resumeLinks) runs only if a link holds
+   * frames or this neighbour leaves (finished once written), not after every lone frame (issue 19).
+   */
+  private linkDrained(link: NeighbourLink): void {
+    if (this.byPeer.get(link.peer)?.leaving === true || anyHolding(this.byPeer.values())) this.driver.schedule()
+    this.guard(link, () => this.handler?.linkDrained(link.peer), undefined)
+  }
+
+  /**
    * A neighbour announced its leave (it withdrew its own route). It keeps reading until we close
    * our side, so: route nothing more to it, write out what is queued for it, then close our
    * side; it answers what it got (bounces, acks) and closes its own.
@@ -300,10 +309,7 @@ export class Neighbours {
       },
       (closed, reason) => this.guard(undefined, () => this.onLinkClosed(closed, reason), undefined),
       (bad, reason) => this.drop(bad, 'wire', reason),
-      () => {
-        driver.schedule()
-        this.guard(link, () => this.handler?.linkDrained(peer), undefined)
-      },
+      () => this.linkDrained(link),
       {
         timing: parts.timing,
         onUnresponsive: (_dead, reason) => {
@@ -499,4 +505,10 @@ function isWrongPeer(error: Error): boolean {
 /** libp2p's refusal of a dial that reached this node (`InvalidPeerIdError: Can not dial self`, connection-manager or upgrader). */
 function reachedSelf(error: Error): boolean {
   return error.name === 'InvalidPeerIdError' && /dial self/i.test(error.message)
+}
+
+/** Whether any of `neighbours`' links holds frames its handler refused (and is paused). */
+function anyHolding(neighbours: Iterable<Neighbour>): boolean {
+  for (const neighbour of neighbours) if (neighbour.link.isHolding) return true
+  return false
 }
