@@ -110,6 +110,9 @@ async function readMessage(file: string | undefined): Promise<Uint8Array> {
   return new Uint8Array(Buffer.concat(chunks))
 }
 
+/** What `--lines` says on stderr when its input had no line: it sent nothing, and succeeded (as `members` matching nothing does). */
+export const NO_LINES_NOTE = 'phoenix: send --lines: the input had no lines; nothing was sent\n'
+
 function describeSent(answer: SendAnswer): string {
   // The line starts with what happened (scripts match `^acknowledged by`); the id, to match a retry or a recv line, ends it.
   const id = answer.id !== undefined ? ` (message ${answer.id})` : ''
@@ -311,6 +314,8 @@ async function sendLines(name: string, o: SendOptions): Promise<void> {
   if (end.kind === 'failed') throw new Error(end.line)
   if (inputFailure !== undefined) throw inputFailure
   if (end.kind === 'closed' && (more || inputOpen || end.answered < n)) throw new Error(closedFailure(name, o, end, n, more ? 'more' : inputOpen ? 'open' : 'ended'))
+  // An empty input printed nothing at all, which read as a send still waiting or one that was lost.
+  if (n === 0) process.stderr.write(NO_LINES_NOTE)
 }
 
 export function registerSendCommand(program: Command): void {
@@ -321,7 +326,7 @@ export function registerSendCommand(program: Command): void {
     .argument('<name>', 'logical name of the destination')
     .argument('[message]', 'the message (UTF-8); without it, --file or stdin is read to the end')
     .option('--file <path>', 'read the message from this file (- for stdin)')
-    .option('--lines', 'send every line of the input (stdin or --file) as one message, in order')
+    .option('--lines', 'send every line of the input (stdin or --file) as one message, in order; an input with no line sends nothing, and says so on stderr')
     .option('--ack', 'wait for the end-to-end acknowledgement and say so')
     .option('--wait-ms <ms>', `how long to wait for a route to the name (0: fail at once if there is none)`, integerOption(0, SEND_WAIT_MS_MAX), SEND_WAIT_MS_DEFAULT)
     .option('--message-id <id>', 'the message id, to retry a send that failed: the receiver delivers one id once', integerOption(1, MESSAGE_ID_MAX))
