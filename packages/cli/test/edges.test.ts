@@ -48,6 +48,18 @@ describe("the CLI's edges", () => {
     for (const n of nodes) n.killGroup()
   })
 
+  it('stdin is text, its final newline dropped (as --lines drops each line\'s); --file - sends the bytes exactly', async () => {
+    // `echo hi | phoenix send` sent "hi\n", which recv printed with a blank line after it.
+    for (const input of ['hi\n', 'hi\r\n', 'hi']) expect((await phoenix(['send', '--control', socket, '--ack', 'edge-a'], input)).code).toBe(0)
+    expect((await phoenix(['send', '--control', socket, '--ack', 'edge-a'], 'two\n\n')).code).toBe(0)
+    expect((await phoenix(['send', '--control', socket, '--ack', '--file', '-', 'edge-a'], 'hi\n')).code).toBe(0)
+    expect((await phoenix(['send', '--control', socket, '--ack', '--lines', 'edge-a'], 'hi\n')).code).toBe(0)
+    const got = await phoenix(['recv', '--control', String(port), '--count', '6', '--json'])
+    const texts = got.stdout.trim().split('\n').map((line) => (JSON.parse(line) as { text: string }).text)
+    expect(texts).toEqual(['hi', 'hi', 'hi', 'two\n', 'hi\n', 'hi'])
+    expect((await phoenix(['send', '--help'])).stdout.replace(/\s+/g, ' ')).toContain('stdin is read to the end as text (its final newline dropped)')
+  })
+
   it('send --lines with an empty input says on stderr that nothing was sent, and succeeds', async () => {
     const run = await phoenix(['send', '--control', socket, '--lines', 'edge-a'], '')
     expect(run.code, run.stderr).toBe(0)
