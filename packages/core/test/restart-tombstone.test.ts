@@ -91,6 +91,22 @@ describe('a restarted node below its tombstone', () => {
     expectReachable(wires, TOMBSTONE_SEQ + 2)
   })
 
+  it('its kept record naming a name another node holds now, it is answered one number up as before, and reachable', () => {
+    const { wires, config } = world()
+    forget(wires)
+    // R, another node, takes worker-7 once D is forgotten.
+    wires.add(config('R', ['worker-7']))
+    wires.connect('H', 'R')
+    wires.run()
+    wires.advance(DEFAULT_TIMING.nameContentionMs * 2)
+    expect(wires.cores.get('H')!.resolve('worker-7')?.owner).toBe('R')
+    const updates = restart(wires, config, ['worker-8'])
+    // D's record of seq 1,000 claims worker-7: H may not store it, so it answers D's own record at 1, 3, 5, …
+    expect(updates, 'updates H sent D: one answer per two numbers').toBeGreaterThan(TOMBSTONE_SEQ / 2)
+    expectReachable(wires, TOMBSTONE_SEQ + 2, 'worker-8')
+    expect(wires.cores.get('A')!.resolve('worker-7')?.owner).toBe('R')
+  })
+
   it('without the kept record (no budget for it) it still passes the tombstone, one round trip per two numbers', () => {
     const { wires, config } = world({ tombstoneRecordBytesMax: 0 })
     forget(wires)
