@@ -25,19 +25,19 @@ describe('a node restarted with its key and name', () => {
       const seqAt = (node: typeof hub) => node.phoenix.routes().find((r) => r.destination === id)
       // Its number grows: each change of its names is a new record.
       for (let i = 0; i < 20; i++) first.phoenix[i % 2 === 0 ? 'addName' : 'removeName'](`${name}-extra`)
-      await waitUntil('the other node holds its 20 changes', () => (seqAt(other)?.seq ?? 0) >= 40)
+      await waitUntil('the other node holds its 20 changes', () => (seqAt(other)?.seq ?? 0) >= 40, 30_000)
       const lastSeq = seqAt(other)!.seq
       await first.libp2p.stop()
-      if (forgotten) await waitUntil('the hub and the other node forget it', () => seqAt(hub) === undefined && seqAt(other) === undefined)
+      if (forgotten) await waitUntil('the hub and the other node forget it', () => seqAt(hub) === undefined && seqAt(other) === undefined, 30_000)
       else expect(seqAt(hub), 'the hub still holds it').toBeDefined()
 
       const again = await nodes.start({ privateKey: key, names: [name], hubs: [addressOf(hub)], core })
       expect(again.libp2p.peerId.toString()).toBe(id)
-      await waitUntil('the other node routes to it again', () => seqAt(other)?.reachable === true && other.phoenix.resolve(name)?.owner === id)
+      await waitUntil('the other node routes to it again', () => seqAt(other)?.reachable === true && other.phoenix.resolve(name)?.owner === id, 30_000)
       expect(seqAt(other)!.seq, 'its number passed the one held before').toBeGreaterThan(lastSeq)
       const got = new Promise<string>((resolve) => again.phoenix.addEventListener('message', (event) => resolve(new TextDecoder().decode(event.detail.payload)), { once: true }))
       await other.phoenix.send(name, text('welcome back'), { ack: true })
       expect(await got).toBe('welcome back')
-    }, 30_000)
+    }, 120_000)
   }
 })
