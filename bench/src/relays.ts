@@ -5,6 +5,7 @@
  */
 import type { Stream } from '@libp2p/interface'
 import { pipe } from 'it-pipe'
+import { resumeReading } from '../../packages/transport/src/stream-resume.ts'
 
 /**
  * What a paused inbound stream may buffer: yamux's largest stream window (16 MiB), so a sender
@@ -54,7 +55,11 @@ export function pauseResumeRelay(inbound: Stream, outbound: Stream): void {
     void drained(outbound).then(
       () => {
         waiting = false
-        if (inbound.readStatus === 'paused') inbound.resume()
+        // Not inbound.resume(): its data read while paused goes to this listener at once, which
+        // pauses again if the outbound is full, and @libp2p/utils 7.4.1 then resumes the muxer
+        // anyway; the read buffer grew past its limit and the stream was reset ("stream closed
+        // while waiting for drain" at the sender, under load). stream-resume.ts says more.
+        if (inbound.readStatus === 'paused') resumeReading(inbound)
       },
       () => undefined,
     )

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { REFUSED_CHARACTERS_RULE } from '@phoenix-overlay/core'
 import { CONTROL_BODY_BYTES_MAX } from '../src/constants.ts'
 import { callControl } from '../src/control-client.ts'
+import { NO_LINES_NOTE } from '../src/commands/send.ts'
 import { freePort, phoenix, startNode, tempDir, type Run, type Started } from './helpers.ts'
 
 /** A port nothing listens on right now. */
@@ -45,6 +46,34 @@ describe("the CLI's edges", () => {
   })
   afterAll(() => {
     for (const n of nodes) n.killGroup()
+  })
+
+  it('stdin is text, its final newline dropped (as --lines drops each line\'s); --file - sends the bytes exactly', async () => {
+    // `echo hi | phoenix send` sent "hi\n", which recv printed with a blank line after it.
+    for (const input of ['hi\n', 'hi\r\n', 'hi']) expect((await phoenix(['send', '--control', socket, '--ack', 'edge-a'], input)).code).toBe(0)
+    expect((await phoenix(['send', '--control', socket, '--ack', 'edge-a'], 'two\n\n')).code).toBe(0)
+    expect((await phoenix(['send', '--control', socket, '--ack', '--file', '-', 'edge-a'], 'hi\n')).code).toBe(0)
+    expect((await phoenix(['send', '--control', socket, '--ack', '--lines', 'edge-a'], 'hi\n')).code).toBe(0)
+    const got = await phoenix(['recv', '--control', String(port), '--count', '6', '--json'])
+    const texts = got.stdout.trim().split('\n').map((line) => (JSON.parse(line) as { text: string }).text)
+    expect(texts).toEqual(['hi', 'hi', 'hi', 'two\n', 'hi\n', 'hi'])
+    expect((await phoenix(['send', '--help'])).stdout.replace(/\s+/g, ' ')).toContain('stdin is read to the end as text (its final newline dropped)')
+  })
+
+  it('send --lines with an empty input says on stderr that nothing was sent, and succeeds', async () => {
+    const run = await phoenix(['send', '--control', socket, '--lines', 'edge-a'], '')
+    expect(run.code, run.stderr).toBe(0)
+    expect(run.stdout).toBe('')
+    expect(run.stderr).toBe(NO_LINES_NOTE)
+    const json = await phoenix(['send', '--control', socket, '--lines', '--json', 'edge-a'], '')
+    expect(json.code).toBe(0)
+    expect(JSON.parse(json.stdout)).toMatchObject({ done: true, sent: 0 })
+    expect(json.stderr).toBe(NO_LINES_NOTE)
+    // One empty line is one (empty) message: no note.
+    const one = await phoenix(['send', '--control', socket, '--lines', '--ack', 'edge-a'], '\n')
+    expect(one.stdout).toMatch(/^acknowledged by edge-a/)
+    expect(one.stderr).toBe('')
+    expect((await phoenix(['recv', '--control', String(port), '--count', '1', '--json'])).stdout).toContain('"text":""')
   })
 
   it('send takes the message from stdin or --file, past the ~128 KiB an argument allows', async () => {

@@ -81,6 +81,17 @@ export const DEFAULT_LIMITS = {
    * taken as new again (as before tombstones). 0 = none kept.
    */
   tombstonesMax: 65_536,
+  /**
+   * What the records kept with tombstones may add up to (tombstones.ts `keptRecordBytes`: 2 bytes
+   * a character of names and addresses, the signature, 128 for the rest). A tombstone keeps the
+   * forgotten destination's last record so that its owner, restarted with its number forgotten,
+   * is answered with it and passes the tombstone in one round trip (without it: one round trip
+   * per two numbers below it). A typical record (a name, a few addresses, a 64-byte signature) is
+   * counted as 300-600 bytes, so 32 MiB keeps tombstonesMax of them; a record may be counted up
+   * to about 50 KiB (namesPerNodeMax names and addressesPerNodeMax addresses at their longest),
+   * and past the budget the oldest tombstones drop their record (their number stays). 0 = none kept.
+   */
+  tombstoneRecordBytesMax: 33_554_432,
   /** Bytes in one record signature (Ed25519: 64; RSA-4096: 512). */
   signatureBytesMax: 512,
   /**

@@ -88,7 +88,7 @@ export interface CoreStats {
  * cannot route (no destination, no neighbour, no dial, no update that fits, every neighbour
  * policed away), so it is refused.
  */
-const LIMITS_ZERO_ALLOWED: ReadonlySet<string> = new Set(['namesPerNodeMax', 'nameRefusalsMax', 'signatureBytesMax', 'lostRedialsPerSecondMax', 'tombstonesMax'])
+const LIMITS_ZERO_ALLOWED: ReadonlySet<string> = new Set(['namesPerNodeMax', 'nameRefusalsMax', 'signatureBytesMax', 'lostRedialsPerSecondMax', 'tombstonesMax', 'tombstoneRecordBytesMax'])
 
 /**
  * Limits and timing with defaults filled in, each checked (an integer, at least 1 where 0 makes

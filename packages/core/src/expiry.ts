@@ -42,9 +42,9 @@ export class Expiry {
     const scanAtMs = table.nextExpiryScanAtMs
     const expired = table.expire(nowMs, p.timing.unreachableRetentionMs)
     if (table.nextExpiryScanAtMs !== scanAtMs) this.unreachableSinceMs = table.oldestUnreachableMs
-    for (const { destination, introducedBy, names, seq } of expired) {
+    for (const { destination, introducedBy, names, seq, record } of expired) {
       if (introducedBy !== undefined) p.police.forgotten(introducedBy, names)
-      this.tombstones.forgotten(destination, seq, p.limits.tombstonesMax)
+      this.tombstones.forgotten(destination, seq, record, p.limits)
       // No longer remembered: its addresses are not kept dialled any more.
       p.book.forgetLost(destination)
       p.traffic.entriesExpired++

@@ -11,7 +11,7 @@ export function checkCoreInvariants(parts: CoreParts, inboxLength: number, left:
   const { limits, table, neighbours, book, police, nodeIndex } = parts
   table.checkInvariants(left, (id) => neighbours.has(id), (index) => nodeIndex.id(index) !== undefined, limits.destinationsMax)
   neighbours.checkInvariants(limits.neighboursMax)
-  parts.expiry.tombstones.checkInvariants(limits.tombstonesMax)
+  parts.expiry.tombstones.checkInvariants(limits)
   police.checkInvariants()
   invariant(inboxLength <= limits.inboxMessagesMax, `at most inboxMessagesMax (${limits.inboxMessagesMax}) queued updates`)
   invariant(book.size <= limits.knownAddressesMax, `at most knownAddressesMax (${limits.knownAddressesMax}) known addresses`)

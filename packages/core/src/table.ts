@@ -9,6 +9,7 @@ import { EMPTY_SET, NodeSet } from './nodeset.ts'
 import { type RecordAuthority, recordPayload } from './records.ts'
 import { NO_SIGNATURE, RouteEntry, UNREACHABLE_HOPS } from './route.ts'
 import { isUnreachableSeq, nextOwnSeq, seqAdd, seqNewer } from './seq.ts'
+import type { KeptRecord } from './tombstones.ts'
 import type { ForwardDecision, NodeId, PhysicalAddress, RouteAdvert } from './types.ts'
 
 /** The sender's trans sets of one message, in our numbering, translated on demand (apply.ts's `MessageSets`). */
@@ -29,6 +30,8 @@ export interface ExpiredEntry {
   readonly names: number
   /** The seq it was forgotten at (its tombstone, tombstones.ts). */
   readonly seq: number
+  /** Its record at that seq, kept with the tombstone to answer a restarted owner (tombstones.ts). */
+  readonly record: KeptRecord
 }
 
 /**
@@ -366,7 +369,7 @@ export class RouteTable {
         oldestKept = Math.min(oldestKept, entry.changedAtMs)
         continue
       }
-      expired.push({ destination: entry.destination, introducedBy: entry.introducedBy, names: entry.names.length, seq: entry.seq })
+      expired.push({ destination: entry.destination, introducedBy: entry.introducedBy, names: entry.names.length, seq: entry.seq, record: { names: entry.names, addresses: entry.addresses, signature: entry.signature } })
       const previous = entry.names
       entry.names = []
       this.indexNames(entry, previous)

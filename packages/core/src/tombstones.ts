@@ -1,7 +1,26 @@
 import { invariant } from './errors.ts'
 import type { CoreParts } from './parts.ts'
 import { isUnreachableSeq, seqAdd, seqNewer } from './seq.ts'
-import type { NodeId, RouteAdvert } from './types.ts'
+import { UNREACHABLE_HOPS } from './route.ts'
+import type { NodeId, PhysicalAddress, RouteAdvert } from './types.ts'
+
+/** The last record held of a forgotten destination: what its owner signed (a withdrawal carries the signature of the even number below). */
+export interface KeptRecord {
+  readonly names: readonly string[]
+  readonly addresses: readonly PhysicalAddress[]
+  readonly signature: Uint8Array
+}
+
+/** What a kept record is counted as against `tombstoneRecordBytesMax`: 2 bytes a character (UTF-16), the signature, and the arrays around them. */
+export function keptRecordBytes(record: KeptRecord): number {
+  let chars = 0
+  for (const name of record.names) chars += name.length
+  for (const address of record.addresses) chars += address.length
+  return KEPT_RECORD_OVERHEAD_BYTES + 2 * chars + record.signature.length
+}
+
+/** Two arrays, an object and a map slot, roughly (V8). */
+const KEPT_RECORD_OVERHEAD_BYTES = 128
 
 /**
  * Tombstones (packages/core/README.md, "Replays"): the last sequence number we held of each
@@ -14,28 +33,57 @@ import type { NodeId, RouteAdvert } from './types.ts'
  *
  * Now a record at or below a destination's tombstone is refused, unless it comes from the owner
  * itself (the transport authenticated it: it lives, restarted with its number forgotten). The
- * owner is then answered as a retained entry would answer it: its record withdrawn one number
- * up, which only the owner is sent (`hearsay`), and from which it issues the next even number;
- * once its number passes the tombstone the record is taken and relayed as any fresher one, and
- * the tombstone goes. A record newer than the tombstone removes it too.
+ * owner is then answered as a retained entry would answer it: with its last record we held,
+ * withdrawn (kept with the tombstone, `KeptRecord`; its own signature covers it; unsigned, its own
+ * record serves), which only the owner is sent (`hearsay`); it issues the next even number, above the tombstone, and its record is
+ * taken and relayed as any fresher one, and the tombstone goes: one round trip. A record newer than
+ * the tombstone removes it too. Without the kept record (over `tombstoneRecordBytesMax`, or its
+ * names held by another node now) the owner's own record is answered withdrawn one number up, as
+ * before: one round trip per two numbers below the tombstone.
  */
 export class Tombstones {
   /** Forgotten destination -> the last seq we held, oldest first (a Map keeps insertion order); at most `tombstonesMax`. */
   private readonly lastSeq = new Map<NodeId, number>()
+  /**
+   * The signed records kept with tombstones, oldest first: the first to go past the budget. An
+   * unsigned one is not kept: nobody checks the answer's signature, so the owner's own record
+   * serves (`withdrawnRecord`), and a simulator's thousands of cores keep only the numbers.
+   */
+  private readonly records = new Map<NodeId, KeptRecord>()
+  /** What the kept records are counted as (`keptRecordBytes`): at most `tombstoneRecordBytesMax`. */
+  private recordBytes = 0
 
   get size(): number {
     return this.lastSeq.size
   }
 
-  /** `destination` was forgotten at `seq`; past `max` the oldest tombstone goes (its replays are taken as new again). */
-  forgotten(destination: NodeId, seq: number, max: number): void {
-    this.lastSeq.delete(destination)
-    if (max === 0) return
+  /** How many tombstones keep their record (for tests). */
+  get recordsKept(): number {
+    return this.records.size
+  }
+
+  /**
+   * `destination` was forgotten at `seq`, its last record `record`; past `tombstonesMax` the oldest
+   * tombstone goes (its replays are taken as new again), past `tombstoneRecordBytesMax` the oldest records go.
+   */
+  forgotten(destination: NodeId, seq: number, record: KeptRecord, limits: TombstoneLimits): void {
+    this.remove(destination)
+    if (limits.tombstonesMax === 0) return
     this.lastSeq.set(destination, seq)
-    if (this.lastSeq.size > max) {
+    const bytes = keptRecordBytes(record)
+    if (record.signature.length > 0 && bytes <= limits.tombstoneRecordBytesMax) {
+      this.records.set(destination, record)
+      this.recordBytes += bytes
+    }
+    if (this.lastSeq.size > limits.tombstonesMax) {
       const oldest = this.lastSeq.keys().next().value
       invariant(oldest !== undefined, 'a full tombstone table has an oldest')
-      this.lastSeq.delete(oldest)
+      this.remove(oldest)
+    }
+    while (this.recordBytes > limits.tombstoneRecordBytesMax) {
+      const oldest = this.records.keys().next().value
+      invariant(oldest !== undefined, 'kept records over the budget have an oldest')
+      this.dropRecord(oldest)
     }
   }
 
@@ -48,7 +96,7 @@ export class Tombstones {
     const seq = this.lastSeq.get(advert.destination)
     if (seq === undefined) return 'take'
     if (seqNewer(advert.seq, seq)) {
-      this.lastSeq.delete(advert.destination)
+      this.remove(advert.destination)
       return 'take'
     }
     // The owner's own record (even): it lives. Its withdrawal (odd: it leaves) changes nothing here.
@@ -56,31 +104,74 @@ export class Tombstones {
     return 'refuse' // a replay, or a restarted owner's old number relayed before it passed the tombstone
   }
 
-  /** Checks the bound (for `PhoenixCore.checkInvariants`). */
-  checkInvariants(max: number): void {
-    invariant(this.lastSeq.size <= max, `at most tombstonesMax (${max}) tombstones`)
+  /**
+   * What answers the owner's `advert` at or below its tombstone in one round trip: its record
+   * withdrawn at the tombstone's number (one up if that is even). The kept signed record; for an
+   * unsigned one (nobody checks a signature) its own; undefined if a signed one was not kept.
+   */
+  withdrawnRecord(advert: RouteAdvert): RouteAdvert | undefined {
+    const tombstone = this.lastSeq.get(advert.destination)
+    if (tombstone === undefined) return undefined
+    const seq = isUnreachableSeq(tombstone) ? tombstone : seqAdd(tombstone, 1)
+    const kept = this.records.get(advert.destination)
+    if (kept !== undefined) return { ...advert, seq, nhops: UNREACHABLE_HOPS, names: kept.names, addresses: kept.addresses, signature: kept.signature }
+    if (advert.signature === undefined || advert.signature.length === 0) return { ...advert, seq, nhops: UNREACHABLE_HOPS }
+    return undefined
   }
+
+  /** Checks the bounds (for `PhoenixCore.checkInvariants`). */
+  checkInvariants(limits: TombstoneLimits): void {
+    invariant(this.lastSeq.size <= limits.tombstonesMax, `at most tombstonesMax (${limits.tombstonesMax}) tombstones`)
+    invariant(this.recordBytes <= limits.tombstoneRecordBytesMax, `kept records within tombstoneRecordBytesMax (${limits.tombstoneRecordBytesMax})`)
+    invariant(this.records.size <= this.lastSeq.size, 'a kept record belongs to a tombstone')
+  }
+
+  private remove(destination: NodeId): void {
+    this.dropRecord(destination)
+    this.lastSeq.delete(destination)
+  }
+
+  private dropRecord(destination: NodeId): void {
+    const record = this.records.get(destination)
+    if (record === undefined) return
+    this.recordBytes -= keptRecordBytes(record)
+    this.records.delete(destination)
+  }
+}
+
+/** The limits a tombstone table keeps to (`CoreLimits`). */
+export interface TombstoneLimits {
+  readonly tombstonesMax: number
+  readonly tombstoneRecordBytesMax: number
 }
 
 /**
  * The owner of a forgotten destination advertised itself at or below its tombstone (it restarted,
- * its number forgotten): we hold its record withdrawn one number up (its own signature covers the
- * withdrawal), as an entry sent to nobody but the owner (`hearsay`, route.ts; the owner is sent it
- * because it holds an older number, apply.ts `heardFromOwner`). The owner then issues the next even
- * number, and we answer again until that passes the tombstone. `admit`: whether the record's
- * names may be stored (apply.ts `admitClaims`); if not, nothing is stored, as for any record.
+ * its number forgotten): we hold its last record we held, withdrawn at the tombstone's number
+ * (`Tombstones.withdrawnRecord`: its own signature covers it), as an entry sent to nobody but the
+ * owner (`hearsay`, route.ts; the owner is sent it because it holds an older number, apply.ts
+ * `heardFromOwner`). The owner then issues the next even number, above the tombstone: one round
+ * trip. Without a kept record (dropped for the budget, or its names may not be stored now: another
+ * node holds one) the owner's own record is held withdrawn one number up, and we answer again
+ * until its number passes the tombstone. `admit`: whether a record's names may be stored (apply.ts
+ * `admitClaims`); if neither's may, nothing is stored, as for any record.
  */
 export function answerOwner(p: CoreParts, advert: RouteAdvert, admit: (advert: RouteAdvert) => boolean, nowMs: number): void {
+  invariant(!isUnreachableSeq(advert.seq), 'the owner advertises itself at an even number')
   const { table } = p
   let entry = table.get(advert.destination)
+  if (entry !== undefined && !seqNewer(seqAdd(advert.seq, 1), entry.seq)) return // we answer it already
+  if (entry === undefined && table.size >= p.limits.destinationsMax) return
+  const kept = p.expiry.tombstones.withdrawnRecord(advert)
+  let answer: RouteAdvert
+  if (kept !== undefined && admit(kept)) answer = kept
+  else if (admit(advert)) answer = { ...advert, seq: seqAdd(advert.seq, 1) }
+  else return
   if (entry === undefined) {
-    if (table.size >= p.limits.destinationsMax || !admit(advert)) return
     entry = table.insert(advert.destination, advert.seq, advert.destination)
     if (entry === undefined) return
     entry.introducedBy = undefined // its own record: charged to no share (police.ts)
-  } else if (!seqNewer(seqAdd(advert.seq, 1), entry.seq)) return // we answer it already
-  else if (!admit(advert)) return
-  invariant(!isUnreachableSeq(advert.seq), 'the owner advertises itself at an even number')
-  table.invalidate(entry, nowMs, { ...advert, seq: seqAdd(advert.seq, 1) })
+  }
+  table.invalidate(entry, nowMs, answer)
   entry.hearsay = true
 }

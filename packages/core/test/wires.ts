@@ -11,6 +11,8 @@ export class Wires {
   readonly closed: string[] = []
   /** Updates each core sent to a node the test plays (not a core here), by receiver. */
   readonly sentTo = new Map<string, UpdateMessage[]>()
+  /** Updates delivered (or sent to a node the test plays), by `from>to`: the exchanges a test counts. */
+  readonly delivered = new Map<string, number>()
   nowMs = 0
   add(config: CoreConfig): PhoenixCore {
     const core = new PhoenixCore(config)
@@ -28,6 +30,8 @@ export class Wires {
   }
   /** `from` (a core, or a node the test plays) sends `to` an update; false if refused (the link is cut). */
   deliver(from: string, to: string, message: UpdateMessage): boolean {
+    const pair = `${from}>${to}`
+    this.delivered.set(pair, (this.delivered.get(pair) ?? 0) + 1)
     const core = this.cores.get(to)
     if (core === undefined) {
       let list = this.sentTo.get(to)

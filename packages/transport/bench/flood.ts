@@ -11,6 +11,7 @@
  */
 import { scriptArgs } from '../../../tools/script-args.ts'
 import { generateKey } from '@libp2p/pnet'
+import { DEFAULT_LIMITS } from '@phoenix-overlay/core'
 import { MemberProcess, mib, type NodeState } from './member-process.ts'
 
 export interface FloodOptions {
@@ -80,13 +81,23 @@ export async function runFlood(options: FloodOptions): Promise<FloodResult> {
 
     const M = start('M', { role: 'flooder', port: options.basePort + 3, psk, hubs: [hub], fakes: options.fakes, perUpdate: options.perUpdate, intervalMs: options.intervalMs })
     const floodedIn = (await M.line(/^flooded /, 300_000)).slice('flooded '.length)
-    // Relayed when H's and A's tables stop growing.
-    let last = -1
-    await until('the flood to settle at A', 300_000, async () => {
-      const n = (await A.state()).destinations + (await H.state()).destinations
-      const settled = n === last
-      last = n
-      return settled ? true : undefined
+    // Relayed when every node holds what it can: H each fake within M's share, A and B each
+    // destination within H's share (its own record is not charged), and the surplus refused.
+    // Waiting instead for the tables to stop growing between two probes 250 ms apart (as before)
+    // takes any pause of a loaded machine longer than that for the end, and reads the counts
+    // mid-flood (the members test failed once under the full suite's load).
+    const share = options.destinationsPerNeighbourMax ?? DEFAULT_LIMITS.destinationsPerNeighbourMax
+    const atH = 3 + Math.min(options.fakes, share) // A, B, M and the fakes
+    const atLeaf = 1 + Math.min(options.fakes + 2, share) // H, then the other leaf, M and the fakes
+    const surplus = options.fakes + 2 > share
+    const holds = (s: NodeState, destinations: number, refuses: boolean) => s.destinations === destinations && (!refuses || (s.stats.introductionsRefused ?? 0) > 0)
+    let seen = ''
+    await until('the flood to be relayed to A and B', 300_000, async () => {
+      const [h, a, b] = await Promise.all([H.state(), A.state(), B.state()])
+      seen = `H ${h.destinations}, A ${a.destinations} (refused ${a.stats.introductionsRefused ?? 0}), B ${b.destinations} (refused ${b.stats.introductionsRefused ?? 0})`
+      return holds(h, atH, false) && holds(a, atLeaf, surplus) && holds(b, atLeaf, surplus) ? true : undefined
+    }).catch((error: Error) => {
+      throw new Error(`${error.message}: expected H ${atH}, A and B ${atLeaf} destinations${surplus ? ' and a refusal each' : ''}; last seen ${seen}`)
     })
     const [h, a, b] = await Promise.all([H.state(), A.state(), B.state()])
     const rssAfterFlood = await A.rss()

@@ -110,6 +110,21 @@ async function readMessage(file: string | undefined): Promise<Uint8Array> {
   return new Uint8Array(Buffer.concat(chunks))
 }
 
+/**
+ * Stdin without `--file` is text: its one final newline (`\n` or `\r\n`) ends the input, not the
+ * message, as `--lines` drops each line's and a message argument has none, and as `recv` adds one
+ * to each payload it prints: `echo hi | phoenix send w` sent "hi\n", which `recv` printed with a
+ * blank line after it. `--file` (`-` for stdin) sends the bytes exactly.
+ */
+export function withoutFinalNewline(payload: Uint8Array): Uint8Array {
+  const n = payload.length
+  if (n === 0 || payload[n - 1] !== 0x0a) return payload
+  return payload.subarray(0, n >= 2 && payload[n - 2] === 0x0d ? n - 2 : n - 1)
+}
+
+/** What `--lines` says on stderr when its input had no line: it sent nothing, and succeeded (as `members` matching nothing does). */
+export const NO_LINES_NOTE = 'phoenix: send --lines: the input had no lines; nothing was sent\n'
+
 function describeSent(answer: SendAnswer): string {
   // The line starts with what happened (scripts match `^acknowledged by`); the id, to match a retry or a recv line, ends it.
   const id = answer.id !== undefined ? ` (message ${answer.id})` : ''
@@ -311,6 +326,8 @@ async function sendLines(name: string, o: SendOptions): Promise<void> {
   if (end.kind === 'failed') throw new Error(end.line)
   if (inputFailure !== undefined) throw inputFailure
   if (end.kind === 'closed' && (more || inputOpen || end.answered < n)) throw new Error(closedFailure(name, o, end, n, more ? 'more' : inputOpen ? 'open' : 'ended'))
+  // An empty input printed nothing at all, which read as a send still waiting or one that was lost.
+  if (n === 0) process.stderr.write(NO_LINES_NOTE)
 }
 
 export function registerSendCommand(program: Command): void {
@@ -319,9 +336,9 @@ export function registerSendCommand(program: Command): void {
     .description('send a message to a logical name through a running node (the message: an argument, --file, or stdin)')
     .addOption(controlOption())
     .argument('<name>', 'logical name of the destination')
-    .argument('[message]', 'the message (UTF-8); without it, --file or stdin is read to the end')
-    .option('--file <path>', 'read the message from this file (- for stdin)')
-    .option('--lines', 'send every line of the input (stdin or --file) as one message, in order')
+    .argument('[message]', 'the message (UTF-8); without it, stdin is read to the end as text (its final newline dropped), or --file')
+    .option('--file <path>', 'read the message from this file, its bytes exactly (- for stdin\'s bytes exactly)')
+    .option('--lines', 'send every line of the input (stdin or --file) as one message, in order, without its newline; an input with no line sends nothing, and says so on stderr')
     .option('--ack', 'wait for the end-to-end acknowledgement and say so')
     .option('--wait-ms <ms>', `how long to wait for a route to the name (0: fail at once if there is none)`, integerOption(0, SEND_WAIT_MS_MAX), SEND_WAIT_MS_DEFAULT)
     .option('--message-id <id>', 'the message id, to retry a send that failed: the receiver delivers one id once', integerOption(1, MESSAGE_ID_MAX))
@@ -338,7 +355,7 @@ export function registerSendCommand(program: Command): void {
       if (o.ackTimeoutMs !== undefined && o.ack !== true) throw new ConfigError('--ack-timeout-ms: has no effect without --ack')
       if (o.messageId !== undefined && o.lines === true) throw new ConfigError('--message-id: one id is one message; --lines sends many')
       if (o.lines === true) return sendLines(name, o)
-      const payload = message !== undefined ? new TextEncoder().encode(message) : await readMessage(o.file)
+      const payload = message !== undefined ? new TextEncoder().encode(message) : o.file === undefined ? withoutFinalNewline(await readMessage(undefined)) : await readMessage(o.file)
       if (payload.length > CONTROL_BODY_BYTES_MAX) throw tooLarge('<message>', payload.length)
       await sendOne(name, payload, o, '')
     })
