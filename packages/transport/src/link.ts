@@ -5,6 +5,7 @@ import { Uint8ArrayList } from 'uint8arraylist'
 import { drained } from './drain.ts'
 import { FrameDecoder } from './frame-decoder.ts'
 import { Liveness, type LivenessTiming } from './liveness.ts'
+import { resumeReading } from './stream-resume.ts'
 
 /** An encoded frame: one piece, or (a frame that arrived in several pieces, passed on as it came) a list of them. */
 export type FrameBytes = Uint8Array | Uint8ArrayList
@@ -355,7 +356,10 @@ export class NeighbourLink {
     this.heldFrom = 0
     if (this.closed) return
     try {
-      this.stream.resume()
+      // Not `stream.resume()`: it tells the muxer to resume after handing the data read while
+      // paused to `take`, which may pause again; the neighbour would be granted window while
+      // nothing is read, and the stream reset past its read buffer's limit (stream-resume.ts).
+      resumeReading(this.stream)
     } catch (error) {
       // The neighbour's stream is closing (a leave) before its 'close' event reached us: the link
       // closes, as it would at that event. Thrown on, it dropped the neighbour as an internal
