@@ -3,6 +3,7 @@ import { grownNarrow, type NarrowColumn, widenedFor } from './narrow.ts'
 import type { NodeSet } from './nodeset.ts'
 import { isValidSeq } from './seq.ts'
 import type { NodeId, RoutingMode } from './types.ts'
+import { UpdateBudgets } from './update-budgets.ts'
 
 /** A sender's last slot table and the node index of each slot (see `Neighbour.senderSlots`). */
 export interface SenderSlots {
@@ -81,9 +82,10 @@ export class NeighbourColumns {
    * `updateEntriesBurstMax`) as one number: when it is full again (-Infinity: full, as before the
    * neighbour's first update). The tokens at a time follow from it, the rate and the burst
    * (`NeighbourTable.chargeUpdateBudget`). Tokens and the time they were counted took two
-   * columns, 8 bytes a (node, destination) pair more on one subnet (heap snapshot, 1,000 processes).
+   * columns, 8 bytes a (node, destination) pair more on one subnet (heap snapshot, 1,000 processes);
+   * the time a Float64 a slot 8 more, now a 1-byte code (`UpdateBudgets`).
    */
-  budgetFullAtMs = new Float64Array(0)
+  readonly budgets = new UpdateBudgets()
   /**
    * `Neighbour.senderSlots`, by slot: only for the neighbours that sent a slot table we had to
    * translate (in a simulator's shared numbering, only hubs saying their neighbours are served), so
@@ -108,7 +110,7 @@ export class NeighbourColumns {
     this.ownerSeqHeard[slot] = 0
     this.lostCursor[slot] = 0
     this.setUpAtMs(slot, upAtMs)
-    this.budgetFullAtMs[slot] = Number.NEGATIVE_INFINITY
+    this.budgets.setFull(slot)
     this.senderSlots.delete(slot)
   }
 
@@ -151,7 +153,7 @@ export class NeighbourColumns {
     this.ownerSeqHeard = grown(this.ownerSeqHeard, (n) => new Uint32Array(n))
     this.lostCursor = grownNarrow(this.lostCursor, size, 0)
     this.upAtMs = this.upAtMs instanceof Int32Array ? grown(this.upAtMs, (n) => new Int32Array(n)) : grown(this.upAtMs, (n) => new Float64Array(n))
-    this.budgetFullAtMs = grown(this.budgetFullAtMs, (n) => new Float64Array(n))
+    this.budgets.grow(size)
   }
 }
 

@@ -314,17 +314,17 @@ export class NeighbourTable {
   /**
    * Charges `entries` to `neighbour`'s update token bucket (`perSecond` tokens a second, at most
    * `burst`; full at its first update) and returns the tokens left: below 0, it sent too much.
-   * The bucket is kept as when it is full again (`NeighbourColumns.budgetFullAtMs`): the same
+   * The bucket is kept as when it is full again (`NeighbourColumns.budgets`): the same
    * tokens as `min(burst, tokens then + elapsed · rate)`, up to rounding, and exactly `burst` once
    * full. The rate and burst are the core's limits, the same at every charge.
    */
   chargeUpdateBudget(neighbour: Neighbour, entries: number, nowMs: number, perSecond: number, burst: number): number {
     const slot = neighbour.slot
     invariant(neighbour.open, 'a bucket is charged to a neighbour of the table')
-    const full = this.rows.budgetFullAtMs
-    const owedMs = full[slot]! - nowMs
+    const budgets = this.rows.budgets
+    const owedMs = budgets.fullAtMs(slot) - nowMs
     const left = (owedMs > 0 ? burst - (owedMs * perSecond) / 1000 : burst) - entries
-    full[slot] = nowMs + ((burst - left) * 1000) / perSecond
+    budgets.set(slot, nowMs + ((burst - left) * 1000) / perSecond, nowMs)
     return left
   }
 
