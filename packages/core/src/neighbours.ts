@@ -35,9 +35,12 @@ export class NeighbourTable {
    * send round's messages), the first `orderLength` of the column; as long as the rows. A
    * neighbour is found by id through the node index and `slotOfIndexMap`, with no map of its own:
    * at one entry per neighbour per node, a Map cost ~42 bytes a pair in a simulator of fully
-   * connected subnets (heap snapshot, 500 processes, one subnet).
+   * connected subnets (heap snapshot, 500 processes, one subnet). Undefined while it would be
+   * 0, 1, 2, ...: until a connection closes, each opens in the next slot (no slot is free), and
+   * the column was 2.5 bytes a pair on one subnet (heap snapshot, 1,500 processes), where none
+   * closes; made at the first removal (`orderColumn`).
    */
-  private order: NarrowColumn = new Int16Array(0)
+  private order: NarrowColumn | undefined = undefined
   private orderLength = 0
   /** One more than the highest slot ever taken: how far the slot table reaches before trimming free slots. */
   private slotsEnd = 0
@@ -134,20 +137,33 @@ export class NeighbourTable {
 
   ids(): NodeId[] {
     const out: NodeId[] = new Array(this.orderLength)
-    for (let i = 0; i < this.orderLength; i++) out[i] = this.idOf(this.rows.index[this.order[i]!]!)
+    for (let i = 0; i < this.orderLength; i++) out[i] = this.idOf(this.rows.index[this.slotInOrder(i)]!)
     return out
   }
 
   /** The neighbours in connection order, as views made now (do not change the table while iterating). */
   values(): Neighbour[] {
     const out: Neighbour[] = new Array(this.orderLength)
-    for (let i = 0; i < this.orderLength; i++) out[i] = this.at(this.order[i]!)!
+    for (let i = 0; i < this.orderLength; i++) out[i] = this.at(this.slotInOrder(i))!
     return out
   }
 
   /** The occupied slots in connection order, a copy (no view made). */
   slotsInOrder(): Int16Array | Int32Array {
-    return this.order.slice(0, this.orderLength)
+    return this.order === undefined ? this.orderColumn() : this.order.slice(0, this.orderLength)
+  }
+
+  /** The slot of the `i`th neighbour in connection order (`i` below `size`). */
+  private slotInOrder(i: number): number {
+    return this.order === undefined ? i : this.order[i]!
+  }
+
+  /** The order as a column, made now if it was implicit (see `order`). */
+  private orderColumn(): NarrowColumn {
+    if (this.order !== undefined) return this.order
+    const column: NarrowColumn = this.orderLength > 0x7fff ? new Int32Array(this.orderLength) : new Int16Array(this.orderLength)
+    for (let i = 0; i < this.orderLength; i++) column[i] = i
+    return column
   }
 
   /** Whether the neighbour in occupied `slot` has `flag` (no view made). */
@@ -188,8 +204,9 @@ export class NeighbourTable {
     this.countFlags(neighbour, -1)
     if (this.rows.lostCursor[slot]! < this.lostBase + this.lostLog.length) this.lostDue--
     // A scan and a shift: connections close rarely, and at most neighboursMax entries move.
-    const at = this.order.subarray(0, this.orderLength).indexOf(slot)
-    this.order.copyWithin(at, at + 1, this.orderLength)
+    const order = (this.order = this.orderColumn())
+    const at = order.subarray(0, this.orderLength).indexOf(slot)
+    order.copyWithin(at, at + 1, this.orderLength)
     this.orderLength--
     this.rows.close(slot)
     this.freeSlots.push(slot)
@@ -215,7 +232,7 @@ export class NeighbourTable {
   noteLost(peer: NodeId, max: number): void {
     if (this.orderLength === 0) return
     const end = this.lostBase + this.lostLog.length
-    for (let i = 0; i < this.orderLength; i++) if (this.rows.lostCursor[this.order[i]!] === end) this.lostDue++
+    for (let i = 0; i < this.orderLength; i++) if (this.rows.lostCursor[this.slotInOrder(i)] === end) this.lostDue++
     this.lostLog.push(peer)
     invariant(this.lostBase + this.lostLog.length <= CONNECTIONS_MAX, 'a position in the log of losses fits its column')
     this.rows.roomForLostPosition(this.lostBase + this.lostLog.length)
@@ -225,7 +242,7 @@ export class NeighbourTable {
       this.lostLog.shift()
       this.lostBase++
       for (let i = 0; i < this.orderLength; i++) {
-        const slot = this.order[i]!
+        const slot = this.slotInOrder(i)
         cursor[slot] = Math.max(cursor[slot]!, this.lostBase)
       }
     }
@@ -335,8 +352,13 @@ export class NeighbourTable {
   }
 
   private pushOrder(slot: number): void {
-    if (this.orderLength === this.order.length) this.order = grownNarrow(this.order, grownCapacity(this.order.length, this.orderLength + 1), 0)
-    this.order = widenedFor(this.order, slot)
+    if (this.order === undefined && slot === this.orderLength) {
+      this.orderLength++
+      return
+    }
+    let order = this.orderColumn()
+    if (this.orderLength === order.length) order = grownNarrow(order, grownCapacity(order.length, this.orderLength + 1), 0)
+    this.order = widenedFor(order, slot)
     this.order[this.orderLength++] = slot
   }
 
