@@ -98,13 +98,13 @@ export class NeighbourTable {
     const index = this.nodeIndex.get(id)
     if (index === undefined) return undefined
     const slot = this.slotOfIndex(index)
-    return slot < 0 ? undefined : new Neighbour(this.rows, id, index, slot, this.rows.connection[slot]!)
+    return slot < 0 ? undefined : new Neighbour(this.rows, id, index, slot, this.rows.connectionAt(slot))
   }
 
   /** `get` of the node numbered `index` (a routing-table row is its destination's number): an array read, no lookup of the id. */
   getByIndex(index: number): Neighbour | undefined {
     const slot = this.slotOfIndex(index)
-    return slot < 0 ? undefined : new Neighbour(this.rows, this.idOf(index), index, slot, this.rows.connection[slot]!)
+    return slot < 0 ? undefined : new Neighbour(this.rows, this.idOf(index), index, slot, this.rows.connectionAt(slot))
   }
 
   has(id: NodeId): boolean {
@@ -114,7 +114,7 @@ export class NeighbourTable {
 
   /** The neighbour in `slot`, if the slot is taken. */
   at(slot: number): Neighbour | undefined {
-    const connection = slot < this.rows.capacity ? this.rows.connection[slot]! : 0
+    const connection = slot < this.rows.capacity ? this.rows.connectionAt(slot) : 0
     if (connection === 0) return undefined
     const index = this.rows.index[slot]!
     return new Neighbour(this.rows, this.idOf(index), index, slot, connection)
@@ -127,7 +127,7 @@ export class NeighbourTable {
 
   /** The connection in `slot` (0: free). */
   connectionAt(slot: number): number {
-    return slot < this.rows.capacity ? this.rows.connection[slot]! : 0
+    return slot < this.rows.capacity ? this.rows.connectionAt(slot) : 0
   }
 
   /** The slot of the neighbour with node index `index`, or -1. */
@@ -192,7 +192,7 @@ export class NeighbourTable {
     const neighbour = new Neighbour(this.rows, id, index, slot, this.opened)
     this.countFlags(neighbour, 1)
     this.rows.roomForLostPosition(this.lostBase + this.lostLog.length)
-    this.rows.lostCursor[slot] = this.lostBase + this.lostLog.length // a new connection needs no news of older ones
+    this.rows.setLostCursor(slot, this.lostBase + this.lostLog.length) // a new connection needs no news of older ones
     return neighbour
   }
 
@@ -202,7 +202,7 @@ export class NeighbourTable {
     if (neighbour === undefined) return undefined
     const slot = neighbour.slot
     this.countFlags(neighbour, -1)
-    if (this.rows.lostCursor[slot]! < this.lostBase + this.lostLog.length) this.lostDue--
+    if (this.rows.lostCursorAt(slot) < this.lostBase + this.lostLog.length) this.lostDue--
     // A scan and a shift: connections close rarely, and at most neighboursMax entries move.
     const order = (this.order = this.orderColumn())
     const at = order.subarray(0, this.orderLength).indexOf(slot)
@@ -232,18 +232,17 @@ export class NeighbourTable {
   noteLost(peer: NodeId, max: number): void {
     if (this.orderLength === 0) return
     const end = this.lostBase + this.lostLog.length
-    for (let i = 0; i < this.orderLength; i++) if (this.rows.lostCursor[this.slotInOrder(i)] === end) this.lostDue++
+    for (let i = 0; i < this.orderLength; i++) if (this.rows.lostCursorAt(this.slotInOrder(i)) === end) this.lostDue++
     this.lostLog.push(peer)
     invariant(this.lostBase + this.lostLog.length <= CONNECTIONS_MAX, 'a position in the log of losses fits its column')
     this.rows.roomForLostPosition(this.lostBase + this.lostLog.length)
-    const cursor = this.rows.lostCursor
     this.lostTails.clear()
     if (this.lostLog.length > max) {
       this.lostLog.shift()
       this.lostBase++
       for (let i = 0; i < this.orderLength; i++) {
         const slot = this.slotInOrder(i)
-        cursor[slot] = Math.max(cursor[slot]!, this.lostBase)
+        this.rows.setLostCursor(slot, Math.max(this.rows.lostCursorAt(slot), this.lostBase))
       }
     }
   }
@@ -252,11 +251,11 @@ export class NeighbourTable {
   takeLost(neighbour: Neighbour): readonly NodeId[] | undefined {
     invariant(neighbour.open, 'losses are told on an open connection')
     const end = this.lostBase + this.lostLog.length
-    const cursor = this.rows.lostCursor[neighbour.slot]!
+    const cursor = this.rows.lostCursorAt(neighbour.slot)
     if (cursor >= end) return undefined
     let tail = this.lostTails.get(cursor)
     if (tail === undefined) this.lostTails.set(cursor, (tail = Object.freeze(this.lostLog.slice(cursor - this.lostBase))))
-    this.rows.lostCursor[neighbour.slot] = end
+    this.rows.setLostCursor(neighbour.slot, end)
     this.lostDue--
     this.compactLost()
     return tail
@@ -272,7 +271,7 @@ export class NeighbourTable {
 
   /** Whether the neighbour in occupied `slot` has not been told every loss yet. */
   owesLostAt(slot: number): boolean {
-    return this.rows.lostCursor[slot]! < this.lostBase + this.lostLog.length
+    return this.rows.lostCursorAt(slot) < this.lostBase + this.lostLog.length
   }
 
   /** How many neighbours have a loss to tell. */
@@ -318,7 +317,7 @@ export class NeighbourTable {
       invariant(this.nodeIndex.get(n.id) === n.index, `neighbour ${n.id} keeps its number in the node index`)
       invariant(this.slotOfIndex(n.index) === n.slot && this.indexSet.has(n.index), `neighbour ${n.id}'s index maps to its slot`)
       for (const flag of NEIGHBOUR_FLAGS) if (n[flag]) counted[flag]++
-      const cursor = this.rows.lostCursor[n.slot]!
+      const cursor = this.rows.lostCursorAt(n.slot)
       invariant(cursor >= this.lostBase && cursor <= end, `neighbour ${n.id}'s place in the log of losses is in it`)
       if (cursor < end) lostDue++
     }
