@@ -33,7 +33,7 @@ const gc = (globalThis as { gc?: () => void }).gc ?? fail('run with node --expos
 const GROUPS: readonly (readonly [string, RegExp])[] = [
   ['route table', /^(RouteColumns|Introducers|RecordAddresses|AddressVersions|SetIds|RouteTable|DirtyEntries)\b/],
   ['address book', /^(AddressBook|AddressRows)\b/],
-  ["the core's connections", /^(NeighbourColumns|NeighbourTable)\b/],
+  ["the core's connections", /^(NeighbourColumns|NeighbourTable|UpdateBudgets)\b/],
   ["the simulator's connections", /^(LinkTable|Network)\b/],
   ['holder sets and memo', /^(HolderSets|NodeSet)\b/],
   ['event queue', /^EventQueue\b/],

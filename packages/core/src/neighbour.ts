@@ -3,6 +3,7 @@ import { grownNarrow, type NarrowColumn, widenedFor } from './narrow.ts'
 import type { NodeSet } from './nodeset.ts'
 import { isValidSeq } from './seq.ts'
 import type { NodeId, RoutingMode } from './types.ts'
+import { UpdateBudgets } from './update-budgets.ts'
 
 /** A sender's last slot table and the node index of each slot (see `Neighbour.senderSlots`). */
 export interface SenderSlots {
@@ -52,21 +53,37 @@ export function grownCapacity(capacity: number, needed: number): number {
  * slot is reused lowest first), grown by doubling.
  */
 export class NeighbourColumns {
-  /** Which connection holds the slot (`Neighbour.connection`, numbered from 1); 0: the slot is free. */
-  connection: NarrowColumn = new Int16Array(0)
+  /**
+   * Which connection holds the slot (`Neighbour.connection`, numbered from 1); 0: the slot is
+   * free. Read through `connectionAt`. Undefined while slot s holds connection s + 1 (below
+   * `implicitConnections`, free past it): until a connection closes, each opens in the next slot
+   * with the next number. Made at the first that does not (`connectionColumn`). With `lostCursor`'s
+   * and `NeighbourTable`'s order, 7.5 bytes a (node, destination) pair on one subnet, where no
+   * connection closes (heap snapshot, 1,500 processes).
+   */
+  private connection: NarrowColumn | undefined = undefined
+  private implicitConnections = 0
   /** The neighbour's number in the core's `NodeIndex`. */
   index: NarrowColumn = new Int16Array(0)
   /** Bits of `FLAG_BITS` and `AWAITING_HELLO_BIT`. */
   flags = new Uint8Array(0)
-  /** `Neighbour.ownerSeqHeard` (a sequence number is unsigned 32-bit), meaningful once `OWNER_SEQ_HEARD_BIT` is set. */
-  ownerSeqHeard = new Uint32Array(0)
+  /**
+   * `Neighbour.ownerSeqHeard` (a sequence number is unsigned 32-bit), meaningful once
+   * `OWNER_SEQ_HEARD_BIT` is set: 2 bytes a slot while every number heard is below 65,536 (a
+   * record's seq grows by two a change from `initialSeq`, 0 unless configured), 4 from the first
+   * that is not (`setOwnerSeqHeard`). 4 were 4.9 bytes a (node, destination) pair on one subnet
+   * (heap snapshot, 1,500 processes), where every pair is a connection.
+   */
+  private ownerSeqHeard: Uint16Array | Uint32Array = new Uint16Array(0)
   /**
    * How many of the losses logged it has been told of (`NeighbourTable`'s log of losses; at most
    * CONNECTIONS_MAX; the table makes room for each new end of the log, `roomForLostPosition`).
    * This, `connection` and `index` are 2 bytes a slot while their numbers are below 32,768
    * (narrow.ts): 6 bytes a connection fewer, 2.6 a (node, destination) pair on three subnets.
+   * Read through `lostCursorAt`. Undefined while every slot's is 0 (no loss logged yet: the
+   * positions start at 0), made at the first other (`setLostCursor`).
    */
-  lostCursor: NarrowColumn = new Int16Array(0)
+  private lostCursor: NarrowColumn | undefined = undefined
   /**
    * When the connection came up, in whole milliseconds (`Neighbour.upAtMs`, read through `upAtMsOf`):
    * 4 bytes a slot, as milliseconds from `upEpochMs` (the first connection's), while every time is
@@ -81,9 +98,10 @@ export class NeighbourColumns {
    * `updateEntriesBurstMax`) as one number: when it is full again (-Infinity: full, as before the
    * neighbour's first update). The tokens at a time follow from it, the rate and the burst
    * (`NeighbourTable.chargeUpdateBudget`). Tokens and the time they were counted took two
-   * columns, 8 bytes a (node, destination) pair more on one subnet (heap snapshot, 1,000 processes).
+   * columns, 8 bytes a (node, destination) pair more on one subnet (heap snapshot, 1,000 processes);
+   * the time a Float64 a slot 8 more, now a 1-byte code (`UpdateBudgets`).
    */
-  budgetFullAtMs = new Float64Array(0)
+  readonly budgets = new UpdateBudgets()
   /**
    * `Neighbour.senderSlots`, by slot: only for the neighbours that sent a slot table we had to
    * translate (in a simulator's shared numbering, only hubs saying their neighbours are served), so
@@ -92,24 +110,59 @@ export class NeighbourColumns {
   readonly senderSlots = new Map<number, SenderSlots>()
 
   get capacity(): number {
-    return this.connection.length
+    return this.flags.length
+  }
+
+  /** The connection in `slot` (below `capacity`; 0: free). */
+  connectionAt(slot: number): number {
+    if (this.connection !== undefined) return this.connection[slot]!
+    return slot < this.implicitConnections ? slot + 1 : 0
+  }
+
+  /** How many of the losses logged the neighbour in `slot` has been told of (below `capacity`). */
+  lostCursorAt(slot: number): number {
+    return this.lostCursor === undefined ? 0 : this.lostCursor[slot]!
+  }
+
+  /** Sets `slot`'s position in the log of losses (at most CONNECTIONS_MAX). */
+  setLostCursor(slot: number, position: number): void {
+    if (this.lostCursor === undefined) {
+      if (position === 0) return
+      this.lostCursor = grownNarrow(new Int16Array(0), this.capacity, 0)
+    }
+    this.lostCursor = widenedFor(this.lostCursor, position)
+    this.lostCursor[slot] = position
   }
 
   /** Writes the row of a connection that opened in `slot`. */
   open(slot: number, connection: number, index: number, mode: RoutingMode, upAtMs: number): void {
     invariant(connection > 0 && connection <= CONNECTIONS_MAX, `a connection number fits its column (at most ${CONNECTIONS_MAX})`)
     if (slot >= this.capacity) this.grow(grownCapacity(this.capacity, slot + 1))
-    invariant(this.connection[slot] === 0, 'a connection opens in a free slot')
-    this.connection = widenedFor(this.connection, connection)
-    this.connection[slot] = connection
+    invariant(this.connectionAt(slot) === 0, 'a connection opens in a free slot')
+    if (this.connection === undefined && slot === this.implicitConnections && connection === slot + 1) this.implicitConnections++
+    else {
+      this.connection = widenedFor(this.connectionColumn(), connection)
+      this.connection[slot] = connection
+    }
     this.index = widenedFor(this.index, index)
     this.index[slot] = index
     this.flags[slot] = initialFlags(mode)
     this.ownerSeqHeard[slot] = 0
-    this.lostCursor[slot] = 0
+    if (this.lostCursor !== undefined) this.lostCursor[slot] = 0
     this.setUpAtMs(slot, upAtMs)
-    this.budgetFullAtMs[slot] = Number.NEGATIVE_INFINITY
+    this.budgets.setFull(slot)
     this.senderSlots.delete(slot)
+  }
+
+  /** The owner seq heard on the connection in `slot` (see `ownerSeqHeard`). */
+  ownerSeqHeardOf(slot: number): number {
+    return this.ownerSeqHeard[slot]!
+  }
+
+  /** Writes the owner seq heard in `slot` (unsigned 32-bit), widening the column at the first past 65,535. */
+  setOwnerSeqHeard(slot: number, seq: number): void {
+    if (this.ownerSeqHeard instanceof Uint16Array && seq > 0xffff) this.ownerSeqHeard = Uint32Array.from(this.ownerSeqHeard)
+    this.ownerSeqHeard[slot] = seq
   }
 
   /** When the connection in `slot` came up (whole milliseconds). */
@@ -130,28 +183,37 @@ export class NeighbourColumns {
 
   /** Frees `slot`: only the connection number is cleared (a view of the closed connection then refuses to read the row). */
   close(slot: number): void {
+    this.connection = this.connectionColumn()
     this.connection[slot] = 0
     this.senderSlots.delete(slot)
   }
 
   /** Room in `lostCursor` for positions up to `position`. */
   roomForLostPosition(position: number): void {
-    this.lostCursor = widenedFor(this.lostCursor, position)
+    if (this.lostCursor !== undefined) this.lostCursor = widenedFor(this.lostCursor, position)
+  }
+
+  /** `connection` as a column, made now if it was implicit. */
+  private connectionColumn(): NarrowColumn {
+    if (this.connection !== undefined) return this.connection
+    const column = this.implicitConnections > 0x7fff ? new Int32Array(this.capacity) : new Int16Array(this.capacity)
+    for (let slot = 0; slot < this.implicitConnections; slot++) column[slot] = slot + 1
+    return column
   }
 
   private grow(size: number): void {
-    const grown = <T extends Int32Array | Uint32Array | Uint8Array | Float64Array>(old: T, make: (n: number) => T): T => {
+    const grown = <T extends Int32Array | Uint32Array | Uint16Array | Uint8Array | Float64Array>(old: T, make: (n: number) => T): T => {
       const out = make(size)
       out.set(old)
       return out
     }
-    this.connection = grownNarrow(this.connection, size, 0)
+    if (this.connection !== undefined) this.connection = grownNarrow(this.connection, size, 0)
     this.index = grownNarrow(this.index, size, 0)
     this.flags = grown(this.flags, (n) => new Uint8Array(n))
-    this.ownerSeqHeard = grown(this.ownerSeqHeard, (n) => new Uint32Array(n))
-    this.lostCursor = grownNarrow(this.lostCursor, size, 0)
+    this.ownerSeqHeard = this.ownerSeqHeard instanceof Uint16Array ? grown(this.ownerSeqHeard, (n) => new Uint16Array(n)) : grown(this.ownerSeqHeard, (n) => new Uint32Array(n))
+    if (this.lostCursor !== undefined) this.lostCursor = grownNarrow(this.lostCursor, size, 0)
     this.upAtMs = this.upAtMs instanceof Int32Array ? grown(this.upAtMs, (n) => new Int32Array(n)) : grown(this.upAtMs, (n) => new Float64Array(n))
-    this.budgetFullAtMs = grown(this.budgetFullAtMs, (n) => new Float64Array(n))
+    this.budgets.grow(size)
   }
 }
 
@@ -178,7 +240,7 @@ export class Neighbour {
 
   /** Whether this view's connection is still open (its slot not freed or reused). */
   get open(): boolean {
-    return this.columns.connection[this.slot] === this.connection
+    return this.columns.connectionAt(this.slot) === this.connection
   }
 
   /** Whether `other` is a view of the same connection. */
@@ -225,13 +287,13 @@ export class Neighbour {
    * restarted, or a route to it was lost): "Not telling a node about itself" in the README.
    */
   get ownerSeqHeard(): number | undefined {
-    return (this.flags & OWNER_SEQ_HEARD_BIT) === 0 ? undefined : this.columns.ownerSeqHeard[this.slot]!
+    return (this.flags & OWNER_SEQ_HEARD_BIT) === 0 ? undefined : this.columns.ownerSeqHeardOf(this.slot)
   }
 
   set ownerSeqHeard(seq: number | undefined) {
     const slot = this.current()
     invariant(seq === undefined || isValidSeq(seq), 'a sequence number heard is unsigned 32-bit')
-    this.columns.ownerSeqHeard[slot] = seq ?? 0
+    this.columns.setOwnerSeqHeard(slot, seq ?? 0)
     this.columns.flags[slot] = seq === undefined ? this.flags & ~OWNER_SEQ_HEARD_BIT : this.flags | OWNER_SEQ_HEARD_BIT
   }
 

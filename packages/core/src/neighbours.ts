@@ -35,9 +35,12 @@ export class NeighbourTable {
    * send round's messages), the first `orderLength` of the column; as long as the rows. A
    * neighbour is found by id through the node index and `slotOfIndexMap`, with no map of its own:
    * at one entry per neighbour per node, a Map cost ~42 bytes a pair in a simulator of fully
-   * connected subnets (heap snapshot, 500 processes, one subnet).
+   * connected subnets (heap snapshot, 500 processes, one subnet). Undefined while it would be
+   * 0, 1, 2, ...: until a connection closes, each opens in the next slot (no slot is free), and
+   * the column was 2.5 bytes a pair on one subnet (heap snapshot, 1,500 processes), where none
+   * closes; made at the first removal (`orderColumn`).
    */
-  private order: NarrowColumn = new Int16Array(0)
+  private order: NarrowColumn | undefined = undefined
   private orderLength = 0
   /** One more than the highest slot ever taken: how far the slot table reaches before trimming free slots. */
   private slotsEnd = 0
@@ -95,13 +98,13 @@ export class NeighbourTable {
     const index = this.nodeIndex.get(id)
     if (index === undefined) return undefined
     const slot = this.slotOfIndex(index)
-    return slot < 0 ? undefined : new Neighbour(this.rows, id, index, slot, this.rows.connection[slot]!)
+    return slot < 0 ? undefined : new Neighbour(this.rows, id, index, slot, this.rows.connectionAt(slot))
   }
 
   /** `get` of the node numbered `index` (a routing-table row is its destination's number): an array read, no lookup of the id. */
   getByIndex(index: number): Neighbour | undefined {
     const slot = this.slotOfIndex(index)
-    return slot < 0 ? undefined : new Neighbour(this.rows, this.idOf(index), index, slot, this.rows.connection[slot]!)
+    return slot < 0 ? undefined : new Neighbour(this.rows, this.idOf(index), index, slot, this.rows.connectionAt(slot))
   }
 
   has(id: NodeId): boolean {
@@ -111,7 +114,7 @@ export class NeighbourTable {
 
   /** The neighbour in `slot`, if the slot is taken. */
   at(slot: number): Neighbour | undefined {
-    const connection = slot < this.rows.capacity ? this.rows.connection[slot]! : 0
+    const connection = slot < this.rows.capacity ? this.rows.connectionAt(slot) : 0
     if (connection === 0) return undefined
     const index = this.rows.index[slot]!
     return new Neighbour(this.rows, this.idOf(index), index, slot, connection)
@@ -124,7 +127,7 @@ export class NeighbourTable {
 
   /** The connection in `slot` (0: free). */
   connectionAt(slot: number): number {
-    return slot < this.rows.capacity ? this.rows.connection[slot]! : 0
+    return slot < this.rows.capacity ? this.rows.connectionAt(slot) : 0
   }
 
   /** The slot of the neighbour with node index `index`, or -1. */
@@ -134,20 +137,33 @@ export class NeighbourTable {
 
   ids(): NodeId[] {
     const out: NodeId[] = new Array(this.orderLength)
-    for (let i = 0; i < this.orderLength; i++) out[i] = this.idOf(this.rows.index[this.order[i]!]!)
+    for (let i = 0; i < this.orderLength; i++) out[i] = this.idOf(this.rows.index[this.slotInOrder(i)]!)
     return out
   }
 
   /** The neighbours in connection order, as views made now (do not change the table while iterating). */
   values(): Neighbour[] {
     const out: Neighbour[] = new Array(this.orderLength)
-    for (let i = 0; i < this.orderLength; i++) out[i] = this.at(this.order[i]!)!
+    for (let i = 0; i < this.orderLength; i++) out[i] = this.at(this.slotInOrder(i))!
     return out
   }
 
   /** The occupied slots in connection order, a copy (no view made). */
   slotsInOrder(): Int16Array | Int32Array {
-    return this.order.slice(0, this.orderLength)
+    return this.order === undefined ? this.orderColumn() : this.order.slice(0, this.orderLength)
+  }
+
+  /** The slot of the `i`th neighbour in connection order (`i` below `size`). */
+  private slotInOrder(i: number): number {
+    return this.order === undefined ? i : this.order[i]!
+  }
+
+  /** The order as a column, made now if it was implicit (see `order`). */
+  private orderColumn(): NarrowColumn {
+    if (this.order !== undefined) return this.order
+    const column: NarrowColumn = this.orderLength > 0x7fff ? new Int32Array(this.orderLength) : new Int16Array(this.orderLength)
+    for (let i = 0; i < this.orderLength; i++) column[i] = i
+    return column
   }
 
   /** Whether the neighbour in occupied `slot` has `flag` (no view made). */
@@ -176,7 +192,7 @@ export class NeighbourTable {
     const neighbour = new Neighbour(this.rows, id, index, slot, this.opened)
     this.countFlags(neighbour, 1)
     this.rows.roomForLostPosition(this.lostBase + this.lostLog.length)
-    this.rows.lostCursor[slot] = this.lostBase + this.lostLog.length // a new connection needs no news of older ones
+    this.rows.setLostCursor(slot, this.lostBase + this.lostLog.length) // a new connection needs no news of older ones
     return neighbour
   }
 
@@ -186,10 +202,11 @@ export class NeighbourTable {
     if (neighbour === undefined) return undefined
     const slot = neighbour.slot
     this.countFlags(neighbour, -1)
-    if (this.rows.lostCursor[slot]! < this.lostBase + this.lostLog.length) this.lostDue--
+    if (this.rows.lostCursorAt(slot) < this.lostBase + this.lostLog.length) this.lostDue--
     // A scan and a shift: connections close rarely, and at most neighboursMax entries move.
-    const at = this.order.subarray(0, this.orderLength).indexOf(slot)
-    this.order.copyWithin(at, at + 1, this.orderLength)
+    const order = (this.order = this.orderColumn())
+    const at = order.subarray(0, this.orderLength).indexOf(slot)
+    order.copyWithin(at, at + 1, this.orderLength)
     this.orderLength--
     this.rows.close(slot)
     this.freeSlots.push(slot)
@@ -215,18 +232,17 @@ export class NeighbourTable {
   noteLost(peer: NodeId, max: number): void {
     if (this.orderLength === 0) return
     const end = this.lostBase + this.lostLog.length
-    for (let i = 0; i < this.orderLength; i++) if (this.rows.lostCursor[this.order[i]!] === end) this.lostDue++
+    for (let i = 0; i < this.orderLength; i++) if (this.rows.lostCursorAt(this.slotInOrder(i)) === end) this.lostDue++
     this.lostLog.push(peer)
     invariant(this.lostBase + this.lostLog.length <= CONNECTIONS_MAX, 'a position in the log of losses fits its column')
     this.rows.roomForLostPosition(this.lostBase + this.lostLog.length)
-    const cursor = this.rows.lostCursor
     this.lostTails.clear()
     if (this.lostLog.length > max) {
       this.lostLog.shift()
       this.lostBase++
       for (let i = 0; i < this.orderLength; i++) {
-        const slot = this.order[i]!
-        cursor[slot] = Math.max(cursor[slot]!, this.lostBase)
+        const slot = this.slotInOrder(i)
+        this.rows.setLostCursor(slot, Math.max(this.rows.lostCursorAt(slot), this.lostBase))
       }
     }
   }
@@ -235,11 +251,11 @@ export class NeighbourTable {
   takeLost(neighbour: Neighbour): readonly NodeId[] | undefined {
     invariant(neighbour.open, 'losses are told on an open connection')
     const end = this.lostBase + this.lostLog.length
-    const cursor = this.rows.lostCursor[neighbour.slot]!
+    const cursor = this.rows.lostCursorAt(neighbour.slot)
     if (cursor >= end) return undefined
     let tail = this.lostTails.get(cursor)
     if (tail === undefined) this.lostTails.set(cursor, (tail = Object.freeze(this.lostLog.slice(cursor - this.lostBase))))
-    this.rows.lostCursor[neighbour.slot] = end
+    this.rows.setLostCursor(neighbour.slot, end)
     this.lostDue--
     this.compactLost()
     return tail
@@ -255,7 +271,7 @@ export class NeighbourTable {
 
   /** Whether the neighbour in occupied `slot` has not been told every loss yet. */
   owesLostAt(slot: number): boolean {
-    return this.rows.lostCursor[slot]! < this.lostBase + this.lostLog.length
+    return this.rows.lostCursorAt(slot) < this.lostBase + this.lostLog.length
   }
 
   /** How many neighbours have a loss to tell. */
@@ -301,7 +317,7 @@ export class NeighbourTable {
       invariant(this.nodeIndex.get(n.id) === n.index, `neighbour ${n.id} keeps its number in the node index`)
       invariant(this.slotOfIndex(n.index) === n.slot && this.indexSet.has(n.index), `neighbour ${n.id}'s index maps to its slot`)
       for (const flag of NEIGHBOUR_FLAGS) if (n[flag]) counted[flag]++
-      const cursor = this.rows.lostCursor[n.slot]!
+      const cursor = this.rows.lostCursorAt(n.slot)
       invariant(cursor >= this.lostBase && cursor <= end, `neighbour ${n.id}'s place in the log of losses is in it`)
       if (cursor < end) lostDue++
     }
@@ -314,17 +330,17 @@ export class NeighbourTable {
   /**
    * Charges `entries` to `neighbour`'s update token bucket (`perSecond` tokens a second, at most
    * `burst`; full at its first update) and returns the tokens left: below 0, it sent too much.
-   * The bucket is kept as when it is full again (`NeighbourColumns.budgetFullAtMs`): the same
+   * The bucket is kept as when it is full again (`NeighbourColumns.budgets`): the same
    * tokens as `min(burst, tokens then + elapsed · rate)`, up to rounding, and exactly `burst` once
    * full. The rate and burst are the core's limits, the same at every charge.
    */
   chargeUpdateBudget(neighbour: Neighbour, entries: number, nowMs: number, perSecond: number, burst: number): number {
     const slot = neighbour.slot
     invariant(neighbour.open, 'a bucket is charged to a neighbour of the table')
-    const full = this.rows.budgetFullAtMs
-    const owedMs = full[slot]! - nowMs
+    const budgets = this.rows.budgets
+    const owedMs = budgets.fullAtMs(slot) - nowMs
     const left = (owedMs > 0 ? burst - (owedMs * perSecond) / 1000 : burst) - entries
-    full[slot] = nowMs + ((burst - left) * 1000) / perSecond
+    budgets.set(slot, nowMs + ((burst - left) * 1000) / perSecond, nowMs)
     return left
   }
 
@@ -335,8 +351,13 @@ export class NeighbourTable {
   }
 
   private pushOrder(slot: number): void {
-    if (this.orderLength === this.order.length) this.order = grownNarrow(this.order, grownCapacity(this.order.length, this.orderLength + 1), 0)
-    this.order = widenedFor(this.order, slot)
+    if (this.order === undefined && slot === this.orderLength) {
+      this.orderLength++
+      return
+    }
+    let order = this.orderColumn()
+    if (this.orderLength === order.length) order = grownNarrow(order, grownCapacity(order.length, this.orderLength + 1), 0)
+    this.order = widenedFor(order, slot)
     this.order[this.orderLength++] = slot
   }
 

@@ -8,6 +8,12 @@ const NONE = -1
 const OPEN = 1
 /** The connection crosses subnets (`Network`'s inter-subnet latency and bandwidth). */
 const INTER = 2
+/**
+ * The row holds a connection, open or closed with events naming it (not free). A connection
+ * number a row (4 bytes, 2.3 a (node, destination) pair on one subnet, heap snapshot at 1,500
+ * processes) marked this before; `Network` numbers the closes it needs told apart itself.
+ */
+const USED = 4
 
 /**
  * The simulator's connections, in columns: one row (slot) per open connection or closed one that
@@ -15,14 +21,12 @@ const INTER = 2
  * dense index from node pair to slot. A `Connection` object per link (two boxed
  * doubles) and a `Map` per node, one entry per link at each end, cost ~48 bytes a (node,
  * destination) pair at the end of a 1,000-process run of three subnets (heap snapshot), with
- * ~0.22 connections a pair; a row here is ~50 bytes and the index 2 bytes a pair.
+ * ~0.22 connections a pair; a row here is ~45 bytes and the index 2 bytes a pair.
  *
  * Bounds: rows at most the open connections (≤ nodes²/2) plus those closed with events in flight,
  * grown by a quarter; the index one cell per node pair (NODES_MAX).
  */
 export class LinkTable {
-  /** Each slot's connection number (unique in a run, from 1; 0: the slot is free). */
-  id = new Int32Array(0)
   /** Its ends: `a` dialled `b`. */
   a = new Int32Array(0)
   b = new Int32Array(0)
@@ -44,7 +48,6 @@ export class LinkTable {
   private readonly degreeOf: Int32Array
   private readonly freeSlots: LinkSlot[] = []
   private rows = 0
-  private nextId = 1
   /**
    * The pair index: for nodes u < v, `pairSlot[v·(v−1)/2 + u]` is the open connection's slot + 1,
    * or 0. One 4-byte cell per unordered pair, 2 bytes a (node, destination) pair whatever the
@@ -68,10 +71,9 @@ export class LinkTable {
   open(a: number, b: number, inter: boolean): LinkSlot {
     invariant(this.slotBetween(a, b) === NONE && a !== b, 'two nodes share at most one open connection')
     const slot = this.freeSlots.pop() ?? this.newRow()
-    this.id[slot] = this.nextId++
     this.a[slot] = a
     this.b[slot] = b
-    this.flags[slot] = OPEN | (inter ? INTER : 0)
+    this.flags[slot] = USED | OPEN | (inter ? INTER : 0)
     this.txFreeToBMs[slot] = 0
     this.txFreeToAMs[slot] = 0
     this.append(a, 2 * slot)
@@ -92,6 +94,11 @@ export class LinkTable {
 
   isOpen(slot: LinkSlot): boolean {
     return (this.flags[slot]! & OPEN) !== 0
+  }
+
+  /** Whether the row holds a connection (open, or closed with events naming it): not free. */
+  isUsed(slot: LinkSlot): boolean {
+    return (this.flags[slot]! & USED) !== 0
   }
 
   isInter(slot: LinkSlot): boolean {
@@ -152,13 +159,13 @@ export class LinkTable {
   }
 
   private freeIfUnused(slot: LinkSlot): void {
-    if (this.isOpen(slot) || this.refs[slot]! > 0 || this.id[slot] === 0) return
-    this.id[slot] = 0
+    if (this.isOpen(slot) || this.refs[slot]! > 0 || !this.isUsed(slot)) return
+    this.flags[slot] = 0
     this.freeSlots.push(slot)
   }
 
   private newRow(): LinkSlot {
-    if (this.rows === this.id.length) this.grow(Math.max(16, this.rows + (this.rows >> 2)))
+    if (this.rows === this.a.length) this.grow(Math.max(16, this.rows + (this.rows >> 2)))
     return this.rows++
   }
 
@@ -168,7 +175,6 @@ export class LinkTable {
       out.set(old)
       return out
     }
-    this.id = grown(this.id, (n) => new Int32Array(n))
     this.a = grown(this.a, (n) => new Int32Array(n))
     this.b = grown(this.b, (n) => new Int32Array(n))
     this.flags = grown(this.flags, (n) => new Uint8Array(n))

@@ -37,6 +37,8 @@ export class Network {
    * ever holds anything). At most HELD_MESSAGES_PER_LINK_MAX each; emptied when the connection closes.
    */
   private readonly held = new Map<number, Payload[]>()
+  /** Connections closed so far: each close's number, which its late `down` events carry (`onDown`). */
+  private closesMade = 0
 
   constructor(private readonly kernel: Kernel) {
     this.table = new LinkTable(kernel.nodes.length)
@@ -164,7 +166,8 @@ export class Network {
     if (!table.isOpen(conn)) return
     const a = kernel.nodes[table.a[conn]!]!
     const b = kernel.nodes[table.b[conn]!]!
-    const id = table.id[conn]!
+    // Tells this close's late `down` events from those of a later connection between the two.
+    const id = ++this.closesMade
     kernel.trace?.(kernel.nowMs, `close ${a.id} ${b.id}`)
     kernel.counters.openConnections--
     for (const key of [2 * conn, 2 * conn + 1]) {

@@ -7,7 +7,6 @@ import { LinkTable } from '../src/links.ts'
 interface LinkModel {
   readonly a: number
   readonly b: number
-  readonly id: number
   open: boolean
   refs: number
   toBMs: number
@@ -31,7 +30,6 @@ describe('LinkTable against a Connection object per link and a Map per node', ()
         // Every connection ever opened by its row while the row is not free, and each node's Map.
         const bySlot = new Map<number, LinkModel>()
         const perNode = Array.from({ length: NODES }, () => new Map<number, number>())
-        let ids = 0
         for (const o of ops) {
           const live = [...bySlot.entries()]
           const [slot, link] = live.length === 0 ? [-1, undefined] : live[('pick' in o ? o.pick : 0) % live.length]!
@@ -39,10 +37,10 @@ describe('LinkTable against a Connection object per link and a Map per node', ()
             if (o.u === o.v || perNode[o.u]!.has(o.v)) continue
             const opened = table.open(o.u, o.v, o.inter)
             expect(bySlot.has(opened), 'a row an event names or an open connection holds is not reused').toBe(false)
-            bySlot.set(opened, { a: o.u, b: o.v, id: ++ids, open: true, refs: 0, toBMs: 0 })
+            bySlot.set(opened, { a: o.u, b: o.v, open: true, refs: 0, toBMs: 0 })
             perNode[o.u]!.set(o.v, opened)
             perNode[o.v]!.set(o.u, opened)
-            expect([table.id[opened], table.isInter(opened)]).toEqual([ids, o.inter])
+            expect([table.isUsed(opened), table.isInter(opened)]).toEqual([true, o.inter])
           } else if (link === undefined) {
             continue
           } else if (o.k === 'close') {
@@ -72,12 +70,12 @@ describe('LinkTable against a Connection object per link and a Map per node', ()
             return out
           }
           expect({
-            rows: rows.map((s) => [table.id[s], table.a[s], table.b[s], table.isOpen(s), table.txFreeToBMs[s]]),
+            rows: rows.map((s) => [table.isUsed(s), table.a[s], table.b[s], table.isOpen(s), table.txFreeToBMs[s]]),
             lists: nodes.map(listed),
             degrees: nodes.map((u) => table.degree(u)),
             between: nodes.map((u) => nodes.map((v) => table.slotBetween(u, v))),
           }).toEqual({
-            rows: rows.map((s) => bySlot.get(s)!).map((m) => [m.id, m.a, m.b, m.open, m.toBMs]),
+            rows: rows.map((s) => bySlot.get(s)!).map((m) => [true, m.a, m.b, m.open, m.toBMs]),
             lists: nodes.map((u) => [...perNode[u]!]),
             degrees: nodes.map((u) => perNode[u]!.size),
             between: nodes.map((u) => nodes.map((v) => perNode[u]!.get(v) ?? -1)),

@@ -332,6 +332,23 @@ describe('strategies converge to correct tables', () => {
     }
   })
 
+  it('a crash noticed late is told apart from a second crash of the same node: the first notice does not stand for the second', () => {
+    // A-007 crashes, restarts and reconnects, and crashes again, all within crashDetectMs: its
+    // peers hear of the second crash crashDetectMs after it, not when the first one's notice is
+    // due (each close's late notice carries the close's own number, `Network.closesMade`).
+    const base = threeSubnets(60, { startSpreadMs: 500 })
+    const second = 2_600
+    const sim = new Simulation({ ...base, events: [
+      { atMs: 2_000, type: 'crash', nodes: ['A-007'] },
+      { atMs: 2_100, type: 'restart', nodes: ['A-007'] },
+      { atMs: second, type: 'crash', nodes: ['A-007'] },
+    ] })
+    const result = sim.run()
+    expect(result.converged).toBe(true)
+    expect(result.convergenceMs).toBeGreaterThanOrEqual(second + base.network.crashDetectMs)
+    expect(result.check).toMatchObject({ ok: true, failures: [] })
+  })
+
   it('master: a process whose dial reached the master before it started dials it again (startSpreadMs)', () => {
     // Every process used to dial the master once; refused (not started yet), the run stopped with
     // "has no connection to the master".
