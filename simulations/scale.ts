@@ -13,7 +13,9 @@
  *   node ... scale.ts --child --time-check --tree .. --scenario-file scenarios/paper-3-subnets.json --nodes 5000   # one run, then the final table check again, timed (stderr)
  *
  * Each row also records the machine's load average during the run (wall time depends on it) and
- * the live set at the end (heap and array buffers after a full collection).
+ * the live set at the end (heap and array buffers after a full collection). Each run's process gets
+ * glibc's malloc asked for transparent huge pages (huge-pages.ts; `GLIBC_TUNABLES=glibc.malloc.hugetlb=0`
+ * in the environment runs without them).
  *
  * A run that times out, passes the memory limit or crashes is recorded as such (with the wall time and resident set it reached), and the scenario's larger
  * sizes are skipped. Progress: one line per run on stderr, and the child's own line every 10 s.
@@ -25,6 +27,7 @@ import { cpus, loadavg } from 'node:os'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { SIM_LIMITS } from '@phoenix-overlay/sim'
 import { fail, scriptArgs } from '../tools/script-args.ts'
+import { withHugePages } from './huge-pages.ts'
 import * as vega from 'vega'
 import * as vegaLite from 'vega-lite'
 
@@ -211,7 +214,9 @@ function runChild(tree: string, scenario: string, nodes: number, timeoutS: numbe
   const args = ['--expose-gc', `--max-semi-space-size=${SEMI_SPACE_MIB}`, `--max-old-space-size=${Math.round(heapLimitMiB)}`, ...TYPESCRIPT_ARGS, fileURLToPath(import.meta.url), '--child', '--tree', tree, '--scenario-file', join(here, 'scenarios', `${scenario}.json`), '--nodes', String(nodes)]
   return new Promise((done) => {
     const started = performance.now()
-    const proc = spawn(process.execPath, args, { cwd: here, stdio: ['ignore', 'pipe', 'inherit'] })
+    // Transparent huge pages for the typed arrays' memory (huge-pages.ts): the run is bound by
+    // memory access, and with 4 KiB pages its random touches of the state miss the TLB too.
+    const proc = spawn(process.execPath, args, { cwd: here, env: withHugePages(process.env), stdio: ['ignore', 'pipe', 'inherit'] })
     let out = ''
     proc.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()))
     const timer = setTimeout(() => proc.kill('SIGKILL'), timeoutS * 1000)
