@@ -119,11 +119,6 @@ export class NeighbourLink {
     return this.control.length + this.data.length
   }
 
-  /** Frames decoded and not yet taken by the handler (the stream is paused meanwhile). */
-  get isHolding(): boolean {
-    return this.heldFrom < this.held.length
-  }
-
   get queuedDataFrames(): number {
     return this.data.length
   }

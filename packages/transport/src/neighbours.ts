@@ -58,6 +58,8 @@ export interface FrameHandler {
  */
 export class Neighbours {
   private readonly byPeer = new Map<string, Neighbour>()
+  /** A frame was refused since the last `resumeAll` began: a link may hold frames, and a drain asks for a pass. */
+  private refused = false
   handler: FrameHandler | undefined
   /** Set while leaving: streams opened to us are refused. */
   closing = false
@@ -99,6 +101,7 @@ export class Neighbours {
   }
 
   resumeAll(): void {
+    this.refused = false // each link holding frames retries them now, and sets it again if refused
     for (const neighbour of this.all()) {
       this.guard(neighbour.link, () => neighbour.link.resume(), undefined)
       if (neighbour.leaving) this.finishIfWritten(neighbour)
@@ -106,11 +109,11 @@ export class Neighbours {
   }
 
   /**
-   * `link` wrote all it had queued: the core driver's pass (resumeLinks) runs only if a link holds
-   * frames or this neighbour leaves (finished once written), not after every lone frame (issue 19).
+   * `link` wrote all it had queued: the core driver's pass (resumeLinks) runs only if a link may hold
+   * frames (`refused`) or this neighbour leaves (finished once written), not after every lone frame.
    */
   private linkDrained(link: NeighbourLink): void {
-    if (this.byPeer.get(link.peer)?.leaving === true || anyHolding(this.byPeer.values())) this.driver.schedule()
+    if (this.refused || this.byPeer.get(link.peer)?.leaving === true) this.driver.schedule()
     this.guard(link, () => this.handler?.linkDrained(link.peer), undefined)
   }
 
@@ -302,7 +305,9 @@ export class Neighbours {
       // Guarded as guard() does, without a closure per frame.
       (bytes): boolean => {
         try {
-          return this.handler?.onFrame(link, bytes) ?? true
+          const taken = this.handler?.onFrame(link, bytes) ?? true
+          if (!taken) this.refused = true
+          return taken
         } catch (error) {
           return this.failed(link, error, true)
         }
@@ -505,10 +510,4 @@ function isWrongPeer(error: Error): boolean {
 /** libp2p's refusal of a dial that reached this node (`InvalidPeerIdError: Can not dial self`, connection-manager or upgrader). */
 function reachedSelf(error: Error): boolean {
   return error.name === 'InvalidPeerIdError' && /dial self/i.test(error.message)
-}
-
-/** Whether any of `neighbours`' links holds frames its handler refused (and is paused). */
-function anyHolding(neighbours: Iterable<Neighbour>): boolean {
-  for (const neighbour of neighbours) if (neighbour.link.isHolding) return true
-  return false
 }
