@@ -5,7 +5,7 @@
  */
 import type { Stream } from '@libp2p/interface'
 import { pipe } from 'it-pipe'
-import { resumeReading } from '../../packages/transport/src/stream-resume.ts'
+import { resumeReading } from '@phoenix-overlay/transport/testing'
 
 /**
  * What a paused inbound stream may buffer: yamux's largest stream window (16 MiB), so a sender

@@ -1,6 +1,6 @@
 import type { Libp2p, Stream } from '@libp2p/interface'
 import { afterAll, describe, expect, it } from 'vitest'
-import { resumeReading } from '../../packages/transport/src/stream-resume.ts'
+import { resumeReading } from '@phoenix-overlay/transport/testing'
 import { drained, pauseResumeRelay, READ_BUFFER_BYTES_MAX } from '../src/relays.ts'
 import { bareNode } from '../src/stack.ts'
 
