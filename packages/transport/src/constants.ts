@@ -21,7 +21,9 @@ export const TRANSPORT_LIMITS = {
   pendingRouteWaitsMax: 16_384,
   /**
    * Messages buffered per `messages()` iterator whose consumer is slow. A message that finds an
-   * iterator full is refused (the sender hears `receiver-too-slow`), never acknowledged.
+   * iterator full is refused (the sender hears `receiver-too-slow`), never acknowledged. Each
+   * source may hold only as many as are free (held-messages.ts): one source alone half of it, so
+   * one flooding source leaves room for the others.
    */
   receiveBufferMax: 4_096,
   /**

@@ -1,5 +1,6 @@
 import { Uint8ArrayList } from 'uint8arraylist'
 import { DuplicateWindow } from './duplicate-window.ts'
+import { HeldMessages, type BufferLimits } from './held-messages.ts'
 import type { ReceivedMessage } from './api.ts'
 
 /**
@@ -30,9 +31,8 @@ export function receivedMessage(fields: Omit<ReceivedMessage, 'payload' | 'paylo
 export type Delivery = 'delivered' | 'duplicate' | 'receiver-too-slow' | 'no-consumer'
 
 interface Consumer {
-  readonly buffer: ReceivedMessage[]
-  /** The payload bytes in `buffer` (receiveBufferBytesMax). */
-  bytes: number
+  /** Bounded by receiveBufferMax and receiveBufferBytesMax, each source to its share (held-messages.ts). */
+  readonly buffer: HeldMessages
   /** Every `next()` waiting for a message (an application may call it again before one settles): all wake, the first takes it. */
   readonly waiters: (() => void)[]
   ended: boolean
@@ -50,8 +50,9 @@ function wake(consumer: Consumer): void {
  * - the consumers are the `messages()` iterators and the `'message'` listeners; each gets every
  *   message;
  * - a message is delivered only if every iterator has room for it (`receiveBufferMax` messages,
- *   `receiveBufferBytesMax` payload bytes); if one is full, no consumer gets it and the sender
- *   hears `receiver-too-slow`;
+ *   `receiveBufferBytesMax` payload bytes) and its source is under its share of that room (it
+ *   holds less than is free: `HeldMessages`, so one flooding source leaves room for the others);
+ *   if not, no consumer gets it and the sender hears `receiver-too-slow`;
  * - before the application has any consumer, messages wait in the node's own receive buffer
  *   (the same two bounds), as if an iterator had been opened at start: the first iterator
  *   opened, or the first `'message'` listener added, is handed them in order. Once that buffer
@@ -64,14 +65,13 @@ export class Inbox {
   private readonly consumers = new Set<Consumer>()
   /** The (source, message id) pairs of the last `duplicateWindowMax` delivered messages. */
   private readonly seen: DuplicateWindow
-  /** Messages that arrived while the application had no consumer yet (at most receiveBufferMax). */
-  private unclaimed: ReceivedMessage[] = []
-  private unclaimedBytes = 0
+  /** Messages that arrived while the application had no consumer yet (the same bounds and shares as an iterator's). */
+  private unclaimed = new HeldMessages()
   /** The node stopped and has not started again: an iterator opened now hands out what waits and ends (it would wait for a start that may never come). */
   private stopped = false
 
   constructor(
-    private readonly limits: { readonly receiveBufferMax: number; readonly receiveBufferBytesMax: number; readonly duplicateWindowMax: number },
+    private readonly limits: BufferLimits & { readonly duplicateWindowMax: number },
     private readonly listenerCount: () => number,
     private readonly emit: (message: ReceivedMessage) => void,
   ) {
@@ -82,26 +82,19 @@ export class Inbox {
     if (this.seen.has(message.from, message.messageId)) return 'duplicate'
     const bytes = message.payloadList.byteLength
     if (this.consumers.size === 0 && this.listenerCount() === 0) {
-      if (!this.hasRoom(this.unclaimed.length, this.unclaimedBytes, bytes)) return 'no-consumer'
+      if (!this.unclaimed.admits(message.from, bytes, this.limits)) return 'no-consumer'
       this.seen.remember(message.from, message.messageId)
       this.unclaimed.push(message)
-      this.unclaimedBytes += bytes
       return 'delivered'
     }
-    for (const consumer of this.consumers) if (!this.hasRoom(consumer.buffer.length, consumer.bytes, bytes)) return 'receiver-too-slow'
+    for (const consumer of this.consumers) if (!consumer.buffer.admits(message.from, bytes, this.limits)) return 'receiver-too-slow'
     this.seen.remember(message.from, message.messageId)
     for (const consumer of this.consumers) {
       consumer.buffer.push(message)
-      consumer.bytes += bytes
       wake(consumer)
     }
     this.emit(message)
     return 'delivered'
-  }
-
-  /** Whether a buffer holding `count` messages of `bytes` takes one more of `adding` bytes (an empty one takes any). */
-  private hasRoom(count: number, bytes: number, adding: number): boolean {
-    return count === 0 || (count < this.limits.receiveBufferMax && bytes + adding <= this.limits.receiveBufferBytesMax)
   }
 
   /** Messages waiting for the application's first consumer. */
@@ -114,13 +107,9 @@ export class Inbox {
     if (this.unclaimed.length === 0) return
     queueMicrotask(() => {
       if (this.listenerCount() === 0) return
-      const waiting = this.unclaimed
-      this.unclaimed = []
-      this.unclaimedBytes = 0
-      for (const message of waiting) {
+      for (const message of this.unclaimed.takeAll()) {
         for (const consumer of this.consumers) {
           consumer.buffer.push(message)
-          consumer.bytes += message.payloadList.byteLength
           wake(consumer)
         }
         this.emit(message)
@@ -155,19 +144,16 @@ export class Inbox {
     if (!this.consumers.delete(consumer) && (consumer.left || consumer.buffer.length === 0)) return
     consumer.left = true
     consumer.ended = true
-    if (this.consumers.size === 0 && this.listenerCount() === 0) {
-      this.unclaimed = [...consumer.buffer.splice(0), ...this.unclaimed]
-      this.unclaimedBytes += consumer.bytes
-    } else consumer.buffer.length = 0
-    consumer.bytes = 0
+    const held = consumer.buffer.takeAll()
+    if (this.consumers.size === 0 && this.listenerCount() === 0) this.unclaimed.prepend(held)
     wake(consumer)
   }
 
   messages(): AsyncIterableIterator<ReceivedMessage> {
     // The first consumer takes over what waited for one.
     const first = this.consumers.size === 0 && this.listenerCount() === 0
-    const consumer: Consumer = { buffer: first ? this.unclaimed.splice(0) : [], bytes: first ? this.unclaimedBytes : 0, waiters: [], ended: this.stopped, left: false }
-    if (first) this.unclaimedBytes = 0
+    const consumer: Consumer = { buffer: first ? this.unclaimed : new HeldMessages(), waiters: [], ended: this.stopped, left: false }
+    if (first) this.unclaimed = new HeldMessages()
     if (!this.stopped) this.consumers.add(consumer)
     const leave = () => this.leave(consumer)
     return {
@@ -180,7 +166,6 @@ export class Inbox {
           await new Promise<void>((resolve) => consumer.waiters.push(resolve))
         }
         const message = consumer.buffer.shift()!
-        consumer.bytes -= message.payloadList.byteLength
         return { value: message, done: false }
       },
       async return(): Promise<IteratorResult<ReceivedMessage>> {

@@ -60,28 +60,34 @@ describe('the inbox: duplicates within the window (fast-check seed printed at th
   })
 })
 
-describe('the inbox: bounded in bytes as well as messages (fast-check seed printed at the start of the run)', () => {
-  it('takes a message exactly when the buffer is empty or has room for it in both counts; reads, early leaves and a first reader move the bytes with the messages', async () => {
+describe('the inbox: bounded in bytes as well as messages, each source to its share (fast-check seed printed at the start of the run)', () => {
+  it('takes a message exactly when the buffer is empty, or has room for it in both counts and its source holds less than is free; reads, early leaves and a first reader move the bytes with the messages', async () => {
     // An adversarial audit grew a node to 3 GiB with 1 MiB messages, each from a new source (its
-    // own flow): the buffers were bounded in messages only.
+    // own flow): the buffers were bounded in messages only. Then one flooding source could fill
+    // the buffer and have every other source refused (held-messages.ts).
     await fc.assert(
       fc.asyncProperty(
-        fc.array(fc.oneof(fc.record({ op: fc.constant('send' as const), bytes: fc.integer({ min: 0, max: 40 }) }), fc.record({ op: fc.constantFrom('read' as const, 'open' as const, 'leave' as const) })), { maxLength: 120 }),
+        fc.array(fc.oneof(fc.record({ op: fc.constant('send' as const), from: fc.constantFrom('a', 'b', 'c'), bytes: fc.integer({ min: 0, max: 40 }) }), fc.record({ op: fc.constantFrom('read' as const, 'open' as const, 'leave' as const) })), { maxLength: 120 }),
         async (ops) => {
           const countMax = 6
           const bytesMax = 64
           const inbox = new Inbox({ receiveBufferMax: countMax, receiveBufferBytesMax: bytesMax, duplicateWindowMax: 0 }, () => 0, () => {})
           let reader: AsyncIterableIterator<ReceivedMessage> | undefined
-          const held: number[] = [] // the model: the sizes in the one buffer there is (the reader's, or the unclaimed one)
+          const held: { from: string; bytes: number }[] = [] // the model: the one buffer there is (the reader's, or the unclaimed one)
+          const sum = (list: { bytes: number }[]) => list.reduce((a, b) => a + b.bytes, 0)
           let id = 0
           for (const step of ops) {
             if (step.op === 'send') {
-              const fits = held.length === 0 || (held.length < countMax && held.reduce((a, b) => a + b, 0) + step.bytes <= bytesMax)
-              const got = inbox.accept(receivedMessage({ from: 'a', name: 'app', hops: 1, messageId: ++id }, new Uint8Array(step.bytes)))
+              const own = held.filter((m) => m.from === step.from)
+              const underShare = own.length === 0 || (own.length < countMax - held.length && sum(own) < bytesMax - sum(held))
+              const fits = held.length === 0 || (held.length < countMax && sum(held) + step.bytes <= bytesMax && underShare)
+              const got = inbox.accept(receivedMessage({ from: step.from, name: 'app', hops: 1, messageId: ++id }, new Uint8Array(step.bytes)))
               expect(got).toBe(fits ? 'delivered' : reader === undefined ? 'no-consumer' : 'receiver-too-slow')
-              if (fits) held.push(step.bytes)
+              if (fits) held.push({ from: step.from, bytes: step.bytes })
             } else if (step.op === 'read' && reader !== undefined && held.length > 0) {
-              expect((await reader.next()).value!.payload.length).toBe(held.shift())
+              const value = (await reader.next()).value!
+              const first = held.shift()!
+              expect([value.from, value.payload.length]).toEqual([first.from, first.bytes])
             } else if (step.op === 'open' && reader === undefined) {
               reader = inbox.messages() // the first reader takes over what waited, bytes and all
             } else if (step.op === 'leave' && reader !== undefined) {
@@ -92,6 +98,35 @@ describe('the inbox: bounded in bytes as well as messages (fast-check seed print
         },
       ),
     )
+  })
+
+  it('one source flooding a reader that does not read holds at most half its buffer; another source still gets in, and a third, each to its share', () => {
+    // Before, the flooder filled all 100 places and every other source was refused
+    // receiver-too-slow for as long as it kept sending (item 1 of the robustness list).
+    for (const consumer of ['iterator', 'none yet'] as const) {
+      const inbox = new Inbox({ receiveBufferMax: 100, receiveBufferBytesMax: 1 << 30, duplicateWindowMax: 0 }, () => 0, () => {})
+      const reader = consumer === 'iterator' ? inbox.messages() : undefined
+      const flood = (from: string, from0: number) => {
+        let taken = 0
+        for (let id = from0; id < from0 + 1_000; id++) if (inbox.accept(message(from, id)) === 'delivered') taken++
+        return taken
+      }
+      expect(flood('flooder', 1)).toBe(50)
+      expect(flood('other', 1)).toBe(25) // under 100 - 50 - 25
+      expect(flood('third', 1)).toBe(13) // 13 < 100 - 75 - 12 ends it at 88 held
+      expect(flood('flooder', 2_000)).toBe(0) // holds 50, only 12 are free
+      expect(inbox.accept(message('now-and-then', 1))).toBe('delivered')
+      void reader?.return!()
+    }
+  })
+
+  it('counts bytes per source too: a source sending large messages leaves half the bytes free', () => {
+    const inbox = new Inbox({ receiveBufferMax: 1_000, receiveBufferBytesMax: 100, duplicateWindowMax: 0 }, () => 0, () => {})
+    const sized = (from: string, id: number, bytes: number) => receivedMessage({ from, name: 'app', hops: 1, messageId: id }, new Uint8Array(bytes))
+    let taken = 0
+    for (let id = 1; id <= 10; id++) if (inbox.accept(sized('big', id, 20)) === 'delivered') taken++
+    expect(taken).toBe(3) // 0, 20, 40 held are each under what is free; 60 is not under 40
+    expect(inbox.accept(sized('small', 1, 40))).toBe('delivered')
   })
 })
 

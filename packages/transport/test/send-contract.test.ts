@@ -195,9 +195,9 @@ describe('acks mean the application has it (issue 11, item 2)', () => {
   const nodes = new TestNodes()
   afterAll(() => nodes.stopAll())
 
-  it('a consumer that is not reading: only what fits its buffer is acked; the rest fails with receiver-too-slow, and the app gets exactly the acked ones', async () => {
+  it('a consumer that is not reading: only what fits its buffer (half of it, for a source alone) is acked; the rest fails with receiver-too-slow, and the app gets exactly the acked ones', async () => {
     const a = await nodes.start({ names: ['a'] })
-    const b = await nodes.start({ names: ['b'], hubs: [addressOf(a)], limits: { receiveBufferMax: 10 } })
+    const b = await nodes.start({ names: ['b'], hubs: [addressOf(a)], limits: { receiveBufferMax: 20 } })
     const iterator = b.phoenix.messages() // opened, not read
     await waitUntil('b has a route to a', () => b.phoenix.resolve('a') !== undefined)
     await waitUntil('a has a route to b', () => a.phoenix.resolve('b') !== undefined)
@@ -216,9 +216,31 @@ describe('acks mean the application has it (issue 11, item 2)', () => {
     await iterator.return!()
   })
 
+  it('one source flooding a consumer that is not reading leaves room for another source: its acked send is delivered, and every refused one was told', async () => {
+    // Before, the flooder's 40 messages filled b's buffer of 40 and c's send failed
+    // receiver-too-slow (held-messages.ts, the share rule).
+    const a = await nodes.start({ names: ['a'] })
+    const b = await nodes.start({ names: ['b'], hubs: [addressOf(a)], limits: { receiveBufferMax: 40 } })
+    const c = await nodes.start({ names: ['c'], hubs: [addressOf(a)] })
+    const iterator = b.phoenix.messages() // opened, not read
+    await waitUntil('a and c have a route to b', () => a.phoenix.resolve('b') !== undefined && c.phoenix.resolve('b') !== undefined)
+    const flood = await Promise.allSettled(Array.from({ length: 40 }, (_, i) => a.phoenix.send('b', text(`f${i}`), { ack: true, ackTimeoutMs: 5_000 })))
+    const acked = flood.filter((r) => r.status === 'fulfilled').length
+    expect(acked).toBe(20)
+    for (const r of flood) if (r.status === 'rejected') expect((r.reason as PhoenixTransportError).reason).toBe('receiver-too-slow')
+    const { messageId } = await c.phoenix.send('b', text('from c'), { ack: true, ackTimeoutMs: 5_000 })
+    const read: string[] = []
+    for (let i = 0; i <= acked; i++) {
+      const m = (await iterator.next()).value!
+      read.push(m.from === c.libp2p.peerId.toString() ? `c${m.messageId === messageId ? '' : '?'}` : 'a')
+    }
+    expect(read.filter((who) => who === 'c')).toEqual(['c'])
+    await iterator.return!()
+  })
+
   it('before any consumer, messages wait in the receive buffer for the first one; past it they fail with no-consumer, and unacked sends hear it as an event with their id', async () => {
     const a = await nodes.start({ names: ['a'] })
-    const b = await nodes.start({ names: ['b'], hubs: [addressOf(a)], limits: { receiveBufferMax: 5 } })
+    const b = await nodes.start({ names: ['b'], hubs: [addressOf(a)], limits: { receiveBufferMax: 10 } })
     const undeliverable: Undeliverable[] = []
     a.phoenix.addEventListener('undeliverable', (event) => undeliverable.push(event.detail))
     await waitUntil('a has a route to b', () => a.phoenix.resolve('b') !== undefined)

@@ -37,7 +37,7 @@ function sendQuery(name: string, o: SendOptions): string {
 function hintFor(code: string | undefined, reason?: string): string {
   if (code === 'NO_ROUTE') return ' (--wait-ms sets how long to wait for a route)'
   if (code === 'UNDELIVERABLE' && (reason === 'receiver-too-slow' || reason === 'no-consumer')) {
-    return ' (the receiving node holds as many received messages as it buffers: nothing reads them there, such as `phoenix recv`, or it reads slower than they come; not delivered, so sending it again later is safe)'
+    return ' (the receiving node holds as many received messages from this sender as it buffers for one sender, a share that leaves room for the others: nothing reads them there, such as `phoenix recv`, or it reads slower than they come; not delivered, so sending it again later is safe)'
   }
   if (code === 'ACK_TIMEOUT') return ' (--ack-timeout-ms sets how long to wait for the acknowledgement; a retry with --message-id and that message\'s id is delivered at most once)'
   return ''
