@@ -7,7 +7,7 @@ import { type RouteEntry, UNREACHABLE_HOPS, isFresher } from './route.ts'
 import { isUnreachableSeq, seqNewer } from './seq.ts'
 import type { TransSource } from './table.ts'
 import type { NodeId, RouteAdvert, UpdateMessage } from './types.ts'
-import { answerOwner } from './tombstones.ts'
+import { answerOwner, answerRelayed } from './tombstones.ts'
 import { TransWord } from './vouching.ts'
 
 /**
@@ -333,7 +333,8 @@ function applyAdvert(p: CoreParts, from: Neighbour, advert: RouteAdvert, sets: M
   }
   // tombstones.ts: at or below a forgotten destination's last number, a replay (or its restarted owner).
   const tombstone = p.expiry.tombstones.verdict(advert, from.id)
-  if (tombstone !== 'take') return tombstone === 'answer' ? answerOwner(p, advert, (a) => admitClaims(p, a), nowMs) : undefined
+  if (tombstone === 'answer') return answerOwner(p, advert, (a) => admitClaims(p, a), nowMs)
+  if (tombstone === 'refuse') return answerRelayed(p, advert, from.id, (a) => admitClaims(p, a), nowMs)
   const candidateHops = senderHops + 1
   let entry = table.get(advert.destination)
   if (entry === undefined) {

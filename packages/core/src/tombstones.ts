@@ -39,7 +39,8 @@ const KEPT_RECORD_OVERHEAD_BYTES = 128
  * taken and relayed as any fresher one, and the tombstone goes: one round trip. A record newer than
  * the tombstone removes it too. Without the kept record (over `tombstoneRecordBytesMax`, or its
  * names held by another node now) the owner's own record is answered withdrawn one number up, as
- * before: one round trip per two numbers below the tombstone.
+ * before: one round trip per two numbers below the tombstone. A record at or below it relayed by
+ * another neighbour is answered with the kept record too, sent on as a loss (`answerRelayed`).
  */
 export class Tombstones {
   /** Forgotten destination -> the last seq we held, oldest first (a Map keeps insertion order); at most `tombstonesMax`. */
@@ -174,4 +175,28 @@ export function answerOwner(p: CoreParts, advert: RouteAdvert, admit: (advert: R
   }
   table.invalidate(entry, nowMs, answer)
   entry.hearsay = true
+}
+
+/**
+ * A neighbour relayed the record of a forgotten destination at or below our tombstone: a replay,
+ * or its owner restarted and reached a node that held no tombstone of it (a hub restarted with
+ * it, or a node that joined since). Refused, as before; but the neighbour holds a route at that
+ * number, and if the owner lives its number moves only when its record changes, so nodes behind
+ * us refused it for good (item 2 of the robustness list). So we answer as for a restarted owner,
+ * with the last record we held, withdrawn at the tombstone's number, as an entry sent on like a
+ * loss: the neighbour takes it (it is newer), and it goes back to the owner, which issues the next
+ * number, above the tombstone; a replayed dead node is withdrawn where the replay was taken. Once
+ * per number: an entry we hold already answers a repeat. Nothing if the record is a withdrawal
+ * (the neighbour routes nowhere), or no signed record was kept, or its names may not be stored now.
+ */
+export function answerRelayed(p: CoreParts, advert: RouteAdvert, from: NodeId, admit: (advert: RouteAdvert) => boolean, nowMs: number): void {
+  if (isUnreachableSeq(advert.seq) || p.table.get(advert.destination) !== undefined || p.table.size >= p.limits.destinationsMax) return
+  const kept = p.expiry.tombstones.withdrawnRecord(advert)
+  // Charged to the neighbour's share (police.ts), as a destination it introduces: a member that
+  // relays many replays makes us hold at most its share of them again, each until it expires.
+  if (kept === undefined || !p.police.mayIntroduce(from, advert.destination, kept.names.length) || !admit(kept)) return
+  const entry = p.table.insert(advert.destination, advert.seq, from)
+  if (entry === undefined) return
+  p.police.introduced(from)
+  p.police.countNames(from, p.table.invalidate(entry, nowMs, kept))
 }

@@ -157,3 +157,127 @@ describe('Tombstones: the records kept', () => {
     expect(tombstones.withdrawnRecord(restarted('u')), 'a signed owner needs its signed record').toBeUndefined()
   })
 })
+
+describe('a restarted node whose neighbour holds no tombstone of it, behind nodes that do', () => {
+  // A job restarts its hub and its workers: the hub H has forgotten everything, so it takes the
+  // worker D's record at seq 0 as new and relays it; G and M, which stayed, forgot D at 1,001 and
+  // keep its tombstone. G is not D's neighbour, so it refused D's record as a replay, for as long
+  // as D's number stayed below 1,001: D's number moves only when its record changes, so M never
+  // reached D (item 2 of the robustness list). Now G answers the relayed record with the record it
+  // kept, withdrawn at the tombstone's number: it goes back to D, which issues the next number.
+  function chain(limits: Partial<CoreLimits> = {}) {
+    const ring = new KeyRing()
+    const wires = new Wires()
+    const config = (id: string, names: string[] = [], initialSeq = 0) => ({ id, records: ring.authority(id), names, initialSeq, limits })
+    for (const id of ['M', 'G', 'H']) wires.add(config(id))
+    wires.connect('M', 'G')
+    wires.connect('G', 'H')
+    wires.add(config('D', ['worker-7'], TOMBSTONE_SEQ))
+    wires.connect('H', 'D')
+    wires.run()
+    expect(wires.cores.get('M')!.resolve('worker-7')?.owner).toBe('D')
+    wires.cut('H', 'D', 'crash')
+    wires.cores.delete('D')
+    wires.run()
+    for (let i = 0; i < 3; i++) wires.advance(DEFAULT_TIMING.unreachableRetentionMs)
+    for (const id of ['M', 'G', 'H']) expect(wires.cores.get(id)!.route('D'), `${id} forgot D`).toBeUndefined()
+    // H restarts, its tombstones gone; then D restarts at 0 behind it.
+    wires.cut('G', 'H', 'crash')
+    wires.cores.delete('H')
+    wires.run()
+    wires.add(config('H'))
+    wires.connect('G', 'H')
+    wires.run()
+    wires.delivered.clear()
+    wires.add(config('D', ['worker-7']))
+    wires.connect('H', 'D')
+    wires.run()
+    return wires
+  }
+
+  it('is reachable from every node after a bounded number of updates, at a number above the tombstone', () => {
+    const wires = chain()
+    expect(wires.cores.get('D')!.ownSeq).toBe(TOMBSTONE_SEQ + 2)
+    for (const id of ['M', 'G', 'H']) {
+      expect(wires.cores.get(id)!.route('D'), id).toMatchObject({ reachable: true, seq: TOMBSTONE_SEQ + 2 })
+      expect(wires.cores.get(id)!.resolve('worker-7')?.owner, id).toBe('D')
+    }
+    let updates = 0
+    for (const count of wires.delivered.values()) updates += count
+    expect(updates, 'updates sent after D restarted').toBeLessThanOrEqual(20)
+    for (const core of wires.cores.values()) core.checkInvariants()
+  })
+
+  it("a dead node's replay taken by a node that never knew it is withdrawn there once it reaches a node with the tombstone", () => {
+    // The audit's replay (audit-replay-dead.test.ts), to a node H that joined after D was
+    // forgotten (it holds no tombstone): H took it as new and routed D's name to the member P for
+    // good. Now H's neighbour G, which keeps D's tombstone, answers H's relay with the withdrawal.
+    const ring = new KeyRing()
+    const wires = new Wires()
+    const config = (id: string, names: string[] = []) => ({ id, records: ring.authority(id), names })
+    wires.add(config('G'))
+    wires.add(config('D', ['worker-7']))
+    wires.connect('G', 'D')
+    ring.authority('P')
+    wires.cores.get('G')!.connectionUp('P', wires.nowMs)
+    wires.deliver('P', 'G', { neighbourSlots: [], transSets: [], entries: [ring.record('P', 2)], hello: { receiverSeq: undefined } })
+    wires.run()
+    const heard = wires.sentTo.get('P')!.flatMap((m) => m.entries).find((e) => e.destination === 'D')!
+    wires.cut('G', 'D', 'crash')
+    wires.cores.delete('D')
+    for (let i = 0; i < 3; i++) wires.advance(DEFAULT_TIMING.unreachableRetentionMs)
+    expect(wires.cores.get('G')!.route('D')).toBeUndefined()
+    // H joins, connected to G and to P; P replays D's last record to it at 1 hop, once.
+    wires.add(config('H'))
+    wires.connect('G', 'H')
+    wires.cores.get('H')!.connectionUp('P', wires.nowMs)
+    wires.deliver('P', 'H', { neighbourSlots: [], transSets: [], entries: [ring.record('P', 2)], hello: { receiverSeq: undefined } })
+    wires.run()
+    wires.deliver('P', 'H', { neighbourSlots: [], transSets: [], entries: [{ ...heard, nhops: 1, trans: -1 }] })
+    wires.run()
+    expect(wires.cores.get('H')!.route('D')?.reachable ?? false, 'H routes the dead D').toBe(false)
+    for (let i = 0; i < 3; i++) wires.advance(DEFAULT_TIMING.unreachableRetentionMs)
+    // A replacement without D's key claims the name, and gets it at both.
+    wires.add(config('R', ['worker-7']))
+    wires.connect('H', 'R')
+    wires.run()
+    wires.advance(DEFAULT_TIMING.nameContentionMs * 2)
+    for (const id of ['G', 'H', 'R']) expect(wires.cores.get(id)!.resolve('worker-7')?.owner, id).toBe('R')
+    for (const core of wires.cores.values()) core.checkInvariants()
+  })
+})
+
+describe('answering relayed replays is bounded per neighbour', () => {
+  it("a member that relays many replays makes a node hold at most its share of them again (destinationsPerNeighbourMax)", () => {
+    const ring = new KeyRing()
+    const wires = new Wires()
+    const limits = { destinationsPerNeighbourMax: 3 }
+    const config = (id: string, names: string[] = []) => ({ id, records: ring.authority(id), names, limits })
+    wires.add(config('G'))
+    ring.authority('P')
+    wires.cores.get('G')!.connectionUp('P', wires.nowMs)
+    wires.deliver('P', 'G', { neighbourSlots: [], transSets: [], entries: [ring.record('P', 2)], hello: { receiverSeq: undefined } })
+    const dead = Array.from({ length: 10 }, (_, i) => `D${i}`)
+    for (const id of dead) {
+      wires.add(config(id, [`worker-${id}`]))
+      wires.connect('G', id)
+    }
+    wires.run()
+    const heard = wires.sentTo.get('P')!.flatMap((m) => m.entries).filter((e) => dead.includes(e.destination))
+    expect(new Set(heard.map((e) => e.destination)).size).toBe(10)
+    for (const id of dead) {
+      wires.cut('G', id, 'crash')
+      wires.cores.delete(id)
+    }
+    for (let i = 0; i < 3; i++) wires.advance(DEFAULT_TIMING.unreachableRetentionMs)
+    const g = wires.cores.get('G')!
+    for (const id of dead) expect(g.route(id)).toBeUndefined()
+    const latest = new Map(heard.map((e) => [e.destination, e]))
+    wires.deliver('P', 'G', { neighbourSlots: [], transSets: [], entries: [...latest.values()].map((e) => ({ ...e, nhops: 1, trans: -1 })) })
+    wires.run()
+    const held = dead.filter((id) => g.route(id) !== undefined)
+    expect(held.length, 'entries G holds again for the replays').toBe(limits.destinationsPerNeighbourMax)
+    for (const id of held) expect(g.route(id)?.reachable).toBe(false)
+    g.checkInvariants()
+  })
+})
