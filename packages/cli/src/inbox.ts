@@ -27,7 +27,9 @@ export interface InboxReader {
 /**
  * The node's bounded buffer of received messages. Each message goes to exactly one reader: the
  * ready non-fallback reader that takes its name and has waited longest (readers take turns), else
- * a ready fallback reader; with none it waits here, in arrival order, until one comes.
+ * a ready fallback reader; with none it waits here until one comes. What waits is handed out with
+ * its sources taking turns, each source's messages in arrival order (`inTurns`): behind a flooding
+ * sender's 10,000 messages, another sender's message is read next, not 10,000 reads later.
  */
 export class Inbox {
   private readonly held: InboxMessage[] = []
@@ -145,6 +147,7 @@ export class Inbox {
   }
 
   private dispatch(): void {
+    this.inTurns()
     let kept = 0
     for (const message of this.held) {
       if (this.handOver(message)) this.heldBytes -= message.payload.length
@@ -153,6 +156,35 @@ export class Inbox {
     if (kept === this.held.length) return
     this.held.length = kept
     this.wakeRoomWaiters()
+  }
+
+  /**
+   * Orders what waits so that sources take turns: the first message of each source (in the order
+   * the sources first appear), then the second of each, and so on; a source's own messages keep
+   * their order. Applied again to its own result it changes nothing, so what came later joins the
+   * turns where its source's next turn is.
+   */
+  private inTurns(): void {
+    if (this.held.length < 2) return
+    const bySource = new Map<string, InboxMessage[]>()
+    for (const message of this.held) {
+      const queue = bySource.get(message.from)
+      if (queue === undefined) bySource.set(message.from, [message])
+      else queue.push(message)
+    }
+    if (bySource.size < 2) return
+    // Each turn walks only the sources with a message left: linear in what waits.
+    let active = [...bySource.values()]
+    let at = 0
+    for (let turn = 0; active.length > 0; turn++) {
+      const next: InboxMessage[][] = []
+      for (const queue of active) {
+        this.held[at++] = queue[turn]!
+        if (turn + 1 < queue.length) next.push(queue)
+      }
+      active = next
+    }
+    invariant(at === this.held.length, 'taking turns keeps every waiting message')
   }
 
   private wakeRoomWaiters(): void {

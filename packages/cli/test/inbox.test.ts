@@ -2,7 +2,7 @@ import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { Inbox, type InboxMessage, type InboxReader } from '../src/inbox.ts'
 
-const message = (name: string, text: string): InboxMessage => ({ from: 'peer', name, id: undefined, hops: 1, payload: new TextEncoder().encode(text) })
+const message = (name: string, text: string, from = 'peer'): InboxMessage => ({ from, name, id: undefined, hops: 1, payload: new TextEncoder().encode(text) })
 const textOf = (m: InboxMessage) => new TextDecoder().decode(m.payload)
 
 /** A reader that records what it takes and answers `false` (full) after `room` messages. */
@@ -98,10 +98,25 @@ describe('the inbox', () => {
     expect(inbox.size).toBe(1)
   })
 
-  it('never loses, duplicates or reorders a message (property)', () => {
+  it('hands out what waits with its sources taking turns, each source in its order: another sender is not read after the backlog of a flooder', () => {
+    const inbox = new Inbox(100, 1 << 20)
+    for (let i = 1; i <= 50; i++) inbox.push(message('w', `f${i}`, 'flooder'))
+    inbox.push(message('w', 'o1', 'other'))
+    inbox.push(message('w', 'o2', 'other'))
+    const slow = reader(undefined, { room: 3 })
+    inbox.attach(slow)
+    expect(slow.got).toEqual(['f1', 'o1', 'f2'])
+    inbox.push(message('w', 't1', 'third')) // joins the first round of turns still going: after f3, not after f50
+    const rest = reader()
+    inbox.attach(rest)
+    expect(rest.got.slice(0, 5)).toEqual(['o2', 'f3', 't1', 'f4', 'f5'])
+    expect(rest.got).toHaveLength(50)
+  })
+
+  it("never loses, duplicates or reorders a message (property: three sources, each source's order kept)", () => {
     const seed = Number(process.env.PHOENIX_SEED ?? Date.now() % 2 ** 31)
     console.log(`inbox property seed ${seed} (replay with PHOENIX_SEED=${seed})`)
-    const op = fc.oneof(fc.record({ push: fc.constantFrom('a', 'b') }), fc.record({ attach: fc.constantFrom('a', 'b', '*'), room: fc.integer({ min: 1, max: 4 }) }), fc.record({ ready: fc.nat(5) }), fc.record({ detach: fc.nat(5) }))
+    const op = fc.oneof(fc.record({ push: fc.constantFrom('a', 'b'), from: fc.constantFrom('p', 'q', 'r') }), fc.record({ attach: fc.constantFrom('a', 'b', '*'), room: fc.integer({ min: 1, max: 4 }) }), fc.record({ ready: fc.nat(5) }), fc.record({ detach: fc.nat(5) }))
     fc.assert(
       fc.property(fc.array(op, { maxLength: 60 }), (ops) => {
         const inbox = new Inbox(8, 1 << 20)
@@ -110,9 +125,9 @@ describe('the inbox', () => {
         let n = 0
         for (const o of ops) {
           if ('push' in o && inbox.hasRoom()) {
-            const text = `${o.push}${n++}`
+            const text = `${o.push}${o.from}${n++}`
             sent[o.push]!.push(text)
-            inbox.push(message(o.push, text))
+            inbox.push(message(o.push, text, o.from))
           } else if ('attach' in o) {
             const r = reader(o.attach === '*' ? undefined : [o.attach], { room: o.room })
             readers.push({ r, detach: inbox.attach(r) })
@@ -126,10 +141,12 @@ describe('the inbox', () => {
         for (const name of ['a', 'b']) {
           const taken = all.filter((t) => t.startsWith(name))
           expect([...taken].sort()).toEqual([...sent[name]!].sort())
-          // Each reader sees one name's messages in the order they were sent.
+          // Each reader sees one source's messages to one name in the order they were sent.
           for (const got of [...readers.map((x) => x.r.got), everyone.got]) {
-            const mine = got.filter((t) => t.startsWith(name))
-            expect(mine).toEqual(sent[name]!.filter((t) => mine.includes(t)))
+            for (const key of ['p', 'q', 'r'].map((from) => name + from)) {
+              const mine = got.filter((t) => t.startsWith(key))
+              expect(mine).toEqual(sent[name]!.filter((t) => mine.includes(t)))
+            }
           }
         }
       }),

@@ -12,6 +12,11 @@ interface Share {
   bytes: number
 }
 
+interface Source extends Share {
+  readonly from: string
+  readonly queue: ReceivedMessage[]
+}
+
 /**
  * One receive buffer (an iterator's, or the one waiting for a first consumer): its messages in
  * order, their payload bytes, and what each source holds of them, so that one source cannot take
@@ -27,16 +32,23 @@ interface Share {
  * sending. A refused message is never dropped silently: its sender hears `receiver-too-slow` (or
  * `no-consumer`), as before.
  *
+ * Sources take turns in what is handed out (`shift`), each source's messages in their order: a
+ * message of a source that sends now and then is not read after the half of the buffer a
+ * flooding source holds.
+ *
  * Bounded: the per-source tallies hold only sources with a message here, so at most
  * `receiveBufferMax` of them.
  */
 export class HeldMessages {
-  private items: ReceivedMessage[] = []
+  /** Each source with a message here: its messages, oldest first, and its tallies. */
+  private readonly sources = new Map<string, Source>()
+  /** The same sources in turn order: the next message handed out is the oldest of the first, which then goes to the back. */
+  private readonly turns: Source[] = []
+  private heldCount = 0
   private heldBytes = 0
-  private readonly shares = new Map<string, Share>()
 
   get length(): number {
-    return this.items.length
+    return this.heldCount
   }
 
   /** The payload bytes held. */
@@ -46,52 +58,66 @@ export class HeldMessages {
 
   /** Sources with a message here. */
   get sourceCount(): number {
-    return this.shares.size
+    invariant(this.turns.length === this.sources.size, 'every source with a message here has its turn')
+    return this.sources.size
   }
 
   /** Whether a message of `adding` bytes from `from` may join: an empty buffer takes any; otherwise both bounds hold after it, and the source is under its share. */
   admits(from: string, adding: number, limits: BufferLimits): boolean {
-    if (this.items.length === 0) return true
-    if (this.items.length >= limits.receiveBufferMax || this.heldBytes + adding > limits.receiveBufferBytesMax) return false
-    const share = this.shares.get(from)
+    if (this.heldCount === 0) return true
+    if (this.heldCount >= limits.receiveBufferMax || this.heldBytes + adding > limits.receiveBufferBytesMax) return false
+    const share = this.sources.get(from)
     if (share === undefined) return true
-    return share.count < limits.receiveBufferMax - this.items.length && share.bytes < limits.receiveBufferBytesMax - this.heldBytes
+    return share.count < limits.receiveBufferMax - this.heldCount && share.bytes < limits.receiveBufferBytesMax - this.heldBytes
   }
 
   push(message: ReceivedMessage): void {
-    this.items.push(message)
-    this.count(message, 1)
+    let source = this.sources.get(message.from)
+    if (source === undefined) {
+      this.sources.set(message.from, (source = { from: message.from, count: 0, bytes: 0, queue: [] }))
+      this.turns.push(source)
+    }
+    source.queue.push(message)
+    this.count(source, message, 1)
   }
 
+  /**
+   * The next message: sources take turns, each its messages in the order they came. A reader
+   * slower than a flooding source gets a message of every other source between two of the
+   * flooder's, instead of after everything the flooder has here (half the buffer).
+   */
   shift(): ReceivedMessage | undefined {
-    const message = this.items.shift()
-    if (message !== undefined) this.count(message, -1)
+    const source = this.turns[0]
+    if (source === undefined) return undefined
+    const message = source.queue.shift()!
+    this.count(source, message, -1)
+    if (source.count === 0) {
+      this.turns.shift()
+      this.sources.delete(source.from)
+    } else if (this.turns.length > 1) this.turns.push(this.turns.shift()!) // to the back of the turn
     return message
   }
 
-  /** Everything held, in order, leaving this buffer empty. */
+  /** Everything held, in the order `shift` would hand it out, leaving this buffer empty. */
   takeAll(): ReceivedMessage[] {
-    const all = this.items
-    this.items = []
-    this.heldBytes = 0
-    this.shares.clear()
+    const all: ReceivedMessage[] = []
+    for (let message = this.shift(); message !== undefined; message = this.shift()) all.push(message)
     return all
   }
 
-  /** Puts `earlier` in front of what is held (they arrived first). */
+  /** Puts `earlier` (handed out before anything held, in that order) in front of what is held. */
   prepend(earlier: readonly ReceivedMessage[]): void {
-    this.items = [...earlier, ...this.items]
-    for (const message of earlier) this.count(message, 1)
+    const after = this.takeAll()
+    for (const message of earlier) this.push(message)
+    for (const message of after) this.push(message)
   }
 
-  private count(message: ReceivedMessage, sign: 1 | -1): void {
+  private count(source: Share, message: ReceivedMessage, sign: 1 | -1): void {
     const bytes = message.payloadList.byteLength
+    this.heldCount += sign
     this.heldBytes += sign * bytes
-    const share = this.shares.get(message.from) ?? { count: 0, bytes: 0 }
-    share.count += sign
-    share.bytes += sign * bytes
-    invariant(share.count >= 0 && share.bytes >= 0 && this.heldBytes >= 0, 'a receive buffer never holds less than nothing of a source')
-    if (share.count === 0) this.shares.delete(message.from)
-    else this.shares.set(message.from, share)
+    source.count += sign
+    source.bytes += sign * bytes
+    invariant(source.count >= 0 && source.bytes >= 0 && this.heldBytes >= 0, 'a receive buffer never holds less than nothing of a source')
   }
 }

@@ -55,7 +55,8 @@ function wake(consumer: Consumer): void {
  *   if not, no consumer gets it and the sender hears `receiver-too-slow`;
  * - before the application has any consumer, messages wait in the node's own receive buffer
  *   (the same two bounds), as if an iterator had been opened at start: the first iterator
- *   opened, or the first `'message'` listener added, is handed them in order. Once that buffer
+ *   opened, or the first `'message'` listener added, is handed them in order (each source's in
+ *   its order, sources taking turns, as an iterator hands out what it holds). Once that buffer
  *   is full, a message is refused as `no-consumer`;
  * - a (source, message id) delivered within the last `duplicateWindowMax` messages is a retry
  *   whose first copy arrived: it is not delivered again (but it is acknowledged again).

@@ -73,7 +73,8 @@ describe('the inbox: bounded in bytes as well as messages, each source to its sh
           const bytesMax = 64
           const inbox = new Inbox({ receiveBufferMax: countMax, receiveBufferBytesMax: bytesMax, duplicateWindowMax: 0 }, () => 0, () => {})
           let reader: AsyncIterableIterator<ReceivedMessage> | undefined
-          const held: { from: string; bytes: number }[] = [] // the model: the one buffer there is (the reader's, or the unclaimed one)
+          const held: { from: string; bytes: number }[] = [] // the model: the one buffer there is (the reader's, or the unclaimed one), in arrival order
+          let turns: string[] = [] // sources with a message held, in turn order: the next read is the oldest of the first
           const sum = (list: { bytes: number }[]) => list.reduce((a, b) => a + b.bytes, 0)
           let id = 0
           for (const step of ops) {
@@ -84,10 +85,13 @@ describe('the inbox: bounded in bytes as well as messages, each source to its sh
               const got = inbox.accept(receivedMessage({ from: step.from, name: 'app', hops: 1, messageId: ++id }, new Uint8Array(step.bytes)))
               expect(got).toBe(fits ? 'delivered' : reader === undefined ? 'no-consumer' : 'receiver-too-slow')
               if (fits) held.push({ from: step.from, bytes: step.bytes })
+              if (fits && !turns.includes(step.from)) turns.push(step.from)
             } else if (step.op === 'read' && reader !== undefined && held.length > 0) {
               const value = (await reader.next()).value!
-              const first = held.shift()!
-              expect([value.from, value.payload.length]).toEqual([first.from, first.bytes])
+              const from = turns.shift()!
+              const next = held.splice(held.findIndex((m) => m.from === from), 1)[0]!
+              if (held.some((m) => m.from === from)) turns.push(from)
+              expect([value.from, value.payload.length]).toEqual([next.from, next.bytes])
             } else if (step.op === 'open' && reader === undefined) {
               reader = inbox.messages() // the first reader takes over what waited, bytes and all
             } else if (step.op === 'leave' && reader !== undefined) {
@@ -95,9 +99,37 @@ describe('the inbox: bounded in bytes as well as messages, each source to its sh
               reader = undefined
             }
           }
+          // What is left is handed out in the same turns.
+          if (reader === undefined) reader = inbox.messages()
+          const rest: string[] = []
+          while (held.length > 0) {
+            const from = turns.shift()!
+            held.splice(held.findIndex((m) => m.from === from), 1)
+            if (held.some((m) => m.from === from)) turns.push(from)
+            rest.push(from)
+          }
+          const got: string[] = []
+          for (let i = 0; i < rest.length; i++) got.push((await reader.next()).value!.from)
+          expect(got).toEqual(rest)
+          turns = []
         },
       ),
     )
+  })
+
+  it('hands out in turns by source, each source in its order: a message of a source that sends now and then is read next, not after the half of the buffer the flooder holds', async () => {
+    const inbox = new Inbox({ receiveBufferMax: 100, receiveBufferBytesMax: 1 << 30, duplicateWindowMax: 0 }, () => 0, () => {})
+    for (let id = 1; id <= 50; id++) expect(inbox.accept(message('flooder', id))).toBe('delivered')
+    expect(inbox.accept(message('other', 1))).toBe('delivered')
+    expect(inbox.accept(message('other', 2))).toBe('delivered')
+    const reader = inbox.messages() // the first reader takes over what waited, in the same turns
+    const read: string[] = []
+    for (let i = 0; i < 6; i++) {
+      const m = (await reader.next()).value!
+      read.push(`${m.from}/${m.messageId}`)
+    }
+    expect(read).toEqual(['flooder/1', 'other/1', 'flooder/2', 'other/2', 'flooder/3', 'flooder/4'])
+    await reader.return!()
   })
 
   it('one source flooding a reader that does not read holds at most half its buffer; another source still gets in, and a third, each to its share', () => {
