@@ -30,7 +30,9 @@ interface Source extends Share {
  * (a source holding nothing is always under its share). Before, one flooding source filled the
  * buffer and every other source's message was refused `receiver-too-slow` as long as it kept
  * sending. A refused message is never dropped silently: its sender hears `receiver-too-slow` (or
- * `no-consumer`), as before.
+ * `no-consumer`), as before. A source is the id a data frame names, which is not signed: a member
+ * that sends under many made-up ids gets a share per id, so it can still fill the buffer, as
+ * before, but no more (both bounds hold whatever the ids).
  *
  * Sources take turns in what is handed out (`shift`), each source's messages in their order: a
  * message of a source that sends now and then is not read after the half of the buffer a
@@ -54,12 +56,6 @@ export class HeldMessages {
   /** The payload bytes held. */
   get bytes(): number {
     return this.heldBytes
-  }
-
-  /** Sources with a message here. */
-  get sourceCount(): number {
-    invariant(this.turns.length === this.sources.size, 'every source with a message here has its turn')
-    return this.sources.size
   }
 
   /** Whether a message of `adding` bytes from `from` may join: an empty buffer takes any; otherwise both bounds hold after it, and the source is under its share. */
@@ -94,6 +90,7 @@ export class HeldMessages {
     if (source.count === 0) {
       this.turns.shift()
       this.sources.delete(source.from)
+      invariant(this.turns.length === this.sources.size, 'every source with a message here has its turn')
     } else if (this.turns.length > 1) this.turns.push(this.turns.shift()!) // to the back of the turn
     return message
   }
