@@ -94,7 +94,9 @@ export class Inbox {
       consumer.buffer.push(message)
       wake(consumer)
     }
-    this.emit(message)
+    // Only for a listener: an event made and dispatched for nobody (a reader of `messages()`
+    // alone) cost an event object and a dispatch per delivered message.
+    if (this.listenerCount() > 0) this.emit(message)
     return 'delivered'
   }
 

@@ -221,7 +221,8 @@ export class NeighbourLink {
   /**
    * The next write: control frames first, then data, each with its length prefix, up to
    * BATCH_BYTES_MAX (a larger frame goes alone). Frames of COPY_BELOW_BYTES or more are handed
-   * on as they are (a forwarded frame's payload is not copied on its way through this node);
+   * on as they are (a forwarded frame's payload is not copied on its way through this node), the
+   * prefix joined with a short first piece (`appendPrefixed`);
    * smaller ones are copied into one buffer with their prefixes, since the cipher and the socket
    * cost per piece of a write (a piece each for every prefix and frame otherwise).
    */
@@ -256,7 +257,7 @@ export class NeighbourLink {
           smallBytes += size
         } else {
           flushSmall()
-          bytes.append(varint.encode(frame.byteLength), frame)
+          appendPrefixed(bytes, frame)
         }
       }
     }
@@ -432,6 +433,32 @@ const DATA_FRAME_FIRST_BYTE = 0x12
 export const BATCH_BYTES_MAX = 256 * 1024
 /** Frames shorter than this are copied into their batch (with the prefixes) instead of handed on as pieces. */
 const COPY_BELOW_BYTES = 16 * 1024
+
+/**
+ * A frame's first piece of at most this many bytes is copied into one buffer with the frame's
+ * length prefix: a data frame sent with `transfer` (its header, then the payload itself) or
+ * passed on in the pieces it arrived in. The cipher encrypts a write a piece at a time and the
+ * socket is written once per piece (bench/REPORT.md, "Pieces per MiB"), so the prefix alone was
+ * an update and a system call of 1-3 bytes per frame. Kept small: the copy is of a header, never
+ * of a payload.
+ */
+export const PREFIX_JOINS_FIRST_PIECE_MAX_BYTES = 1024
+
+/** A large frame behind its length prefix, the prefix and a short first piece in one buffer (PREFIX_JOINS_FIRST_PIECE_MAX_BYTES). */
+function appendPrefixed(batch: Uint8ArrayList, frame: FrameBytes): void {
+  const first = frame instanceof Uint8Array ? undefined : firstPiece(frame)
+  if (first === undefined || first.byteLength > PREFIX_JOINS_FIRST_PIECE_MAX_BYTES || frame instanceof Uint8Array) return batch.append(varint.encode(frame.byteLength), frame)
+  const prefixBytes = varint.encodingLength(frame.byteLength)
+  const joined = new Uint8Array(prefixBytes + first.byteLength)
+  varint.encode(frame.byteLength, joined, 0)
+  joined.set(first, prefixBytes)
+  batch.append(joined)
+  let rest = false
+  for (const piece of frame) {
+    if (rest) batch.append(piece)
+    rest = true
+  }
+}
 
 /** `frames`, each after its length prefix, copied into one buffer of `totalBytes`. */
 function withPrefixes(frames: readonly FrameBytes[], totalBytes: number): Uint8Array {

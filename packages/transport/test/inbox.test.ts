@@ -167,6 +167,22 @@ describe('the inbox: iterators that end early or are read from twice at once', (
   const settledWithin = async <T>(promise: Promise<T>, ms: number): Promise<T | 'pending'> =>
     Promise.race([promise, new Promise<'pending'>((resolve) => setTimeout(() => resolve('pending'), ms))])
 
+  it('makes no message event for a reader of messages() alone; a listener gets one per delivered message', async () => {
+    let listeners = 0
+    let events = 0
+    const inbox = new Inbox({ receiveBufferMax: 100, receiveBufferBytesMax: 1 << 30, duplicateWindowMax: 100 }, () => listeners, () => events++)
+    const reader = inbox.messages()
+    for (let id = 1; id <= 10; id++) expect(inbox.accept(receivedMessage({ from: 'a', name: 'n', hops: 1, messageId: id }, new Uint8Array([id])))).toBe('delivered')
+    expect(events).toBe(0)
+    listeners = 1
+    for (let id = 11; id <= 15; id++) expect(inbox.accept(receivedMessage({ from: 'a', name: 'n', hops: 1, messageId: id }, new Uint8Array([id])))).toBe('delivered')
+    expect(events).toBe(5)
+    // The reader still has every message, in order.
+    const got: number[] = []
+    for (let i = 0; i < 15; i++) got.push((await reader.next()).value!.messageId)
+    expect(got).toEqual(Array.from({ length: 15 }, (_, i) => i + 1))
+  })
+
   it('a reader that leaves its loop early hands what it held (delivered, so acknowledged) to the next reader, in order', async () => {
     const inbox = inboxOf()
     const first = inbox.messages()

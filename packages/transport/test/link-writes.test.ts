@@ -3,7 +3,7 @@ import { defaultLogger } from '@libp2p/logger'
 import * as varint from 'uint8-varint'
 import { Uint8ArrayList } from 'uint8arraylist'
 import { describe, expect, it } from 'vitest'
-import { NeighbourLink, type FrameBytes } from '../src/link.ts'
+import { NeighbourLink, PREFIX_JOINS_FIRST_PIECE_MAX_BYTES, type FrameBytes } from '../src/link.ts'
 
 /** The first byte of a data frame (wire: Frame.data, field 2, length-delimited). */
 const DATA = 0x12
@@ -12,11 +12,14 @@ const limits = { outboundBytesMax: 1 << 20, outboundFramesMax: 1024, inboundByte
 /** Just what a link uses of a libp2p stream: it records every `send` and takes all of them at once. */
 class FakeStream extends EventTarget {
   readonly writes: Uint8Array[] = []
+  /** Beside each write, the pieces it was handed in (the cipher and the socket cost per piece). */
+  readonly pieces: number[] = []
   maxReadBufferLength = 0
   writeBufferLength = 0
   writableNeedsDrain = false
   send(data: Uint8Array | Uint8ArrayList): boolean {
     this.writes.push(data instanceof Uint8Array ? data : data.subarray())
+    this.pieces.push(data instanceof Uint8Array ? 1 : [...data].length)
     return true
   }
   pause(): void {}
@@ -105,6 +108,35 @@ describe('link writes', () => {
     expect(stream.writes).toEqual([prefixed(first)])
     await nextCheckPhase()
     expect(stream.writes).toEqual([prefixed(first), prefixed(...more)])
+  })
+})
+
+describe('the pieces of a write', () => {
+  const header = (bytes: number): Uint8Array => frame(bytes)
+  const payload = (bytes: number, fill: number): Uint8Array => new Uint8Array(bytes).fill(fill)
+
+  it('a large frame whose first piece is a header goes as the prefix and header in one piece, then the rest as it is', async () => {
+    const stream = new FakeStream()
+    const out = link(stream)
+    // As `send(…, { transfer: true })` makes them: the header, then the payload itself (not copied).
+    const frames = [1, 2, 3].map((i) => new Uint8ArrayList(header(80), payload(64 * 1024, i)))
+    for (const f of frames) expect(out.send(f)).toBe(true)
+    await nextCheckPhase()
+    expect(stream.writes).toEqual([prefixed(frames[0]!.subarray()), prefixed(frames[1]!.subarray(), frames[2]!.subarray())])
+    // Two pieces a frame, where the prefix alone was a third (a cipher update and a socket write of 3 bytes).
+    expect(stream.pieces).toEqual([2, 4])
+  })
+
+  it('copies no more than a short first piece: a frame whose first piece is longer keeps its prefix apart', async () => {
+    const stream = new FakeStream()
+    const out = link(stream)
+    const long = new Uint8ArrayList(header(PREFIX_JOINS_FIRST_PIECE_MAX_BYTES + 1), payload(64 * 1024, 5))
+    const whole = frame(64 * 1024)
+    expect(out.send(long)).toBe(true)
+    expect(out.send(whole)).toBe(true)
+    await nextCheckPhase()
+    expect(stream.writes).toEqual([prefixed(long.subarray()), prefixed(whole)])
+    expect(stream.pieces).toEqual([3, 2])
   })
 })
 
