@@ -1,7 +1,8 @@
 import { AddressRows, type AddressState } from './address-rows.ts'
 import { CORE_CONSTANTS } from './constants.ts'
+import { type BackoffPass, Backoffs, passStands } from './backoffs.ts'
 import { DialQueue } from './dial-queue.ts'
-import { PhoenixError } from './errors.ts'
+import { invariant, PhoenixError } from './errors.ts'
 import type { NodeIndex } from './nodeindex.ts'
 import type { NodeId, PhysicalAddress } from './types.ts'
 
@@ -33,8 +34,10 @@ export class AddressBook {
   private ownAddresses: readonly PhysicalAddress[] = []
   private readonly inFlight = new Set<PhysicalAddress>()
   private readonly ownersDialling = new Map<NodeId, number>()
-  /** Backed-off addresses, kept sorted by retry time only when someone asks (few at a time). */
-  private readonly backedOff = new Set<PhysicalAddress>()
+  /** Backed-off addresses, in the order backed off (released in that order). */
+  private readonly backedOff = new Backoffs()
+  /** The last full pass over `backedOff` that left none ended (backoffs.ts): steps before its earliest end skip the walk. */
+  private backoffPass: BackoffPass | undefined
   /** Re-dials of lost neighbours started in the current one-second window (rate-limited; hubs are not). */
   private lostRedialWindowStartMs = Number.NEGATIVE_INFINITY
   private lostRedialsInWindow = 0
@@ -46,6 +49,8 @@ export class AddressBook {
   dialsDeferred = 0
   addressesRefused = 0
   redialsStarted = 0
+  /** Full walks of the back-offs by `releaseBackoffs` (tests: a step with nothing changed walks none). */
+  backoffWalks = 0
 
   constructor(
     maxAddresses: number,
@@ -184,6 +189,11 @@ export class AddressBook {
     this.lostRedialsInWindow++
   }
 
+  /** Forgets the last back-off pass (tests: every answer then comes from a full walk). */
+  forgetBackoffPass(): void {
+    this.backoffPass = undefined
+  }
+
   ownerOf(address: PhysicalAddress): NodeId | undefined {
     return this.addresses.get(address)?.owner
   }
@@ -238,7 +248,11 @@ export class AddressBook {
 
   /** Moves back-offs that have expired into the dial queue; returns the earliest pending retry. */
   releaseBackoffs(nowMs: number): number | undefined {
+    if (passStands(this.backoffPass, this.backedOff, nowMs)) return this.backoffPass.earliestMs
+    this.backoffWalks++
     let earliest: number | undefined
+    // Whether every back-off left ends after `nowMs` (none waits for the lost re-dials' rate limit).
+    let allLater = true
     for (const address of this.backedOff) {
       const state = this.addresses.get(address)
       if (state === undefined) {
@@ -255,10 +269,12 @@ export class AddressBook {
         this.backedOff.delete(address)
         state.retryAtMs = 0
         this.want(address)
-      } else if (earliest === undefined || readyAtMs < earliest) {
-        earliest = readyAtMs
+        continue
       }
+      if (earliest === undefined || readyAtMs < earliest) earliest = readyAtMs
+      if (state.retryAtMs <= nowMs) allLater = false
     }
+    this.backoffPass = allLater ? { setVersion: this.backedOff.version, earliestMs: earliest } : undefined
     return earliest
   }
 
@@ -305,6 +321,7 @@ export class AddressBook {
     if (this.inFlight.size >= this.maxInFlight) return false
     const free = (owner: NodeId | undefined) => owner === undefined || !this.ownersDialling.has(owner)
     if (this.queue.some((row) => free(this.addresses.ownerOf(row)))) return true
+    if (passStands(this.backoffPass, this.backedOff, nowMs)) return false
     for (const address of this.backedOff) {
       const state = this.addresses.get(address)
       if (state === undefined || state.retryAtMs > nowMs || state.queued || state.dialStartedAtMs !== undefined || !free(state.owner)) continue
@@ -315,6 +332,7 @@ export class AddressBook {
 
   /** The earliest back-off that ends after `nowMs` (when a dial may become ready with no input), if any. Changes nothing. */
   nextRetryAfter(nowMs: number): number | undefined {
+    if (passStands(this.backoffPass, this.backedOff, nowMs)) return this.backoffPass.earliestMs
     let earliest: number | undefined
     for (const address of this.backedOff) {
       const state = this.addresses.get(address)
@@ -367,6 +385,8 @@ export class AddressBook {
     if (state === undefined) {
       throw new PhoenixError('INVALID_INPUT', `dialFailed for ${JSON.stringify(address)}, which has no dial in flight`)
     }
+    // A dial in flight is never backed off (`want`, `connectionLost`): the add below joins it, so a walk's answer is renewed (backoffs.ts).
+    invariant(!this.backedOff.has(address), 'a failed dial was not backed off')
     this.dialsFailed++
     state.consecutiveFailures++
     state.retryAtMs = nowMs + this.backoffMs(state.consecutiveFailures, state.redial !== undefined)
