@@ -278,7 +278,14 @@ export class AddressRows {
     if (this.ownersOwn && this.firstOfOwner[owner]! < 0) this.owners.release(this.owners.id(owner)!)
   }
 
-  private addressAt(row: number): PhysicalAddress {
+  /** The state of a learned `row` (the dial queue's rows: discovery.ts), a view made on demand. */
+  stateAt(row: number): AddressState {
+    invariant(row < this.capacity && (this.flags[row]! & (this.rowIsNumber ? LEARNED : FREE)) === (this.rowIsNumber ? LEARNED : 0) && (this.rowIsNumber || row < this.count), 'a row asked for is learned')
+    return new AddressState(this, row)
+  }
+
+  /** The address of a learned `row`. */
+  addressAt(row: number): PhysicalAddress {
     const address = this.numbers.id(this.rowIsNumber ? row : this.numberOfRow[row]!)
     invariant(address !== undefined, 'a learned address keeps its number')
     return address
@@ -335,7 +342,8 @@ function grownInt32(array: Int32Array, length: number, fill: number): Int32Array
 export class AddressState {
   constructor(
     private readonly rows: AddressRows,
-    private readonly row: number,
+    /** Its row in the book's columns (the dial queue holds rows: dial-queue.ts). */
+    readonly row: number,
   ) {}
 
   get owner(): NodeId | undefined {

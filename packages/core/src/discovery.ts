@@ -1,6 +1,8 @@
 import { AddressRows, type AddressState } from './address-rows.ts'
 import { CORE_CONSTANTS } from './constants.ts'
-import { PhoenixError } from './errors.ts'
+import { type BackoffPass, Backoffs, passStands } from './backoffs.ts'
+import { DialQueue } from './dial-queue.ts'
+import { invariant, PhoenixError } from './errors.ts'
 import type { NodeIndex } from './nodeindex.ts'
 import type { NodeId, PhysicalAddress } from './types.ts'
 
@@ -26,17 +28,16 @@ export interface DiscoveryTiming {
 export class AddressBook {
   /** Each address's state, in columns (address-rows.ts). */
   private readonly addresses: AddressRows
-  /** FIFO of addresses ready to dial; discovery order is dial order. Its consumed prefix is dropped as `takeDials` says. */
-  private queue: PhysicalAddress[] = []
-  private queueHead = 0
-  /** Addresses were queued since the pending part of the queue was last put in nearness order. */
-  private queueUnsorted = false
+  /** Rows of the addresses ready to dial, nearest first, then in discovery order (dial-queue.ts). */
+  private readonly queue: DialQueue
   /** Our own addresses: which known addresses look nearest (`nearnessOf`). */
   private ownAddresses: readonly PhysicalAddress[] = []
   private readonly inFlight = new Set<PhysicalAddress>()
   private readonly ownersDialling = new Map<NodeId, number>()
-  /** Backed-off addresses, kept sorted by retry time only when someone asks (few at a time). */
-  private readonly backedOff = new Set<PhysicalAddress>()
+  /** Backed-off addresses, in the order backed off (released in that order). */
+  private readonly backedOff = new Backoffs()
+  /** The last full pass over `backedOff` that left none ended (backoffs.ts): steps before its earliest end skip the walk. */
+  private backoffPass: BackoffPass | undefined
   /** Re-dials of lost neighbours started in the current one-second window (rate-limited; hubs are not). */
   private lostRedialWindowStartMs = Number.NEGATIVE_INFINITY
   private lostRedialsInWindow = 0
@@ -48,6 +49,8 @@ export class AddressBook {
   dialsDeferred = 0
   addressesRefused = 0
   redialsStarted = 0
+  /** Full walks of the back-offs by `releaseBackoffs` (tests: a step with nothing changed walks none). */
+  backoffWalks = 0
 
   constructor(
     maxAddresses: number,
@@ -59,6 +62,7 @@ export class AddressBook {
     owners?: NodeIndex,
   ) {
     this.addresses = new AddressRows(maxAddresses, numbers, owners)
+    this.queue = new DialQueue((row) => this.addresses.nearness[row]!)
   }
 
   get size(): number {
@@ -71,7 +75,7 @@ export class AddressBook {
 
   /** Addresses the dial queue holds, taken ones not yet dropped included (tests: its memory follows what is pending). */
   get dialQueueHeld(): number {
-    return this.queue.length
+    return this.queue.held
   }
 
   /** Learns an address (and its owner if known). Returns false when the book is full. */
@@ -185,6 +189,11 @@ export class AddressBook {
     this.lostRedialsInWindow++
   }
 
+  /** Forgets the last back-off pass (tests: every answer then comes from a full walk). */
+  forgetBackoffPass(): void {
+    this.backoffPass = undefined
+  }
+
   ownerOf(address: PhysicalAddress): NodeId | undefined {
     return this.addresses.get(address)?.owner
   }
@@ -199,7 +208,7 @@ export class AddressBook {
   setOwnAddresses(addresses: readonly PhysicalAddress[]): void {
     this.ownAddresses = addresses
     for (const [address, state] of this.addresses) state.nearness = this.nearnessOf(address)
-    this.queueUnsorted = true
+    this.queue.resortAll()
   }
 
   private nearnessOf(address: PhysicalAddress): number {
@@ -212,19 +221,6 @@ export class AddressBook {
     return best
   }
 
-  /** Puts the addresses still to dial in nearness order, keeping discovery order among equals (a stable sort). */
-  private sortQueue(): void {
-    this.queueUnsorted = false
-    if (this.ownAddresses.length === 0 || this.queue.length - this.queueHead < 2) return
-    const pending = this.queue.slice(this.queueHead)
-    // Each address's nearness read once, not twice a comparison: a lookup of its row by text
-    // each time was 1.4% of a 5,000-process run (three subnets). Sorting positions by it keeps
-    // the order of equals (the sort is stable).
-    const near = pending.map((a) => this.addresses.get(a)?.nearness ?? 0)
-    const order = pending.map((_, i) => i).sort((i, j) => near[j]! - near[i]!)
-    for (let i = 0; i < pending.length; i++) this.queue[this.queueHead + i] = pending[order[i]!]!
-  }
-
   /** Asks for `address` to be dialled when allowed (not in flight, not backed off). */
   want(address: PhysicalAddress): void {
     const state = this.addresses.get(address)
@@ -234,8 +230,7 @@ export class AddressBook {
       return
     }
     state.queued = true
-    this.queue.push(address)
-    this.queueUnsorted = true
+    this.queue.push(state.row)
   }
 
   /**
@@ -253,7 +248,11 @@ export class AddressBook {
 
   /** Moves back-offs that have expired into the dial queue; returns the earliest pending retry. */
   releaseBackoffs(nowMs: number): number | undefined {
+    if (passStands(this.backoffPass, this.backedOff, nowMs)) return this.backoffPass.earliestMs
+    this.backoffWalks++
     let earliest: number | undefined
+    // Whether every back-off left ends after `nowMs` (none waits for the lost re-dials' rate limit).
+    let allLater = true
     for (const address of this.backedOff) {
       const state = this.addresses.get(address)
       if (state === undefined) {
@@ -270,10 +269,12 @@ export class AddressBook {
         this.backedOff.delete(address)
         state.retryAtMs = 0
         this.want(address)
-      } else if (earliest === undefined || readyAtMs < earliest) {
-        earliest = readyAtMs
+        continue
       }
+      if (earliest === undefined || readyAtMs < earliest) earliest = readyAtMs
+      if (state.retryAtMs <= nowMs) allLater = false
     }
+    this.backoffPass = allLater ? { setVersion: this.backedOff.version, earliestMs: earliest } : undefined
     return earliest
   }
 
@@ -286,14 +287,16 @@ export class AddressBook {
     const out: { address: PhysicalAddress; owner: NodeId | undefined }[] = []
     // Another address of a node already being dialled waits its turn: if that dial fails, this
     // one is next (a dual-stacked node's IPv6 address may be unreachable from here, its IPv4 not).
-    const waiting: PhysicalAddress[] = []
-    if (this.queueUnsorted) this.sortQueue()
-    while (this.queueHead < this.queue.length && this.inFlight.size < this.maxInFlight && out.length < countMax) {
-      const address = this.queue[this.queueHead++]!
-      const state = this.addresses.get(address)
-      if (state === undefined) continue
+    const waiting: number[] = []
+    this.queue.sort()
+    while (this.inFlight.size < this.maxInFlight && out.length < countMax) {
+      const row = this.queue.take()
+      if (row < 0) break
+      // A queued row is never forgotten (`forgetLost`), so it is still its address's.
+      const state = this.addresses.stateAt(row)
+      const address = this.addresses.addressAt(row)
       if (state.owner !== undefined && this.ownersDialling.has(state.owner) && !skipOwner(state.owner)) {
-        waiting.push(address)
+        waiting.push(row)
         continue
       }
       state.queued = false
@@ -304,18 +307,8 @@ export class AddressBook {
       this.dialsStarted++
       out.push({ address, owner: state.owner })
     }
-    this.queue.push(...waiting)
-    // Drop the consumed prefix so the queue's memory follows what is pending, not history: at once
-    // when nothing is pending, else once it is over a quarter of the queue (a copy of the rest,
-    // so at most 3 moves per address taken). Kept at the end of a 1,000-process run, the prefix
-    // was 10 bytes a (node, destination) pair on one subnet and 3.4 of 10 on three (heap snapshot).
-    if (this.queueHead === this.queue.length) {
-      this.queue = []
-      this.queueHead = 0
-    } else if (this.queueHead > CORE_CONSTANTS.dialQueueCompactAfter && this.queueHead * 4 > this.queue.length) {
-      this.queue = this.queue.slice(this.queueHead)
-      this.queueHead = 0
-    }
+    this.queue.putBack(waiting)
+    this.queue.compact()
     return out
   }
 
@@ -327,9 +320,8 @@ export class AddressBook {
   hasDialReady(nowMs: number): boolean {
     if (this.inFlight.size >= this.maxInFlight) return false
     const free = (owner: NodeId | undefined) => owner === undefined || !this.ownersDialling.has(owner)
-    for (let i = this.queueHead; i < this.queue.length; i++) {
-      if (free(this.addresses.get(this.queue[i]!)?.owner)) return true
-    }
+    if (this.queue.some((row) => free(this.addresses.ownerOf(row)))) return true
+    if (passStands(this.backoffPass, this.backedOff, nowMs)) return false
     for (const address of this.backedOff) {
       const state = this.addresses.get(address)
       if (state === undefined || state.retryAtMs > nowMs || state.queued || state.dialStartedAtMs !== undefined || !free(state.owner)) continue
@@ -340,6 +332,7 @@ export class AddressBook {
 
   /** The earliest back-off that ends after `nowMs` (when a dial may become ready with no input), if any. Changes nothing. */
   nextRetryAfter(nowMs: number): number | undefined {
+    if (passStands(this.backoffPass, this.backedOff, nowMs)) return this.backoffPass.earliestMs
     let earliest: number | undefined
     for (const address of this.backedOff) {
       const state = this.addresses.get(address)
@@ -392,6 +385,8 @@ export class AddressBook {
     if (state === undefined) {
       throw new PhoenixError('INVALID_INPUT', `dialFailed for ${JSON.stringify(address)}, which has no dial in flight`)
     }
+    // A dial in flight is never backed off (`want`, `connectionLost`): the add below joins it, so a walk's answer is renewed (backoffs.ts).
+    invariant(!this.backedOff.has(address), 'a failed dial was not backed off')
     this.dialsFailed++
     state.consecutiveFailures++
     state.retryAtMs = nowMs + this.backoffMs(state.consecutiveFailures, state.redial !== undefined)

@@ -329,7 +329,9 @@ class SendRound {
   /** The next part of the round in progress (fanout.ts): promised entries still as promised, then held-back ones decided again. */
   takeFromFanout(): void {
     const { fanout, table, limits } = this.p
-    const live = (n: Neighbour, e: RouteEntry) => n.open && table.has(e.destination)
+    // The entry's row, not its destination's text: a row stays its destination's while numbered (a
+    // lookup by text per promise taken was 0.7% of a 5,000-process run, three subnets).
+    const live = (n: Neighbour, e: RouteEntry) => n.open && table.has(e)
     // The neighbours a held-back entry now goes to join its trans in one copy per entry (by row),
     // interned once when the step's share is taken, not in one new interned set per neighbour:
     // that was O(N) per (neighbour, entry) pair, and at 5,000 processes a gateway's held-back

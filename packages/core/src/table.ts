@@ -98,8 +98,8 @@ export class RouteTable {
     return row === undefined ? undefined : this.columns.view(row)
   }
 
-  has(destination: NodeId): boolean {
-    return this.columns.rowOf(destination) !== undefined
+  has(entry: RouteEntry): boolean {
+    return this.columns.has(entry.row)
   }
 
   /** Whether `entry` is our own (views are made on demand: compare rows, not objects). */

@@ -56,6 +56,9 @@ describe('RouteColumns: the routing table in columns', () => {
           apply(columns, index, model, dirty, op)
           expect([...columns.rows()].map((row) => columns.idOf(row))).toEqual([...model.keys()])
           expect(columns.rowsWhere(() => true).map((row) => columns.idOf(row))).toEqual([...model.keys()])
+          // Asked by row, listed in insertion order: a pick by the row's values keeps that order.
+          const picks = (row: number, isDirty: boolean) => isDirty || row % 3 === 0
+          expect(columns.rowsWhere(picks).map((row) => columns.idOf(row))).toEqual([...model.keys()].filter((id) => picks(columns.rowOf(id)!, dirty.includes(id))))
           expect(columns.dirtyRows().map((row) => columns.idOf(row))).toEqual(dirty)
           expect(columns.size).toBe(model.size)
         }
