@@ -56,7 +56,7 @@ describe('RouteColumns: the routing table in columns', () => {
           apply(columns, index, model, dirty, op)
           expect([...columns.rows()].map((row) => columns.idOf(row))).toEqual([...model.keys()])
           expect(columns.rowsWhere(() => true).map((row) => columns.idOf(row))).toEqual([...model.keys()])
-          expect(columns.dirtyRows().map((row) => columns.idOf(row))).toEqual(dirty)
+          expect(Array.from({ length: columns.dirtyCount }, (_, i) => columns.idOf(columns.dirtyRowAt(i)))).toEqual(dirty)
           expect(columns.size).toBe(model.size)
         }
       }),
