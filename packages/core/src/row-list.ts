@@ -1,7 +1,7 @@
 import { grownNarrow, type NarrowColumn, widenedFor } from './narrow.ts'
 
-/** Rows a list keeps room for after `clear`: past this, it lets its column go (a burst's room is not kept for a trickle). */
-const KEPT_ROWS_MAX = 1_024
+/** Rows a list keeps room for after `clear`: past this, it lets its column go (a burst's room is not kept for a trickle: 128 bytes a list). */
+const KEPT_ROWS_MAX = 64
 
 /**
  * A list of row numbers in push order, 2 bytes a row while every row is below 32,768 (narrow.ts),
