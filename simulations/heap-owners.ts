@@ -6,6 +6,7 @@
  * destination) pair, grouped as simulations/ANALYSIS.md's tables are.
  *
  *   node --expose-gc --import tsx simulations/heap-owners.ts --nodes 1000 --scenario paper-1-subnet --top 40
+ *   ... --at-events 540000                                                         # mid-run, e.g. at peak-live.ts's peak
  *   ... --tree ../other-checkout                                                  # another checkout's code
  *
  * About 20 s and 1 GB at 1,000 processes (the snapshot is ~130 MB of JSON, parsed here).
@@ -19,24 +20,26 @@ import { fail, intOption, scriptArgs } from '../tools/script-args.ts'
 
 const here = dirname(fileURLToPath(import.meta.url))
 const { values } = scriptArgs(
-  { options: { nodes: { type: 'string', default: '1000' }, scenario: { type: 'string', default: 'paper-3-subnets' }, top: { type: 'string', default: '40' }, tree: { type: 'string' } } },
+  { options: { nodes: { type: 'string', default: '1000' }, scenario: { type: 'string', default: 'paper-3-subnets' }, top: { type: 'string', default: '40' }, 'at-events': { type: 'string' }, tree: { type: 'string' } } },
   {
-    summary: "a simulation's live bytes by owner (class and field), per (node, destination) pair, from a heap snapshot at its end",
-    help: { nodes: 'processes (the scenario scaled to this size)', scenario: 'a file of simulations/scenarios/, without .json', top: 'how many owners to list', tree: 'the checkout whose packages/sim runs (default: this one)' },
+    summary: "a simulation's live bytes by owner (class and field), per (node, destination) pair, from a heap snapshot at its end or at --at-events",
+    help: { nodes: 'processes (the scenario scaled to this size)', scenario: 'a file of simulations/scenarios/, without .json', top: 'how many owners to list', 'at-events': 'take the snapshot at this event count instead of at the end (peak-live.ts says where the peak is)', tree: 'the checkout whose packages/sim runs (default: this one)' },
   },
 )
 const nodes = intOption(values, 'nodes', 2, 100_000)
 const top = intOption(values, 'top', 1, 10_000)
+const atEvents = values['at-events'] === undefined ? undefined : intOption(values, 'at-events', 1, 1e12)
 const gc = (globalThis as { gc?: () => void }).gc ?? fail('run with node --expose-gc')
 
 /** Owner groups of ANALYSIS.md's tables, by class name; the rest is "other". */
 const GROUPS: readonly (readonly [string, RegExp])[] = [
-  ['route table', /^(RouteColumns|Introducers|RecordAddresses|AddressVersions|SetIds|RouteTable|DirtyEntries)\b/],
+  ['route table', /^(RouteColumns|Introducers|RecordAddresses|AddressVersions|SetIds|RouteTable|DirtyEntries|JoinedNeighbours|RowList)\b/],
   ['address book', /^(AddressBook|AddressRows)\b/],
   ["the core's connections", /^(NeighbourColumns|NeighbourTable|UpdateBudgets)\b/],
   ["the simulator's connections", /^(LinkTable|Network)\b/],
   ['holder sets and memo', /^(HolderSets|NodeSet)\b/],
-  ['event queue', /^EventQueue\b/],
+  ['event queue', /^EventQueue(Run)?\b/],
+  ['inbox (received, not applied)', /^Inbox\b/],
 ]
 /** Constructor names that are not classes of ours: their instances pass their owner on. */
 const BUILT_IN = /^(Object|Array|Map|Set|Weak\w*|Function|\w*Array|ArrayBuffer|DataView|Promise|Error|RegExp|Date|Module|Buffer|Symbol|String|Number|Boolean|Generator|Iterator|EventEmitter|global|process)$/
@@ -47,11 +50,19 @@ async function snapshot(): Promise<string> {
   const sim = (await import(pathToFileURL(join(tree, 'packages/sim/src/index.ts')).href)) as typeof import('@phoenix-overlay/sim')
   const scaled = sim.scaleScenario(sim.parseScenario(JSON.parse(readFileSync(join(here, 'scenarios', `${values.scenario}.json`), 'utf8'))), nodes)
   // As scale.ts: every process may connect to every gateway.
-  const run = sim.simulate({ ...scaled, coreLimits: { neighboursMax: Math.max(4096, nodes), ...scaled.coreLimits } })
-  gc()
-  const file = writeHeapSnapshot(join(tmpdir(), `heap-owners-${process.pid}.heapsnapshot`))
-  process.stderr.write(`${values.scenario}@${nodes}: converged ${run.result.converged}, ${run.result.entries} entries, ${run.sim.nodes.length} nodes kept for the snapshot\n`)
-  return file
+  // Mid-run (`--at-events`): the snapshot is taken from the progress callback, the run's state live below it.
+  let file: string | undefined
+  const take = () => {
+    gc()
+    file = writeHeapSnapshot(join(tmpdir(), `heap-owners-${process.pid}.heapsnapshot`))
+  }
+  const onProgress = (_virtualMs: number, events: number) => {
+    if (atEvents !== undefined && file === undefined && events >= atEvents) take()
+  }
+  const run = sim.simulate({ ...scaled, coreLimits: { neighboursMax: Math.max(4096, nodes), ...scaled.coreLimits } }, { onProgress })
+  if (file === undefined) take()
+  process.stderr.write(`${values.scenario}@${nodes}: converged ${run.result.converged}, ${run.result.entries} entries, ${run.sim.nodes.length} nodes kept for the snapshot${atEvents !== undefined ? `, snapshot at event ${atEvents}` : ''}\n`)
+  return file!
 }
 
 interface Snapshot {

@@ -1,4 +1,5 @@
 import { invariant } from './errors.ts'
+import type { Inbox, InboxItem } from './inbox.ts'
 import type { Neighbour, SenderSlots } from './neighbours.ts'
 import { EMPTY_SET, NodeSet } from './nodeset.ts'
 import { LostInStep } from './lost.ts'
@@ -16,41 +17,6 @@ import { TransWord } from './vouching.ts'
  * one only tells us who holds it (`RouteTable.noteHolder`); a neighbour's first update carries
  * its hello, and its own record tells us whether it needs ours of it.
  */
-
-export interface InboxItem {
-  readonly from: NodeId
-  /** `from`'s number when it arrived (the connection below tells whether it is still that neighbour). */
-  readonly index: number
-  /** Which connection to `from` it arrived on: news from a closed connection is stale. */
-  readonly connection: number
-  readonly message: UpdateMessage
-}
-
-/** Received updates waiting for the apply step, oldest first (bounded by `inboxMessagesMax`). */
-export class Inbox {
-  private readonly items: (InboxItem | undefined)[] = []
-  private head = 0
-
-  get length(): number {
-    return this.items.length - this.head
-  }
-
-  push(item: InboxItem): void {
-    this.items.push(item)
-  }
-
-  /** The oldest item, removed; undefined when empty. */
-  take(): InboxItem | undefined {
-    if (this.head === this.items.length) return undefined
-    const item = this.items[this.head]
-    this.items[this.head++] = undefined
-    if (this.head === this.items.length) {
-      this.items.length = 0
-      this.head = 0
-    }
-    return item
-  }
-}
 
 /** Applies up to `maxMessages` queued updates; returns how many messages and entries it took. */
 export function applyInbox(p: CoreParts, inbox: Inbox, maxMessages: number, nowMs: number): { messages: number; entries: number } {

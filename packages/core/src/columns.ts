@@ -2,6 +2,7 @@ import { invariant } from './errors.ts'
 import { Introducers } from './introducers.ts'
 import { grownNarrow, type NarrowColumn, widenedFor } from './narrow.ts'
 import { RecordAddresses } from './record-addresses.ts'
+import { RowList } from './row-list.ts'
 import type { NodeIndex } from './nodeindex.ts'
 import type { NodeSet } from './nodeset.ts'
 import { HOPS_NONE, NO_SIGNATURE, RouteEntry } from './route.ts'
@@ -101,7 +102,7 @@ export class RouteColumns {
   private orderLength = 0
   private orderHoles = 0
   /** Dirty rows in the order they became dirty (a Set's order before); at most one per present row, emptied every send round. */
-  private readonly dirtyList: number[] = []
+  private readonly dirtyList = new RowList()
 
   /** `ids`: where the rows' sets are numbered (`HolderSets.ids`, the table's holder sets). */
   constructor(
@@ -329,9 +330,9 @@ export class RouteColumns {
     return this.dirtyList.length
   }
 
-  /** Dirty rows, in the order they became dirty. */
-  dirtyRows(): readonly number[] {
-    return this.dirtyList
+  /** The `i`-th dirty row, in the order they became dirty (below `dirtyCount`). */
+  dirtyRowAt(i: number): number {
+    return this.dirtyList.at(i)
   }
 
   /**
@@ -341,7 +342,8 @@ export class RouteColumns {
    */
   oldestDirtyUnreachableMs(except: number): number {
     let oldest = Number.POSITIVE_INFINITY
-    for (const row of this.dirtyList) {
+    for (let i = 0; i < this.dirtyList.length; i++) {
+      const row = this.dirtyList.at(i)
       if (row === except || !isUnreachableSeq(this.seq[row]!)) continue
       const at = this.changedAtMsOf(row)
       if (at < oldest) oldest = at
@@ -350,8 +352,11 @@ export class RouteColumns {
   }
 
   clearDirty(): void {
-    for (const row of this.dirtyList) this.flags[row] = this.flags[row]! & ~DIRTY
-    this.dirtyList.length = 0
+    for (let i = 0; i < this.dirtyList.length; i++) {
+      const row = this.dirtyList.at(i)
+      this.flags[row] = this.flags[row]! & ~DIRTY
+    }
+    this.dirtyList.clear()
   }
 
   /** Drops the positions of removed rows (each loses its IN_ORDER mark), keeping the order of the rest. */
@@ -452,7 +457,7 @@ export class DirtyEntries {
 
   /** Views of the dirty entries, one made per step; an entry made dirty while iterating is visited too. */
   *[Symbol.iterator](): IterableIterator<RouteEntry> {
-    const rows = this.columns.dirtyRows()
-    for (let i = 0; i < rows.length; i++) yield this.columns.view(rows[i]!)
+    const columns = this.columns
+    for (let i = 0; i < columns.dirtyCount; i++) yield columns.view(columns.dirtyRowAt(i))
   }
 }

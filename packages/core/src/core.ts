@@ -1,8 +1,9 @@
-import { Inbox, applyInbox, numberNeighbour } from './apply.ts'
+import { applyInbox, numberNeighbour } from './apply.ts'
 import { neighbourClosed, neighbourOpened } from './connections.ts'
 import { DEFAULT_LIMITS, DEFAULT_TIMING, type CoreLimits, type CoreTiming } from './constants.ts'
 import { AddressBook } from './discovery.ts'
 import { Expiry } from './expiry.ts'
+import { Inbox } from './inbox.ts'
 import { Fanout, coHubsOf, isOurHub, mayHaveCoHubs } from './fanout.ts'
 import { checkCoreInvariants } from './invariants.ts'
 import { PhoenixError } from './errors.ts'
@@ -233,7 +234,7 @@ export class PhoenixCore {
     this.police.checkMessage(message)
     if (this.inbox.length >= this.limits.inboxMessagesMax) return false
     this.police.admit(neighbour, this.neighbours, message, nowMs, (d) => this.table.get(d))
-    this.inbox.push({ from, index: neighbour.index, connection: neighbour.connection, message })
+    this.inbox.push(from, neighbour.index, neighbour.connection, message)
     this.traffic.messagesReceived++
     this.traffic.entriesReceived += message.entries.length
     return true

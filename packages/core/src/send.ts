@@ -31,7 +31,7 @@ export function sendRound(p: CoreParts, nowMs: number): StepResult {
     else round.collectOptimized()
     p.table.dirty.clear()
     p.table.allDirty = false
-    if (p.table.joined.size > 0) p.table.joined.clear() // Set.clear() allocates even when empty (V8)
+    p.table.joined.clear()
     if (p.mode === 'naive') return round.build()
     round.endPlans()
     p.fanout.sortPromised()
@@ -178,7 +178,7 @@ class SendRound {
   private joinedNeighbours(): Joined | undefined {
     const { table, neighbours } = this.p
     if (table.allDirty || table.joined.size === 0) return undefined
-    const list = [...table.joined].filter((index) => neighbours.indexSet.has(index)).sort((a, b) => a - b)
+    const list = table.joined.inAscending(neighbours.indexSet)
     if (list.length <= JOINED_LIST_MAX) return { list, set: undefined }
     const set = new NodeSet(list.at(-1)! + 1)
     for (const index of list) set.add(index)

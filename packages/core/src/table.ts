@@ -3,6 +3,7 @@ import { DirtyEntries, RouteColumns } from './columns.ts'
 import { CORE_CONSTANTS } from './constants.ts'
 import { invariant } from './errors.ts'
 import { HolderSets } from './holders.ts'
+import { JoinedNeighbours } from './joined.ts'
 import type { NameConflict, NameHolders } from './names.ts'
 import type { NodeIndex } from './nodeindex.ts'
 import { EMPTY_SET, NodeSet } from './nodeset.ts'
@@ -51,7 +52,7 @@ export class RouteTable {
   /** Every entry must be considered for every neighbour in the next send round (a co-hub closed: fanout.ts). */
   allDirty = false
   /** Neighbours (node indices) joined since the last send round: every entry is considered for them (send.ts). At most neighboursMax. */
-  readonly joined = new Set<number>()
+  readonly joined = new JoinedNeighbours()
   private nextExpiryScanMs = 0
   /** The oldest `changedAtMs` of the unreachable entries the last `expire` scan kept (Infinity: none). */
   oldestUnreachableMs = Number.POSITIVE_INFINITY

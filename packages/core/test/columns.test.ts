@@ -59,7 +59,7 @@ describe('RouteColumns: the routing table in columns', () => {
           // Asked by row, listed in insertion order: a pick by the row's values keeps that order.
           const picks = (row: number, isDirty: boolean) => isDirty || row % 3 === 0
           expect(columns.rowsWhere(picks).map((row) => columns.idOf(row))).toEqual([...model.keys()].filter((id) => picks(columns.rowOf(id)!, dirty.includes(id))))
-          expect(columns.dirtyRows().map((row) => columns.idOf(row))).toEqual(dirty)
+          expect(Array.from({ length: columns.dirtyCount }, (_, i) => columns.idOf(columns.dirtyRowAt(i)))).toEqual(dirty)
           expect(columns.size).toBe(model.size)
         }
       }),
