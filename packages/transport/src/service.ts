@@ -436,11 +436,13 @@ export function phoenix(init: PhoenixInit = {}): (components: PhoenixComponents)
   return (components) => new PhoenixNode(components, init)
 }
 
-/** What a send that found no route is told beyond that: who holds the name, or that a pattern is not a name. */
+/** What a send that found no route is told beyond that: who holds the name, that nobody does, or that a pattern is not a name. */
 function whyNoRoute(core: PhoenixCore | undefined, name: string): string | undefined {
   const holder = core?.routes().find((route) => !route.reachable && route.names.includes(name))
   if (holder === undefined && name.includes('*')) return `a name is matched as written, '*' included: members(pattern) lists the names a pattern matches (the CLI: phoenix members), and broadcast(pattern, bytes) sends to each`
-  if (core === undefined || holder === undefined) return undefined
+  if (core === undefined) return undefined
+  // Nothing held under the name: say what that can mean, so that a send after a graceful leave does not read like a routing fault.
+  if (holder === undefined) return 'no node this one knows holds that name: none has announced it yet, or its node left (a node that stops gives its names up at once) or was forgotten'
   return `it is held by ${holder.destination}, which is unreachable; the name stays with that node until its entry is forgotten (core timing unreachableRetentionMs, ${core.timing.unreachableRetentionMs} ms after it became unreachable) unless it comes back, as a node restarted with its key does`
 }
 
